@@ -1,0 +1,29 @@
+# FairSolve. `make run` starts the whole service; `make test` runs the whole suite.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install bench migrate clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m app.launcher
+
+migrate: $(STAMP)
+	$(PY) -m alembic upgrade head
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) -m bench.adult_plada
+
+clean:
+	rm -rf .fairsolve .pytest_cache

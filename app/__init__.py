@@ -1,0 +1,1 @@
+"""FairSolve HTTP service: FastAPI routers, persistence, dataset storage and charts."""

@@ -1,0 +1,76 @@
+"""``make run``: migrate the database, then run the API, a Celery worker and Celery beat together.
+
+Ctrl-C (SIGINT) or SIGTERM stops every process started here; if one of them dies,
+the others are stopped too and the launcher exits non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+from app.settings import get_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def migrate() -> None:
+    command.upgrade(Config(str(ROOT / "alembic.ini")), "head")
+
+
+def commands(host: str, port: int, concurrency: int, home: Path) -> dict[str, list[str]]:
+    py = sys.executable
+    return {
+        "api": [py, "-m", "uvicorn", "app.main:app", "--host", host, "--port", str(port)],
+        "worker": [py, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu",
+                   "-c", str(concurrency), "-n", f"fairsolve-{os.getpid()}@%h", "--loglevel", "INFO"],
+        "beat": [py, "-m", "celery", "-A", "worker.celery_app", "beat", "--loglevel", "INFO",
+                 "-s", str(home / "celerybeat-schedule")],
+    }
+
+
+def main() -> int:
+    settings = get_settings()
+    migrate()
+    host = os.environ.get("HOST", "127.0.0.1")
+    concurrency = int(os.environ.get("FAIRSOLVE_WORKER_CONCURRENCY", "1"))
+    procs = {name: subprocess.Popen(cmd, cwd=ROOT)
+             for name, cmd in commands(host, settings.port, concurrency, settings.home.resolve()).items()}
+    print(f"FairSolve on http://{host}:{settings.port}  (database {settings.database_url.split('://')[0]}, "
+          f"broker {settings.broker_url.split('://')[0]}); Ctrl-C stops it", flush=True)
+    stopping = False
+
+    def stop(*_):
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    code = 0
+    while not stopping:
+        for name, proc in procs.items():
+            if proc.poll() is not None:
+                print(f"{name} exited with code {proc.returncode}; stopping the others", file=sys.stderr)
+                stopping, code = True, proc.returncode or 1
+        time.sleep(0.5)
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    for proc in procs.values():
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""SQLAlchemy ORM models: datasets, jobs, trajectory points and artifacts."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Dataset(Base):
+    """An uploaded table: the stored file (name chosen by the server), its inferred schema and hash."""
+
+    __tablename__ = "datasets"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(255))
+    original_filename: Mapped[str | None] = mapped_column(String(255))
+    format: Mapped[str] = mapped_column(String(16))  # csv | parquet
+    read_options: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    stored_name: Mapped[str] = mapped_column(String(64))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    n_rows: Mapped[int] = mapped_column(Integer)
+    n_columns: Mapped[int] = mapped_column(Integer)
+    columns: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Job(Base):
+    """One constrained solve: the validated spec, its life cycle, progress and final metrics."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"), index=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    queue: Mapped[str] = mapped_column(String(16), default="cpu")
+    progress: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    error: Mapped[str | None] = mapped_column(Text)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    worker: Mapped[str | None] = mapped_column(String(255))
+    device: Mapped[str | None] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class TrajectoryPoint(Base):
+    """One iterate's record; written in batches by the worker, read back downsampled."""
+
+    __tablename__ = "trajectory_points"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    iteration: Mapped[int] = mapped_column(Integer, primary_key=True)
+    elapsed_s: Mapped[float] = mapped_column(Float)
+    samples_seen: Mapped[int] = mapped_column(BigInteger)
+    objective: Mapped[float | None] = mapped_column(Float)
+    max_violation: Mapped[float | None] = mapped_column(Float)
+    constraints: Mapped[list[float]] = mapped_column(JSONType)
+    duals: Mapped[dict[str, list[float]] | None] = mapped_column(JSONType)
+
+
+class Artifact(Base):
+    """A file a job produced: model weights (safetensors) or test predictions (parquet)."""
+
+    __tablename__ = "artifacts"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    stored_name: Mapped[str] = mapped_column(String(128))
+    media_type: Mapped[str] = mapped_column(String(64))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,119 @@
+"""Jobs: submit a constrained solve, follow it, cancel it, read its trajectory and artifacts."""
+
+from __future__ import annotations
+
+import math
+
+from fastapi import APIRouter, HTTPException, Query, status
+from fastapi.responses import FileResponse
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.artifacts import artifact_path
+from app.deps import DB, AppSettings, get_or_404
+from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
+from app.queue import enqueue_job, queue_for
+from app.routers.datasets import dataset_path
+from app.schemas import JobCreate, JobOut, TrajectoryOut
+from app.storage import load_table
+from solvers import SpecError, check_spec_against_table
+
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+
+
+def spec_error(loc: tuple, msg: str) -> HTTPException:
+    return HTTPException(status_code=422, detail=[{"loc": ["body", *loc], "msg": msg, "type": "value_error"}])
+
+
+def job_out(db: Session, job: Job) -> dict:
+    out = JobOut.model_validate(job).model_dump()
+    arts = db.scalars(select(Artifact).where(Artifact.job_id == job.id).order_by(Artifact.kind))
+    out["artifacts"] = [{"id": a.id, "kind": a.kind, "media_type": a.media_type, "size_bytes": a.size_bytes,
+                         "sha256": a.sha256, "url": f"/api/v1/jobs/{job.id}/artifacts/{a.kind}"} for a in arts]
+    return out
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED)
+def submit_job(body: JobCreate, db: DB, settings: AppSettings) -> dict:
+    """Validate the spec against the dataset, store the job and queue it (``device: cuda`` goes to ``gpu``)."""
+    dataset = db.get(Dataset, body.dataset_id)
+    if dataset is None:
+        raise spec_error(("dataset_id",), f"dataset {body.dataset_id!r} not found")
+    table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+    try:
+        check_spec_against_table(body, table)
+    except SpecError as exc:
+        raise spec_error(exc.loc, exc.msg) from exc
+    job = Job(dataset_id=dataset.id, spec=body.model_dump(mode="json"), status="queued",
+              queue=queue_for(body.device), progress={"iteration": 0, "max_iterations": body.max_iterations})
+    db.add(job)
+    db.commit()
+    try:
+        enqueue_job(job)
+    except Exception as exc:
+        job.status, job.error, job.finished_at = "failed", f"broker unavailable: {exc}", utcnow()
+        db.commit()
+        raise HTTPException(status_code=503, detail="the job queue is unavailable; try again later") from exc
+    return {"id": job.id, "status": job.status, "queue": job.queue}
+
+
+@router.get("", response_model=list[JobOut])
+def list_jobs(db: DB, status_: str | None = Query(None, alias="status"), limit: int = 100,
+              offset: int = 0) -> list[dict]:
+    stmt = select(Job).order_by(Job.created_at.desc()).limit(min(limit, 1000)).offset(offset)
+    if status_:
+        stmt = stmt.where(Job.status == status_)
+    return [job_out(db, j) for j in db.scalars(stmt)]
+
+
+@router.get("/{job_id}", response_model=JobOut)
+def get_job(job_id: str, db: DB) -> dict:
+    return job_out(db, get_or_404(db, Job, job_id, "job"))
+
+
+@router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
+def cancel_job(job_id: str, db: DB) -> dict:
+    """Cooperative: a queued job is cancelled at once; a running one stops at its next check (≈1 s)."""
+    job = get_or_404(db, Job, job_id, "job")
+    db.execute(update(Job).where(Job.id == job_id).values(cancel_requested=True))
+    db.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
+               .values(status="cancelled", finished_at=utcnow()))
+    db.commit()
+    db.refresh(job)
+    if job.status in ("succeeded", "failed"):
+        raise HTTPException(status_code=409, detail=f"job {job_id!r} has already {job.status}")
+    return {"id": job.id, "status": job.status, "cancel_requested": True}
+
+
+@router.get("/{job_id}/trajectory", response_model=TrajectoryOut)
+def get_trajectory(job_id: str, db: DB, max_points: int = Query(500, ge=2, le=100_000)) -> dict:
+    """Iteration records, downsampled on read to at most ``max_points`` (first and last kept)."""
+    job = get_or_404(db, Job, job_id, "job")
+    return {"job_id": job_id, **read_trajectory(db, job, max_points)}
+
+
+def read_trajectory(db: Session, job: Job, max_points: int) -> dict:
+    """Evenly spaced iterations ``(i - 1) mod step = 0`` plus the last one, selected in SQL."""
+    total, last = db.execute(select(func.count(), func.max(TrajectoryPoint.iteration))
+                             .where(TrajectoryPoint.job_id == job.id)).one()
+    stmt = select(TrajectoryPoint).where(TrajectoryPoint.job_id == job.id).order_by(TrajectoryPoint.iteration)
+    if total > max_points:
+        step = math.ceil(total / (max_points - 1))
+        stmt = stmt.where(or_((TrajectoryPoint.iteration - 1).op("%")(step) == 0, TrajectoryPoint.iteration == last))
+    points = [{"iteration": p.iteration, "elapsed_s": p.elapsed_s, "samples_seen": p.samples_seen,
+               "objective": p.objective, "max_violation": p.max_violation, "constraints": p.constraints,
+               "duals": p.duals} for p in db.scalars(stmt)]
+    result = job.result or {}
+    return {"total_points": int(total), "points": points,
+            "constraint_names": result.get("constraint_names") or job.progress.get("constraint_names") or [],
+            "tolerances": result.get("tolerances") or []}
+
+
+@router.get("/{job_id}/artifacts/{kind}")
+def download_artifact(job_id: str, kind: str, db: DB) -> FileResponse:
+    get_or_404(db, Job, job_id, "job")
+    art = db.scalar(select(Artifact).where(Artifact.job_id == job_id, Artifact.kind == kind))
+    if art is None:
+        raise HTTPException(status_code=404, detail=f"job {job_id!r} has no {kind!r} artifact")
+    return FileResponse(artifact_path(art.stored_name), media_type=art.media_type,
+                        filename=f"{job_id}-{art.stored_name.rsplit('/', 1)[-1]}")

@@ -1,0 +1,54 @@
+"""One settings class, read from the environment (pydantic-settings).
+
+Embedded defaults need no other software: a SQLite database and Celery over its
+SQLAlchemy transport on a SQLite file, both under ``FAIRSOLVE_HOME``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore")
+
+    home: Path = Field(Path(".fairsolve"), validation_alias="FAIRSOLVE_HOME",
+                       description="Directory for the embedded database, broker and stored files.")
+    database_url_env: str | None = Field(None, validation_alias="DATABASE_URL",
+                                         description="SQLAlchemy URL; SQLite under home when unset.")
+    broker_url_env: str | None = Field(None, validation_alias=AliasChoices("CELERY_BROKER_URL", "BROKER_URL"),
+                                       description="Celery broker URL; SQLAlchemy transport on SQLite when unset.")
+    port: int = Field(8000, validation_alias="PORT")
+    max_upload_bytes: int = Field(1 << 30, validation_alias="FAIRSOLVE_MAX_UPLOAD_BYTES",
+                                  description="Largest accepted dataset upload, in bytes.")
+    trajectory_flush_s: float = Field(1.0, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_S",
+                                      description="Seconds between batched trajectory writes of a running job.")
+    trajectory_flush_rows: int = Field(1000, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_ROWS",
+                                       description="Buffered trajectory rows that force a write.")
+
+    @property
+    def database_url(self) -> str:
+        return self.database_url_env or f"sqlite:///{(self.home / 'fairsolve.db').resolve()}"
+
+    @property
+    def broker_url(self) -> str:
+        return self.broker_url_env or f"sqla+sqlite:///{(self.home / 'broker.db').resolve()}"
+
+    @property
+    def storage_dir(self) -> Path:
+        return (self.home / "storage").resolve()
+
+    def ensure_dirs(self) -> None:
+        for sub in ("datasets", "artifacts", "tmp"):
+            (self.storage_dir / sub).mkdir(parents=True, exist_ok=True)
+
+
+@lru_cache
+def get_settings() -> Settings:
+    settings = Settings()
+    settings.ensure_dirs()
+    return settings

@@ -1,0 +1,100 @@
+"""Algorithm base class, registry and result type.
+
+An algorithm is a class with a pydantic ``Config`` (defaults from its paper, each
+field described) and a :meth:`Algorithm.step` that maps the evaluation at θ_k to
+the evaluation at θ_{k+1} (plus its dual variables). The observer / time-limit /
+stop handling is the single loop of :mod:`solvers.algorithms.driver`.
+
+A new algorithm is one module in this folder::
+
+    @ALGORITHMS.register("name", paper="...", aliases=("..",), description="...")
+    class MyAlgorithm(Algorithm):
+        class Config(AlgorithmConfig): ...
+        def step(self, k, current): ...
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from pydantic import BaseModel, ConfigDict
+from torch import Tensor, nn
+
+from ..observer import IterationRecord
+from ..problem import Evaluation, Problem
+from ..registry import Registry
+
+ALGORITHMS: Registry = Registry("solver")
+
+
+class AlgorithmConfig(BaseModel):
+    """Base of every algorithm's Config: unknown parameters are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class SolveResult:
+    model: nn.Module
+    status: str                     # "completed" | "stopped"
+    stop_reason: str | None         # e.g. "cancelled", "time_limit"
+    iterations: int
+    solver_time_s: float
+    samples_seen: int
+    last: IterationRecord | None    # the final iterate's record
+    config: BaseModel               # the resolved config actually used
+
+
+class Algorithm:
+    """θ-update rule of one solver; instantiated per solve with a fresh model."""
+
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    paper: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    supported_models: ClassVar[tuple[str, ...]] = ("linear", "mlp")
+    supported_constraints: ClassVar[tuple[str, ...] | None] = None  # None = every registered family
+    Config: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig
+
+    def __init__(self, problem: Problem, config: AlgorithmConfig, model: nn.Module) -> None:
+        self.problem = problem
+        self.config = self.resolve_config(config, problem)
+        self.model = model
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    @classmethod
+    def resolve_config(cls, config: AlgorithmConfig, problem: Problem) -> AlgorithmConfig:
+        """Fill problem-dependent defaults (e.g. per-model-type paper values)."""
+        return config
+
+    def start(self, current: Evaluation) -> None:
+        """Initialise dual variables from the evaluation at θ_0."""
+
+    def step(self, k: int, current: Evaluation) -> tuple[Evaluation, dict[str, Tensor] | None]:
+        """One iteration k → k+1: return the evaluation at θ_{k+1} and the duals."""
+        raise NotImplementedError
+
+    def samples_per_step(self) -> int:
+        return self.problem.n_samples  # full batch
+
+
+def gradient(loss: Tensor, params: list[Tensor]) -> list[Tensor]:
+    """∇_θ loss (zeros for parameters the loss does not depend on)."""
+    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
+
+
+def describe(cls: type[Algorithm]) -> dict[str, Any]:
+    """Registry entry as served by ``GET /solvers``."""
+    from ..constraints import CONSTRAINTS
+
+    constraints = cls.supported_constraints or tuple(CONSTRAINTS.names())
+    return {
+        "name": cls.name,
+        "aliases": list(cls.aliases),
+        "paper": cls.paper,
+        "description": cls.description,
+        "supports": {"models": list(cls.supported_models), "constraints": list(constraints)},
+        "config_schema": cls.Config.model_json_schema(),
+    }

@@ -1,0 +1,83 @@
+"""The one iteration loop shared by every algorithm.
+
+Per iteration: ``algorithm.step`` → ONE host sync (``tolist`` of objective,
+constraints and duals concatenated) → ``observer.on_iteration`` →
+``observer.should_stop`` → time-limit check.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+
+from ..observer import IterationRecord, Observer
+from ..problem import Problem
+from .base import Algorithm, AlgorithmConfig, SolveResult
+
+
+def run_algorithm(
+    algorithm_cls: type[Algorithm],
+    problem: Problem,
+    config: AlgorithmConfig,
+    observer: Observer | None = None,
+    *,
+    max_iterations: int = 2000,
+    time_limit_s: float = 600.0,
+    seed: int = 0,
+    model: nn.Module | None = None,
+) -> SolveResult:
+    """Build the model (seeded) and iterate until ``max_iterations``, a stop request or the time limit.
+
+    ``model``: optional warm start (used in place, moved to the problem's device).
+    """
+    observer = observer or Observer()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = problem.make_model() if model is None else model.to(problem.device)
+    algorithm = algorithm_cls(problem, config, model)
+    names = problem.constraint_names
+    m = len(names)
+    observer.on_start({
+        "max_iterations": max_iterations,
+        "constraint_names": names,
+        "device": problem.device.type,
+        "n_train": problem.n_samples,
+        "n_features": problem.n_features,
+        "groups": list(problem.group_names),
+    })
+
+    t0 = time.perf_counter()
+    current = problem.evaluate(model)
+    algorithm.start(current)
+    status, stop_reason, record, seen, k = "completed", None, None, 0, 0
+    for k in range(max_iterations):
+        current, duals = algorithm.step(k, current)
+        parts = [current.objective.detach().reshape(1), current.constraints.detach().reshape(-1)]
+        parts += [d.detach().reshape(-1).to(current.objective.dtype) for d in (duals or {}).values()]
+        flat = torch.cat(parts).tolist()  # the single host sync of the iteration
+        seen += algorithm.samples_per_step()
+        constraints = flat[1:1 + m]
+        dual_lists, offset = None, 1 + m
+        if duals is not None:
+            dual_lists = {}
+            for key, value in duals.items():
+                dual_lists[key] = flat[offset:offset + value.numel()]
+                offset += value.numel()
+        elapsed = time.perf_counter() - t0
+        record = IterationRecord(
+            iteration=k + 1, elapsed_s=elapsed, samples_seen=seen, objective=flat[0],
+            constraints=constraints, max_violation=max([0.0, *constraints]), duals=dual_lists,
+        )
+        observer.on_iteration(record)
+        reason = observer.should_stop()
+        if reason is None and elapsed >= time_limit_s and k + 1 < max_iterations:
+            reason = "time_limit"
+        if reason is not None:
+            status, stop_reason = "stopped", str(reason)
+            break
+    model.eval()
+    return SolveResult(
+        model=model, status=status, stop_reason=stop_reason, iterations=record.iteration if record else 0,
+        solver_time_s=time.perf_counter() - t0, samples_seen=seen, last=record, config=algorithm.config,
+    )

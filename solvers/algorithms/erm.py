@@ -1,0 +1,51 @@
+"""Unconstrained empirical risk minimisation (the reference point of every fairness run)."""
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from pydantic import Field, PositiveFloat
+from torch import Tensor
+
+from ..problem import Evaluation
+from .base import ALGORITHMS, Algorithm, AlgorithmConfig
+
+
+class PrimalConfig(AlgorithmConfig):
+    optimizer: Literal["adam", "gd"] = Field(
+        "adam", description="'adam' (torch.optim.Adam, default betas) or 'gd' (plain full-batch gradient descent)."
+    )
+    lr: PositiveFloat = Field(0.05, description="Step size of the θ update.")
+
+
+@ALGORITHMS.register(
+    "erm",
+    aliases=("unconstrained",),
+    paper="(baseline) empirical risk minimisation, no fairness constraint",
+    description="Minimises F(θ) with full-batch Adam (or plain gradient descent), ignoring the constraints; "
+    "constraint values are still computed and logged so the unfairness of the plain model is visible.",
+)
+class ERM(Algorithm):
+    r"""θ_{k+1} = θ_k − lr · d_k with d_k the Adam direction (or ∇ℒ(θ_k) for ``gd``) of ℒ = F."""
+
+    Config = PrimalConfig
+
+    def __init__(self, problem, config, model) -> None:
+        super().__init__(problem, config, model)
+        if self.config.optimizer == "adam":
+            self.optimizer = torch.optim.Adam(self.params, lr=self.config.lr)
+        else:
+            self.optimizer = torch.optim.SGD(self.params, lr=self.config.lr)
+
+    def loss(self, current: Evaluation) -> Tensor:
+        """The function whose (sub)gradient drives the θ step."""
+        return current.objective
+
+    def duals(self) -> dict[str, Tensor] | None:
+        return None
+
+    def step(self, k: int, current: Evaluation):
+        self.optimizer.zero_grad(set_to_none=True)
+        self.loss(current).backward()
+        self.optimizer.step()
+        return self.problem.evaluate(self.model), self.duals()

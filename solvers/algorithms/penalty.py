@@ -1,0 +1,39 @@
+"""Exact-penalty method: the fixed-multiplier baseline."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F_
+from pydantic import Field, NonNegativeFloat
+from torch import Tensor
+
+from ..problem import Evaluation
+from .base import ALGORITHMS
+from .erm import ERM, PrimalConfig
+
+
+class PenaltyConfig(PrimalConfig):
+    penalty: NonNegativeFloat = Field(1.0, description="Penalty weight λ on Σ_j max(0, G_j(θ)).")
+
+
+@ALGORITHMS.register(
+    "penalty",
+    aliases=("exact_penalty",),
+    paper="(baseline) exact ℓ1 penalty method, e.g. Nocedal & Wright (2006), ch. 17",
+    description="Minimises F(θ) + λ Σ_j max(0, G_j(θ)) by full-batch (sub)gradient steps (Adam or plain GD) "
+    "with a fixed penalty weight λ.",
+)
+class Penalty(ERM):
+    r"""ℒ(θ) = F(θ) + λ Σ_j [G_j(θ)]^+ ; θ_{k+1} = θ_k − lr · d_k with d_k from a subgradient of ℒ."""
+
+    Config = PenaltyConfig
+
+    def __init__(self, problem, config, model) -> None:
+        super().__init__(problem, config, model)
+        m = len(problem.constraint_names)
+        self._lambda = torch.full((m,), float(self.config.penalty), device=problem.device)
+
+    def loss(self, current: Evaluation) -> Tensor:
+        return current.objective + self.config.penalty * F_.relu(current.constraints).sum()
+
+    def duals(self) -> dict[str, Tensor]:
+        return {"lambda": self._lambda}

@@ -1,0 +1,126 @@
+"""Entry points: :func:`solve` (tensors in, model out) and :func:`run` (table + spec in,
+everything the worker stores out)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from .algorithms import ALGORITHMS, SolveResult, describe, run_algorithm
+from .constraints import CONSTRAINTS
+from .encoding import TableEncoder, build_groups, encode_labels
+from .metrics import classification_metrics
+from .models import model_factory
+from .observer import Observer
+from .problem import Problem
+from .spec import ProblemSpec, SolverSpec, check_spec_against_table
+from .splitting import split_indices
+
+
+def list_solvers() -> list[dict[str, Any]]:
+    """Every registered algorithm: name, aliases, paper, description, supports, config_schema."""
+    return [describe(cls) for cls in ALGORITHMS.classes()]
+
+
+def list_constraints() -> list[dict[str, Any]]:
+    """Every registered constraint family: type, aliases, description, config_schema."""
+    return [
+        {"type": cls.name, "aliases": list(cls.aliases), "description": cls.description,
+         "config_schema": cls.Config.model_json_schema()}
+        for cls in CONSTRAINTS.classes()
+    ]
+
+
+def solve(
+    problem: Problem,
+    solver: SolverSpec | str | dict | None = None,
+    observer: Observer | None = None,
+    *,
+    max_iterations: int = 2000,
+    time_limit_s: float = 600.0,
+    seed: int = 0,
+    model: nn.Module | None = None,
+) -> SolveResult:
+    """Run the named algorithm (default PLADA with paper defaults) on a built :class:`Problem`.
+
+    ``solver``: a :class:`SolverSpec`, an algorithm name, or ``{"name":..., "params":...}``.
+    ``model``: optional warm start (otherwise ``problem.make_model()`` under ``seed``).
+    """
+    if solver is None:
+        solver = SolverSpec()
+    elif isinstance(solver, str):
+        solver = SolverSpec(name=solver)
+    elif isinstance(solver, dict):
+        solver = SolverSpec(**solver)
+    return run_algorithm(solver.algorithm, problem, solver.config(), observer, max_iterations=max_iterations,
+                         time_limit_s=time_limit_s, seed=seed, model=model)
+
+
+@dataclass
+class RunOutput:
+    status: str                              # "completed" | "stopped"
+    stop_reason: str | None
+    iterations: int
+    solver_time_s: float
+    device: str
+    metrics: dict[str, Any]                  # {"train": {...}, "validation": {...}, "test": {...}}
+    state_dict: dict[str, torch.Tensor]      # CPU, contiguous (safetensors-ready)
+    predictions: pd.DataFrame                # test split: row, group, label, score, prediction
+    constraint_names: list[str]
+    groups: list[str]
+    feature_names: list[str]
+    tolerances: list[float]
+    encoder: dict[str, Any] = field(default_factory=dict)  # TableEncoder.to_dict(), JSON-serialisable
+
+
+@torch.no_grad()
+def predict_proba(model: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
+    """σ(f_θ(x)) for every row (float64 numpy)."""
+    scores = model(torch.as_tensor(X, dtype=torch.float32, device=device))
+    return torch.sigmoid(scores).double().cpu().numpy()
+
+
+def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None) -> RunOutput:
+    """Check the spec, build groups and labels, split, encode (fit on train), solve, evaluate."""
+    check_spec_against_table(spec, table)
+    group, group_names = build_groups(table, spec.sensitive, spec.group_rules)
+    y = encode_labels(table[spec.target], spec.positive_label)
+    splits = dict(zip(("train", "validation", "test"),
+                      split_indices(2 * group + y, spec.split.test, spec.split.validation, spec.split.seed)))
+    if spec.split.validation == 0:
+        del splits["validation"]
+
+    encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table.iloc[splits["train"]])
+    X = encoder.transform(table)
+    train = splits["train"]
+    problem = Problem(
+        X=X[train], y=y[train], group=group[train], group_names=group_names,
+        model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
+        constraints=[c.build() for c in spec.constraints], device=spec.device,
+    )
+    result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
+                   time_limit_s=spec.time_limit_s, seed=spec.seed)
+
+    proba = predict_proba(result.model, X, problem.device)
+    metrics = {name: classification_metrics(y[idx], proba[idx], group[idx], group_names)
+               for name, idx in splits.items()}
+    test = splits["test"]
+    names = np.asarray(group_names, dtype=object)
+    predictions = pd.DataFrame({
+        "row": table.index.to_numpy()[test],
+        "group": names[group[test]].astype(str),
+        "label": y[test].astype(np.int64),
+        "score": proba[test],
+        "prediction": (proba[test] > 0.5).astype(np.int64),
+    })
+    return RunOutput(
+        status=result.status, stop_reason=result.stop_reason, iterations=result.iterations,
+        solver_time_s=result.solver_time_s, device=problem.device.type, metrics=metrics,
+        state_dict={k: v.detach().cpu().contiguous() for k, v in result.model.state_dict().items()},
+        predictions=predictions, constraint_names=problem.constraint_names, groups=list(group_names),
+        feature_names=encoder.feature_names, tolerances=problem.tolerances, encoder=encoder.to_dict(),
+    )

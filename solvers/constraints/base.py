@@ -1,0 +1,122 @@
+"""Constraint families: differentiable surrogates G(θ) of group-fairness metrics.
+
+A family turns the scores f_θ(x_i) of the training samples into a vector
+
+    G(θ) = Δ̂(θ) − ε ∈ R^m,         G_j(θ) ≤ 0  ⇔  constraint j satisfied,
+
+where Δ̂ is a surrogate of the exact (indicator-based) metric and ε the
+tolerance (paper eq. (2)–(3)). Every family is vectorised over all groups at
+once through :class:`~solvers.groups.CellIndex`. The exact metrics used for
+evaluation live in :mod:`solvers.metrics`.
+
+A new family is one module in this folder::
+
+    @CONSTRAINTS.register("my_family", description="...")
+    class MyFamily(ConstraintFamily):
+        class Config(ConstraintConfig): ...
+        def gap(self, scores, data): ...
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import torch
+import torch.nn.functional as F_
+from pydantic import BaseModel, ConfigDict, Field
+from torch import Tensor
+
+from ..groups import CellIndex
+from ..registry import Registry
+
+CONSTRAINTS: Registry = Registry("constraint type")
+
+
+@dataclass
+class FairnessData:
+    """Group structure of the training samples, shared by every family.
+
+    ``by_group``: cells g ∈ {0..K-1}; ``by_group_label``: cells 2g + y (y ∈ {0,1}).
+    """
+
+    y: Tensor  # (n,) float in {0, 1}
+    by_group: CellIndex
+    by_group_label: CellIndex
+
+    @classmethod
+    def build(cls, y: Tensor, group: Tensor, n_groups: int) -> "FairnessData":
+        group = group.long()
+        return cls(
+            y=y,
+            by_group=CellIndex.build(group, n_groups),
+            by_group_label=CellIndex.build(2 * group + y.long(), 2 * n_groups),
+        )
+
+    def to(self, device: torch.device) -> "FairnessData":
+        return FairnessData(self.y.to(device), self.by_group.to(device), self.by_group_label.to(device))
+
+
+Surrogate = Literal["sigmoid", "hinge", "clipped_linear"]
+
+
+def indicator_surrogate(scores: Tensor, kind: str) -> Tensor:
+    """σ(f) ≈ 1{f > 0}.
+
+    * ``sigmoid``: σ(f) = 1/(1+e^{−f}) (paper eq. 15);
+    * ``hinge``: σ(f) = [1 + f]^+, the convex upper bound of 1{f > 0};
+    * ``clipped_linear``: σ(f) = min(1, max(0, (1 + f)/2)), the ramp from f = −1 to f = 1.
+    """
+    if kind == "sigmoid":
+        return torch.sigmoid(scores)
+    if kind == "hinge":
+        return F_.relu(1.0 + scores)
+    if kind == "clipped_linear":
+        return ((1.0 + scores) / 2.0).clamp(0.0, 1.0)
+    raise ValueError(f"unknown surrogate {kind!r}")
+
+
+class ConstraintConfig(BaseModel):
+    """Family-specific fields of a constraint spec (extra fields are errors)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    surrogate: Surrogate = Field(
+        "sigmoid",
+        description="Smooth stand-in σ for the indicator 1{f>0}: 'sigmoid' (paper eq. 15), "
+        "'hinge' ([1+f]^+), or 'clipped_linear' (ramp clamp((1+f)/2, 0, 1)).",
+    )
+
+
+class ConstraintFamily:
+    """One fairness constraint family with tolerance ε; yields m = len(names) constraints."""
+
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str] = ""
+    Config: ClassVar[type[ConstraintConfig]] = ConstraintConfig
+
+    def __init__(self, tolerance: float, config: ConstraintConfig | dict | None = None) -> None:
+        if tolerance < 0:
+            raise ValueError("tolerance must be >= 0")
+        self.tolerance = float(tolerance)
+        if config is None:
+            config = self.Config()
+        elif isinstance(config, dict):
+            config = self.Config(**config)
+        self.config = config
+
+    @property
+    def names(self) -> list[str]:
+        """One name per constraint row of :meth:`surrogate`."""
+        return [self.name]
+
+    def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
+        """Surrogate gap Δ̂(θ) ≥ 0, shape (m,)."""
+        raise NotImplementedError
+
+    def surrogate(self, scores: Tensor, data: FairnessData) -> Tensor:
+        """G(θ) = Δ̂(θ) − ε, shape (m,)."""
+        return self.gap(scores, data) - self.tolerance
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(tolerance={self.tolerance}, config={self.config!r})"

@@ -1,0 +1,202 @@
+"""Tabular data → groups, labels and a float32 feature matrix.
+
+Value normalisation (used for labels and group rules): every raw value is turned
+into a string, stripped of surrounding whitespace; integral numbers are written
+as integers (1, 1.0, "1" all become "1"); booleans as "True"/"False"; missing
+values become ``MISSING`` ("__missing__"). Only the distinct values go through
+Python (``pd.factorize``), so this is fast on large tables.
+
+:class:`TableEncoder` (fitted on the TRAIN split only):
+
+* categorical columns (object, string, category or bool dtype): one-hot over the
+  train categories (sorted). Missing values are their own category "__missing__"
+  (when they occur in train). A category unseen in train (including "missing"
+  when train had none) encodes as all zeros.
+* integer columns with ≤ 2 distinct train values (and no missing values): kept
+  as-is (binary indicators are not standardised).
+* other numeric columns: standardised with the train mean and standard deviation
+  (std 0 → 1). Missing values are replaced by the train median (before
+  standardising), and a ``<col>__missing`` 0/1 indicator column is added when the
+  column had missing values in train.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+MISSING = "__missing__"
+GROUP_SEPARATOR = " & "
+
+
+def normalise_scalar(value: Any) -> str:
+    """The canonical string of one raw value (see module docstring)."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return MISSING
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        if math.isnan(value):
+            return MISSING
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    return str(value).strip()
+
+
+def normalise_values(series: pd.Series) -> np.ndarray:
+    """Vectorised :func:`normalise_scalar` (Python only touches distinct values)."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    lookup = np.array([normalise_scalar(u) for u in uniques] + [MISSING], dtype=object)
+    return lookup[codes]  # code -1 (missing) picks the trailing MISSING
+
+
+normalise_labels = normalise_values
+
+
+def encode_labels(series: pd.Series, positive_label: Any) -> np.ndarray:
+    """y_i = 1 where the normalised target equals the normalised positive label, else 0."""
+    return (normalise_values(series) == normalise_scalar(positive_label)).astype(np.int64)
+
+
+def _column_groups(series: pd.Series, rule) -> tuple[np.ndarray, list[str]]:
+    """Group codes (n,) and names of ONE sensitive column under its (optional) rule."""
+    if rule is None:
+        codes, uniques = pd.factorize(series, sort=True, use_na_sentinel=True)
+        names = [normalise_scalar(u) for u in uniques]
+        if (codes < 0).any():
+            codes = np.where(codes < 0, len(names), codes)
+            names.append(MISSING)
+        return codes.astype(np.int64), names
+    names = [*(rule.values or rule.ranges), rule.other]
+    other = len(names) - 1
+    codes = np.full(len(series), other, dtype=np.int64)
+    if rule.values is not None:
+        lookup: dict[str, int] = {}
+        for i, raw in enumerate(rule.values.values()):
+            for value in raw:
+                lookup.setdefault(normalise_scalar(value), i)
+        uniq, inverse = np.unique(normalise_values(series).astype(str), return_inverse=True)
+        codes = np.array([lookup.get(u, other) for u in uniq], dtype=np.int64)[inverse]
+    else:
+        x = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        assigned = np.zeros(len(x), dtype=bool)
+        for i, (low, high) in enumerate(rule.ranges.values()):  # loop over range definitions, not samples
+            hit = ~assigned & ~np.isnan(x)
+            if low is not None:
+                hit &= x >= low
+            if high is not None:
+                hit &= x < high
+            codes[hit] = i
+            assigned |= hit
+    return codes, names
+
+
+def build_groups(table: pd.DataFrame, sensitive: list[str], rules: dict | None = None) -> tuple[np.ndarray, list[str]]:
+    """Group index (n,) and group names. Several sensitive columns → their observed
+    intersections, named by joining the per-column names with " & "."""
+    rules = rules or {}
+    per_column = [_column_groups(table[col], rules.get(col)) for col in sensitive]
+    dims = [len(names) for _, names in per_column]
+    flat = np.ravel_multi_index([codes for codes, _ in per_column], dims)
+    observed, index = np.unique(flat, return_inverse=True)
+    parts = np.unravel_index(observed, dims)
+    names = [
+        GROUP_SEPARATOR.join(per_column[j][1][parts[j][g]] for j in range(len(sensitive)))
+        for g in range(len(observed))
+    ]
+    return index.astype(np.int64).reshape(-1), names
+
+
+def _is_categorical(series: pd.Series) -> bool:
+    dtype = series.dtype
+    return (
+        pd.api.types.is_bool_dtype(dtype)
+        or isinstance(dtype, pd.CategoricalDtype)
+        or pd.api.types.is_object_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+        or not pd.api.types.is_numeric_dtype(dtype)
+    )
+
+
+class TableEncoder:
+    """Feature encoder fitted on the train split (policy in the module docstring)."""
+
+    def __init__(self, columns: Iterable[str]) -> None:
+        self.columns = list(columns)
+        self.plan: list[dict[str, Any]] = []
+
+    def fit(self, table: pd.DataFrame) -> "TableEncoder":
+        self.plan = []
+        for col in self.columns:
+            s = table[col]
+            if _is_categorical(s):
+                cats = sorted(set(normalise_values(s).tolist()))
+                self.plan.append({"column": col, "kind": "categorical", "categories": cats})
+                continue
+            x = s.to_numpy(dtype=float, na_value=np.nan)
+            missing = np.isnan(x)
+            observed = x[~missing]
+            if pd.api.types.is_integer_dtype(s.dtype) and not missing.any() and len(np.unique(observed)) <= 2:
+                self.plan.append({"column": col, "kind": "binary"})
+                continue
+            median = float(np.median(observed)) if observed.size else 0.0
+            filled = np.where(missing, median, x)
+            std = float(filled.std())
+            self.plan.append({
+                "column": col, "kind": "numeric", "median": median, "mean": float(filled.mean()),
+                "std": std if std > 0 else 1.0, "missing_indicator": bool(missing.any()),
+            })
+        return self
+
+    @property
+    def feature_names(self) -> list[str]:
+        names: list[str] = []
+        for p in self.plan:
+            if p["kind"] == "categorical":
+                names += [f"{p['column']}={c}" for c in p["categories"]]
+            else:
+                names.append(p["column"])
+                if p.get("missing_indicator"):
+                    names.append(f"{p['column']}__missing")
+        return names
+
+    def transform(self, table: pd.DataFrame) -> np.ndarray:
+        n = len(table)
+        blocks: list[np.ndarray] = []
+        for p in self.plan:
+            s = table[p["column"]]
+            if p["kind"] == "categorical":
+                codes = pd.Categorical(normalise_values(s), categories=p["categories"]).codes
+                block = np.zeros((n, len(p["categories"])), dtype=np.float32)
+                rows = np.flatnonzero(codes >= 0)
+                block[rows, codes[rows]] = 1.0
+                blocks.append(block)
+                continue
+            x = s.to_numpy(dtype=float, na_value=np.nan)
+            if p["kind"] == "binary":
+                blocks.append(x.reshape(n, 1))
+                continue
+            missing = np.isnan(x)
+            z = (np.where(missing, p["median"], x) - p["mean"]) / p["std"]
+            blocks.append(z.reshape(n, 1))
+            if p["missing_indicator"]:
+                blocks.append(missing.astype(np.float32).reshape(n, 1))
+        if not blocks:
+            return np.zeros((n, 0), dtype=np.float32)
+        return np.concatenate(blocks, axis=1).astype(np.float32)
+
+    def fit_transform(self, table: pd.DataFrame) -> np.ndarray:
+        return self.fit(table).transform(table)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable state (to re-encode fresh data, e.g. in audits)."""
+        return {"columns": list(self.columns), "plan": [dict(p) for p in self.plan]}
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> "TableEncoder":
+        enc = cls(state["columns"])
+        enc.plan = [dict(p) for p in state["plan"]]
+        return enc

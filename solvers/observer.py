@@ -1,0 +1,58 @@
+"""Observer protocol: how a solver reports its iterates and is asked to stop.
+
+The solver calls :meth:`Observer.on_start` once, :meth:`Observer.on_iteration`
+after EVERY iteration with an :class:`IterationRecord`, and polls
+:meth:`Observer.should_stop` after every iteration; a non-``None`` string is the
+stop reason (e.g. ``"cancelled"``) and the solver stops cleanly after the
+current iterate. Batching (e.g. of database writes) is the observer's job.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class IterationRecord:
+    """One completed iteration k (``iteration`` = k, 1-based).
+
+    ``objective`` is F(θ_k); ``constraints`` are G_j(θ_k) = surrogate gap_j − ε_j
+    (≤ 0 means satisfied); ``max_violation`` = max(0, max_j G_j); ``duals`` are the
+    algorithm's multipliers (PLADA: lambda, mu, abs_lambda_minus_mu, u, z;
+    penalty: lambda; ERM: None).
+    """
+
+    iteration: int
+    elapsed_s: float
+    samples_seen: int
+    objective: float
+    constraints: list[float]
+    max_violation: float
+    duals: dict[str, list[float]] | None
+
+
+class Observer:
+    """Base observer; every hook is a no-op. Subclass and override what you need."""
+
+    def on_start(self, info: dict) -> None:
+        """``info``: max_iterations, constraint_names, device, n_train, n_features, groups."""
+
+    def on_iteration(self, record: IterationRecord) -> None:
+        """Called once per iteration, in order."""
+
+    def should_stop(self) -> str | None:
+        """Return a reason (e.g. ``"cancelled"``) to stop after the current iterate."""
+        return None
+
+
+@dataclass
+class RecordingObserver(Observer):
+    """Keeps every record in memory (handy in notebooks and tests)."""
+
+    info: dict = field(default_factory=dict)
+    records: list[IterationRecord] = field(default_factory=list)
+
+    def on_start(self, info: dict) -> None:
+        self.info = info
+
+    def on_iteration(self, record: IterationRecord) -> None:
+        self.records.append(record)

@@ -1,0 +1,98 @@
+"""The constrained learning problem (paper eq. 3) on already-built tensors:
+
+    min_{θ∈Θ} F(θ) = (1/N) Σ_i ℓ(f_θ(x_i), y_i)   s.t.   G(θ) = Δ̂(θ) − ε ≤ 0 ∈ R^m,
+
+with G the concatenation of every constraint family's rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from .constraints import ConstraintFamily, FairnessData
+from .device import resolve_device
+from .models import ModelFactory, linear
+from .objectives import Objective, get_objective
+
+
+@dataclass
+class Evaluation:
+    """Scores, F(θ) and G(θ) at the current θ (carrying the autograd graph)."""
+
+    scores: Tensor
+    objective: Tensor     # scalar
+    constraints: Tensor   # (m,)
+
+
+@dataclass
+class Problem:
+    """Tensors + model factory + objective + constraint families.
+
+    ``X``: (n, d) float32 features; ``y``: (n,) labels in {0,1}; ``group``: (n,) long
+    group index into ``group_names``. ``model_type`` ("linear", "mlp" or anything
+    else for a custom factory) selects paper defaults (e.g. PLADA's Table 2 row).
+    """
+
+    X: Tensor
+    y: Tensor
+    group: Tensor
+    group_names: list[str]
+    model_factory: ModelFactory = linear
+    model_type: str = "linear"
+    objective: Objective | str = "logistic"
+    constraints: list[ConstraintFamily] = field(default_factory=list)
+    device: str | torch.device = "auto"
+
+    def __post_init__(self) -> None:
+        self.device = resolve_device(self.device)
+        self.X = torch.as_tensor(self.X, dtype=torch.float32).to(self.device)
+        self.y = torch.as_tensor(self.y, dtype=torch.float32).to(self.device)
+        self.group = torch.as_tensor(self.group, dtype=torch.long).to(self.device)
+        self.objective = get_objective(self.objective)
+        if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or self.group.shape != self.y.shape:
+            raise ValueError("X must be (n, d), y and group (n,)")
+        self.data = FairnessData.build(self.y, self.group, len(self.group_names))
+
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def constraint_names(self) -> list[str]:
+        """One unique name per row of G (a repeated family gets a ``#2`` suffix)."""
+        names: list[str] = []
+        for family in self.constraints:
+            for name in family.names:
+                unique, k = name, 1
+                while unique in names:
+                    k += 1
+                    unique = f"{name}#{k}"
+                names.append(unique)
+        return names
+
+    @property
+    def tolerances(self) -> list[float]:
+        return [c.tolerance for c in self.constraints for _ in c.names]
+
+    def to(self, device: str | torch.device) -> "Problem":
+        return Problem(self.X, self.y, self.group, self.group_names, self.model_factory, self.model_type,
+                       self.objective, self.constraints, device)
+
+    def make_model(self) -> nn.Module:
+        return self.model_factory(self.n_features).to(self.device)
+
+    def constraint_values(self, scores: Tensor) -> Tensor:
+        """G(θ) ∈ R^m from the scores f_θ(x_i)."""
+        if not self.constraints:
+            return scores.new_zeros(0)
+        return torch.cat([c.surrogate(scores, self.data) for c in self.constraints])
+
+    def evaluate(self, model: nn.Module) -> Evaluation:
+        scores = model(self.X)
+        return Evaluation(scores, self.objective(scores, self.y), self.constraint_values(scores))

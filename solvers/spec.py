@@ -1,0 +1,185 @@
+"""Declarative problem specification (what the API accepts and the worker runs).
+
+Everything here is pydantic v2. Constraint types and solver names are checked
+against the registries, their extra fields / params against the family's or the
+algorithm's own ``Config``; a ``ValueError`` naming the bad field is raised.
+:func:`check_spec_against_table` checks the spec against an actual table and
+raises :class:`SpecError` with a ``loc`` path into the spec.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+
+from .algorithms import ALGORITHMS
+from .constraints import CONSTRAINTS, ConstraintFamily
+
+Scalar = str | int | float | bool
+
+
+def _describe_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "<root>"
+    return f"{field!r}: {first['msg']}"
+
+
+class GroupRule(BaseModel):
+    """Maps a raw sensitive column to named groups.
+
+    ``values``: group name -> raw values (compared as stripped strings, integral
+    floats as integers, so 1, 1.0 and "1" match); ``ranges``: group name ->
+    [low, high) with None unbounded (numeric columns only). Unmatched values
+    (and missing values) go to ``other``. Exactly one of values / ranges.
+    """
+
+    values: dict[str, list[Scalar]] | None = None
+    ranges: dict[str, tuple[float | None, float | None]] | None = None
+    other: str = "other"
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "GroupRule":
+        if (self.values is None) == (self.ranges is None):
+            raise ValueError("exactly one of 'values' or 'ranges' must be given")
+        for name, (low, high) in (self.ranges or {}).items():
+            if low is not None and high is not None and not low < high:
+                raise ValueError(f"range {name!r}: low must be < high")
+        return self
+
+
+class ModelSpec(BaseModel):
+    type: Literal["linear", "mlp"] = "linear"
+    hidden: list[PositiveInt] = [64, 64]
+    activation: Literal["relu", "tanh"] = "relu"
+
+
+class ConstraintSpec(BaseModel):
+    """``{"type": ..., "tolerance": ε, **family fields}``; G(θ) = surrogate gap − ε ≤ 0."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    tolerance: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _check_family(self) -> "ConstraintSpec":
+        if self.type not in CONSTRAINTS:
+            raise ValueError(f"unknown constraint type {self.type!r}; known: {', '.join(CONSTRAINTS.names())}")
+        family = CONSTRAINTS.get(self.type)
+        try:
+            family.Config(**(self.model_extra or {}))
+        except ValidationError as err:
+            raise ValueError(f"constraint {self.type!r}: invalid field {_describe_error(err)}") from None
+        return self
+
+    def build(self) -> ConstraintFamily:
+        family = CONSTRAINTS.get(self.type)
+        return family(self.tolerance, family.Config(**(self.model_extra or {})))
+
+
+class SolverSpec(BaseModel):
+    """Algorithm name (or alias) and its params, validated against the algorithm's Config."""
+
+    name: str = "plada"
+    params: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _check_algorithm(self) -> "SolverSpec":
+        if self.name not in ALGORITHMS:
+            raise ValueError(f"unknown solver {self.name!r}; known: {', '.join(ALGORITHMS.names())}")
+        try:
+            ALGORITHMS.get(self.name).Config(**self.params)
+        except ValidationError as err:
+            raise ValueError(f"solver {self.name!r}: invalid param {_describe_error(err)}") from None
+        return self
+
+    @property
+    def algorithm(self):
+        return ALGORITHMS.get(self.name)
+
+    def config(self):
+        return self.algorithm.Config(**self.params)
+
+
+class SplitSpec(BaseModel):
+    test: float = Field(0.2, gt=0, lt=1)
+    validation: float = Field(0.2, ge=0, lt=1)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _fractions(self) -> "SplitSpec":
+        if self.test + self.validation >= 1:
+            raise ValueError("test + validation must be < 1")
+        return self
+
+
+class ProblemSpec(BaseModel):
+    """A whole job. ``features=None`` means every column except ``target``; the
+    sensitive columns ARE then used as model inputs too (list ``features``
+    explicitly to exclude them)."""
+
+    target: str
+    positive_label: Scalar
+    sensitive: list[str] = Field(min_length=1)
+    features: list[str] | None = None
+    group_rules: dict[str, GroupRule] = {}
+    model: ModelSpec = ModelSpec()
+    objective: Literal["logistic", "hinge", "bce"] = "logistic"
+    constraints: list[ConstraintSpec] = []
+    solver: SolverSpec = SolverSpec()
+    split: SplitSpec = SplitSpec()
+    seed: int = 0
+    max_iterations: int = Field(2000, ge=1)
+    time_limit_s: float = Field(600, gt=0)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+
+    def feature_columns(self, columns) -> list[str]:
+        if self.features is not None:
+            return list(self.features)
+        return [c for c in columns if c != self.target]
+
+
+class SpecError(Exception):
+    """A spec that does not fit the table; ``loc`` is the path of the bad field."""
+
+    def __init__(self, loc: tuple[str | int, ...], msg: str) -> None:
+        super().__init__(f"{'.'.join(map(str, loc))}: {msg}")
+        self.loc = tuple(loc)
+        self.msg = msg
+
+
+def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
+    """Raise :class:`SpecError` when the spec cannot run on ``table``."""
+    from .encoding import build_groups, normalise_labels, normalise_scalar
+
+    columns = set(table.columns)
+    if spec.target not in columns:
+        raise SpecError(("target",), f"unknown column {spec.target!r}")
+    for i, col in enumerate(spec.sensitive):
+        if col not in columns:
+            raise SpecError(("sensitive", i), f"unknown column {col!r}")
+    for i, col in enumerate(spec.features or []):
+        if col not in columns:
+            raise SpecError(("features", i), f"unknown column {col!r}")
+        if col == spec.target:
+            raise SpecError(("features", i), "the target column cannot be a feature")
+    if not spec.feature_columns(table.columns):
+        raise SpecError(("features",), "no feature columns")
+    for col, rule in spec.group_rules.items():
+        if col not in spec.sensitive:
+            raise SpecError(("group_rules", col), f"{col!r} is not a sensitive column")
+        if rule.ranges is not None and not pd.api.types.is_numeric_dtype(table[col].dtype) \
+                or rule.ranges is not None and pd.api.types.is_bool_dtype(table[col].dtype):
+            raise SpecError(("group_rules", col, "ranges"), f"ranges need a numeric column; {col!r} is {table[col].dtype}")
+
+    target = normalise_labels(table[spec.target])
+    distinct = pd.unique(target[target != ""])
+    if len(distinct) < 2:
+        raise SpecError(("target",), f"column {spec.target!r} has fewer than 2 distinct values")
+    if normalise_scalar(spec.positive_label) not in set(distinct):
+        raise SpecError(("positive_label",), f"{spec.positive_label!r} does not occur in column {spec.target!r}")
+    for i, col in enumerate(spec.sensitive):
+        _, names = build_groups(table, [col], spec.group_rules)
+        if len(names) < 2:
+            raise SpecError(("sensitive", i), f"column {col!r} yields fewer than 2 groups ({names})")

@@ -1,0 +1,114 @@
+"""Bad input gets a 4xx naming what is wrong, and nothing half-written stays behind."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from tests.datagen import planted_table
+from tests.integration.test_job_flow import job_spec, upload
+
+
+def leftovers(stack) -> list[str]:
+    return sorted(p.name for p in (stack.home / "storage" / "tmp").iterdir())
+
+
+@pytest.mark.parametrize("content, expected", [
+    (b"", "empty"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200), "not a CSV or Parquet"),
+    (b"a,b,c\n1,2,3\n4,5\n", "line 3 has 2 fields"),
+    (b"a,b,c\n1,2,3\n4,5,6,7\n", "line 3 has 4 fields"),
+    (b"a,b,a\n1,2,3\n", "duplicate column name 'a'"),
+    (b"a,b,c\n", "no data rows"),
+    (b"PAR1 this is not really parquet", "cannot be read as PARQUET"),
+])
+def test_bad_uploads_are_refused(embedded_stack, content, expected):
+    with embedded_stack.client() as client:
+        before = client.get("/api/v1/datasets").json()
+        resp = client.post("/api/v1/datasets", files={"file": ("data.csv", content, "text/csv")})
+        assert resp.status_code == 422, resp.text
+        assert expected in resp.json()["detail"]
+        assert client.get("/api/v1/datasets").json() == before
+    assert leftovers(embedded_stack) == []
+
+
+def test_parquet_upload_is_sniffed_not_named(embedded_stack):
+    buf = io.BytesIO()
+    planted_table(300).to_parquet(buf, index=False)
+    with embedded_stack.client() as client:
+        resp = client.post("/api/v1/datasets", files={"file": ("data.csv", buf.getvalue(), "text/csv")})
+        assert resp.status_code == 201, resp.text
+        assert resp.json()["format"] == "parquet" and resp.json()["n_rows"] == 300
+
+
+@pytest.fixture(scope="module")
+def dataset_id(embedded_stack):
+    frame = planted_table(500)
+    frame["constant"] = "x"
+    with embedded_stack.client() as client:
+        return upload(client, frame)["id"]
+
+
+@pytest.mark.parametrize("override, loc", [
+    ({"target": "nope"}, ["body", "target"]),
+    ({"sensitive": ["sex", "nope"]}, ["body", "sensitive", 1]),
+    ({"features": ["age", "nope"]}, ["body", "features", 1]),
+    ({"positive_label": "yes"}, ["body", "positive_label"]),
+    ({"sensitive": ["constant"]}, ["body", "sensitive", 0]),
+    ({"constraints": [{"type": "made_up", "tolerance": 0.1}]}, ["body", "constraints", 0]),
+    ({"constraints": [{"type": "demographic_parity", "tolerance": -1}]}, ["body", "constraints", 0, "tolerance"]),
+    ({"solver": {"name": "made_up"}}, ["body", "solver", "name"]),
+    ({"solver": {"name": "plada", "params": {"alpha": "many"}}}, ["body", "solver", "params"]),
+    ({"solver": {"name": "plada", "params": {"no_such_param": 1}}}, ["body", "solver", "params"]),
+    ({"dataset_id": "0" * 32}, ["body", "dataset_id"]),
+    ({"split": {"test": 1.5}}, ["body", "split", "test"]),
+])
+def test_bad_specs_name_the_field(embedded_stack, dataset_id, override, loc):
+    with embedded_stack.client() as client:
+        before = len(client.get("/api/v1/jobs").json())
+        resp = client.post("/api/v1/jobs", json={**job_spec(dataset_id), **override})
+        assert resp.status_code == 422, resp.text
+        locs = [d["loc"][: len(loc)] for d in resp.json()["detail"]]
+        assert loc in locs, resp.json()
+        assert len(client.get("/api/v1/jobs").json()) == before
+
+
+def test_unknown_ids_are_404(embedded_stack):
+    with embedded_stack.client() as client:
+        for path in ("/api/v1/jobs/abc", "/api/v1/jobs/abc/trajectory", "/api/v1/datasets/abc",
+                     "/api/v1/jobs/abc/charts/trajectory"):
+            resp = client.get(path)
+            assert resp.status_code == 404 and "not found" in resp.json()["detail"]
+
+
+def test_group_rules_and_intersections_are_accepted(embedded_stack, dataset_id):
+    spec = job_spec(dataset_id, sensitive=["race", "age"], max_iterations=30,
+                    group_rules={"race": {"values": {"White": ["White"]}, "other": "non-White"},
+                                 "age": {"ranges": {"25-60": [25, 60]}, "other": "other age"}})
+    with embedded_stack.client() as client:
+        job = client.post("/api/v1/jobs", json=spec).json()
+        done = embedded_stack.wait_job(client, job["id"], {"succeeded", "failed"})
+        assert done["status"] == "succeeded", done["error"]
+        groups = set(done["metrics"]["train"]["group_sizes"])
+        assert groups == {f"{r} & {a}" for r in ("White", "non-White") for a in ("25-60", "other age")}
+
+
+def test_solver_catalogue(embedded_stack):
+    with embedded_stack.client() as client:
+        solvers = {s["name"]: s for s in client.get("/api/v1/solvers").json()}
+    assert {"erm", "penalty", "plada"} <= set(solvers)
+    props = solvers["plada"]["config_schema"]["properties"]
+    assert all("description" in field for field in props.values())
+    assert solvers["plada"]["paper"]
+
+
+def test_dataset_summary_and_delete(embedded_stack):
+    with embedded_stack.client() as client:
+        ds = upload(client, pd.DataFrame({"x": [1.0, 2.0, 3.0], "g": ["a", "b", "a"], "y": [0, 1, 1]}))
+        detail = client.get(f"/api/v1/datasets/{ds['id']}").json()
+        assert detail["summary"]["x"]["mean"] == pytest.approx(2.0)
+        assert detail["summary"]["g"]["top"] == {"a": 2, "b": 1}
+        assert client.delete(f"/api/v1/datasets/{ds['id']}").status_code == 204
+        assert client.get(f"/api/v1/datasets/{ds['id']}").status_code == 404

@@ -1,0 +1,34 @@
+"""The Celery application.
+
+Delivery is at-least-once: tasks are acknowledged after they finish
+(``task_acks_late``) and given back to the broker when the worker process dies
+(``task_reject_on_worker_lost``); a worker takes one task at a time. Job state
+lives in the database, not in Celery's result backend, so no backend is configured.
+Queues: ``cpu`` (default) and ``gpu`` (jobs with ``device: "cuda"``).
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from app.settings import get_settings
+
+settings = get_settings()
+
+celery_app = Celery("fairsolve", broker=settings.broker_url, include=["worker.tasks"])
+celery_app.conf.update(
+    task_default_queue="cpu",
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    task_ignore_result=True,
+    worker_prefetch_multiplier=1,
+    worker_hijack_root_logger=False,
+    broker_connection_retry_on_startup=True,
+    # Redis redelivers unacknowledged tasks after visibility_timeout; the SQLite transport polls.
+    broker_transport_options={"visibility_timeout": 6 * 3600, "polling_interval": 0.2},
+    timezone="UTC",
+    enable_utc=True,
+    beat_schedule={},
+)
+
+QUEUE_FOR_DEVICE = {"cuda": "gpu", "cpu": "cpu", "auto": "cpu"}
