@@ -169,7 +169,7 @@ class TableEncoder:
         for p in self.plan:
             s = table[p["column"]]
             if p["kind"] == "categorical":
-                codes = pd.Categorical(normalise_values(s), categories=p["categories"]).codes
+                codes = pd.Index(p["categories"]).get_indexer(normalise_values(s))  # -1 = unseen
                 block = np.zeros((n, len(p["categories"])), dtype=np.float32)
                 rows = np.flatnonzero(codes >= 0)
                 block[rows, codes[rows]] = 1.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .algorithms import ALGORITHMS
 from .constraints import CONSTRAINTS, ConstraintFamily
@@ -84,15 +84,24 @@ class SolverSpec(BaseModel):
     name: str = "plada"
     params: dict[str, Any] = {}
 
-    @model_validator(mode="after")
-    def _check_algorithm(self) -> "SolverSpec":
-        if self.name not in ALGORITHMS:
-            raise ValueError(f"unknown solver {self.name!r}; known: {', '.join(ALGORITHMS.names())}")
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name not in ALGORITHMS:
+            raise ValueError(f"unknown solver {name!r}; known: {', '.join(ALGORITHMS.names())}")
+        return name
+
+    @field_validator("params")
+    @classmethod
+    def _check_params(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        name = info.data.get("name")
+        if name is None:  # the name itself failed; that error is reported
+            return params
         try:
-            ALGORITHMS.get(self.name).Config(**self.params)
+            ALGORITHMS.get(name).Config(**params)
         except ValidationError as err:
-            raise ValueError(f"solver {self.name!r}: invalid param {_describe_error(err)}") from None
-        return self
+            raise ValueError(f"solver {name!r}: invalid param {_describe_error(err)}") from None
+        return params
 
     @property
     def algorithm(self):

@@ -24,8 +24,9 @@ celery_app.conf.update(
     worker_prefetch_multiplier=1,
     worker_hijack_root_logger=False,
     broker_connection_retry_on_startup=True,
-    # Redis redelivers unacknowledged tasks after visibility_timeout; the SQLite transport polls.
-    broker_transport_options={"visibility_timeout": 6 * 3600, "polling_interval": 0.2},
+    # Redis redelivers an unacknowledged task after visibility_timeout. The SQLAlchemy transport
+    # hands its options to create_engine, so it gets none.
+    broker_transport_options={} if settings.broker_url.startswith("sqla+") else {"visibility_timeout": 6 * 3600},
     timezone="UTC",
     enable_utc=True,
     beat_schedule={},

@@ -1,0 +1,40 @@
+import numpy as np
+
+from solvers import split_indices
+
+
+def _strata(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    group = rng.choice(3, size=n, p=[0.6, 0.3, 0.1])
+    y = (rng.random(n) < np.array([0.2, 0.5, 0.8])[group]).astype(int)
+    return 2 * group + y
+
+
+def test_disjoint_covering_and_sizes():
+    strata = _strata()
+    tr, va, te = split_indices(strata, test=0.2, validation=0.2, seed=1)
+    joined = np.concatenate([tr, va, te])
+    assert len(joined) == len(strata) and len(np.unique(joined)) == len(strata)
+    assert abs(len(te) - 600) <= 3 and abs(len(va) - 600) <= 3
+
+
+def test_stratified_by_group_and_label():
+    strata = _strata()
+    full = np.bincount(strata, minlength=6) / len(strata)
+    for idx in split_indices(strata, 0.2, 0.2, seed=3):
+        np.testing.assert_allclose(np.bincount(strata[idx], minlength=6) / len(idx), full, atol=0.01)
+
+
+def test_deterministic_under_seed():
+    strata = _strata()
+    a, b, c = split_indices(strata, 0.25, 0.1, seed=7), split_indices(strata, 0.25, 0.1, seed=7), \
+        split_indices(strata, 0.25, 0.1, seed=8)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not np.array_equal(a[2], c[2])
+
+
+def test_tiny_strata_fall_back_and_no_validation():
+    strata = np.array([0] * 20 + [1] * 20 + [2])  # stratum 2 has one sample
+    tr, va, te = split_indices(strata, test=0.3, validation=0.0, seed=0)
+    assert va.size == 0
+    assert sorted(np.concatenate([tr, te]).tolist()) == list(range(41))
