@@ -33,6 +33,7 @@ class PersistingObserver(Observer):
         self._last_flush = time.monotonic()
         self._stop: str | None = None
         self.rows_written = 0
+        self.busy_s = 0.0  # time the solver spent inside this observer (the persistence overhead)
 
     def on_start(self, info: dict) -> None:
         self.max_iterations = int(info.get("max_iterations", 0))
@@ -40,6 +41,7 @@ class PersistingObserver(Observer):
         self.device = info.get("device")
 
     def on_iteration(self, record: IterationRecord) -> None:
+        entered = time.perf_counter()
         self.buffer.append({
             "job_id": self.job_id, "iteration": record.iteration, "elapsed_s": record.elapsed_s,
             "samples_seen": record.samples_seen, "objective": record.objective,
@@ -49,6 +51,7 @@ class PersistingObserver(Observer):
         self.last = record
         if len(self.buffer) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_s:
             self.flush()
+        self.busy_s += time.perf_counter() - entered
 
     def should_stop(self) -> str | None:
         return self._stop
