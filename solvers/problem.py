@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from .batching import BatchSampler
 from .constraints import ConstraintFamily, FairnessData
 from .device import resolve_device
 from .models import ModelFactory, linear
@@ -88,11 +89,23 @@ class Problem:
         return self.model_factory(self.n_features).to(self.device)
 
     def constraint_values(self, scores: Tensor) -> Tensor:
-        """G(θ) ∈ R^m from the scores f_θ(x_i)."""
+        """G(θ) ∈ R^m from the scores f_θ(x_i) of every training sample."""
+        return self.constraint_values_on(scores, self.data)
+
+    def constraint_values_on(self, scores: Tensor, data: FairnessData) -> Tensor:
         if not self.constraints:
             return scores.new_zeros(0)
-        return torch.cat([c.surrogate(scores, self.data) for c in self.constraints])
+        return torch.cat([c.surrogate(scores, data) for c in self.constraints])
 
-    def evaluate(self, model: nn.Module) -> Evaluation:
-        scores = model(self.X)
-        return Evaluation(scores, self.objective(scores, self.y), self.constraint_values(scores))
+    def evaluate(self, model: nn.Module, idx: Tensor | None = None) -> Evaluation:
+        """F and G at θ on the whole training set, or on the samples ``idx`` (an unbiased
+        mini-batch estimate of F; a plug-in estimate of G)."""
+        if idx is None:
+            scores = model(self.X)
+            return Evaluation(scores, self.objective(scores, self.y), self.constraint_values_on(scores, self.data))
+        scores = model(self.X[idx])
+        return Evaluation(scores, self.objective(scores, self.y[idx]),
+                          self.constraint_values_on(scores, self.data.subset(idx)))
+
+    def sampler(self, seed: int) -> BatchSampler:
+        return BatchSampler(self.group, len(self.group_names), seed)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from torch import Tensor, nn
 
 from ..observer import IterationRecord
@@ -32,6 +32,10 @@ class AlgorithmConfig(BaseModel):
     """Base of every algorithm's Config: unknown parameters are errors."""
 
     model_config = ConfigDict(extra="forbid")
+
+    batch_size: PositiveInt | None = Field(
+        None, description="Samples per stochastic step (uniform without replacement within an epoch). "
+        "None = full batch, the deterministic setting of the paper's analysis.")
 
 
 @dataclass
@@ -57,11 +61,21 @@ class Algorithm:
     supported_constraints: ClassVar[tuple[str, ...] | None] = None  # None = every registered family
     Config: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig
 
-    def __init__(self, problem: Problem, config: AlgorithmConfig, model: nn.Module) -> None:
+    def __init__(self, problem: Problem, config: AlgorithmConfig, model: nn.Module, seed: int = 0) -> None:
         self.problem = problem
         self.config = self.resolve_config(config, problem)
         self.model = model
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.sampler = problem.sampler(seed)
+
+    def batch(self) -> Tensor | None:
+        """Indices of the next mini-batch, or None for the full batch."""
+        size = self.config.batch_size
+        return None if size is None or size >= self.problem.n_samples else self.sampler.uniform(size)
+
+    def evaluate(self) -> Evaluation:
+        """F and G at the current θ on the next batch (the whole training set when full batch)."""
+        return self.problem.evaluate(self.model, self.batch())
 
     @classmethod
     def resolve_config(cls, config: AlgorithmConfig, problem: Problem) -> AlgorithmConfig:
@@ -76,7 +90,7 @@ class Algorithm:
         raise NotImplementedError
 
     def samples_per_step(self) -> int:
-        return self.problem.n_samples  # full batch
+        return min(self.config.batch_size or self.problem.n_samples, self.problem.n_samples)
 
 
 def gradient(loss: Tensor, params: list[Tensor]) -> list[Tensor]:

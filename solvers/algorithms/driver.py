@@ -35,7 +35,7 @@ def run_algorithm(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = problem.make_model() if model is None else model.to(problem.device)
-    algorithm = algorithm_cls(problem, config, model)
+    algorithm = algorithm_cls(problem, config, model, seed=seed)
     names = problem.constraint_names
     m = len(names)
     observer.on_start({
@@ -48,7 +48,7 @@ def run_algorithm(
     })
 
     t0 = time.perf_counter()
-    current = problem.evaluate(model)
+    current = algorithm.evaluate()
     algorithm.start(current)
     status, stop_reason, record, seen, k = "completed", None, None, 0, 0
     for k in range(max_iterations):

@@ -30,8 +30,8 @@ class ERM(Algorithm):
 
     Config = PrimalConfig
 
-    def __init__(self, problem, config, model) -> None:
-        super().__init__(problem, config, model)
+    def __init__(self, problem, config, model, seed: int = 0) -> None:
+        super().__init__(problem, config, model, seed)
         if self.config.optimizer == "adam":
             self.optimizer = torch.optim.Adam(self.params, lr=self.config.lr)
         else:
@@ -48,4 +48,4 @@ class ERM(Algorithm):
         self.optimizer.zero_grad(set_to_none=True)
         self.loss(current).backward()
         self.optimizer.step()
-        return self.problem.evaluate(self.model), self.duals()
+        return self.evaluate(), self.duals()

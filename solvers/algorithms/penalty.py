@@ -27,8 +27,8 @@ class Penalty(ERM):
 
     Config = PenaltyConfig
 
-    def __init__(self, problem, config, model) -> None:
-        super().__init__(problem, config, model)
+    def __init__(self, problem, config, model, seed: int = 0) -> None:
+        super().__init__(problem, config, model, seed)
         m = len(problem.constraint_names)
         self._lambda = torch.full((m,), float(self.config.penalty), device=problem.device)
 

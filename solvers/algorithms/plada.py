@@ -126,7 +126,7 @@ class PLADA(Algorithm):
         gamma = torch.clamp(rho * delta / (diff.dot(diff) + 1.0), max=c.gamma0)
         mu = mu + (gamma / rho) * diff
         # (12) λ_{k+1} = μ_{k+1} + ρ(G(θ_{k+1}) + u_{k+1})
-        nxt = self.problem.evaluate(self.model)
+        nxt = self.evaluate()
         lam = mu + rho * (nxt.constraints.detach() + u)
         self.u, self.mu, self.lam = u, mu, lam
         duals = {

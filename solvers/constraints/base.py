@@ -40,6 +40,8 @@ class FairnessData:
     """
 
     y: Tensor  # (n,) float in {0, 1}
+    group: Tensor  # (n,) long
+    n_groups: int
     by_group: CellIndex
     by_group_label: CellIndex
 
@@ -47,13 +49,18 @@ class FairnessData:
     def build(cls, y: Tensor, group: Tensor, n_groups: int) -> "FairnessData":
         group = group.long()
         return cls(
-            y=y,
+            y=y, group=group, n_groups=n_groups,
             by_group=CellIndex.build(group, n_groups),
             by_group_label=CellIndex.build(2 * group + y.long(), 2 * n_groups),
         )
 
+    def subset(self, idx: Tensor) -> "FairnessData":
+        """The same structure on the samples ``idx`` (a mini-batch)."""
+        return FairnessData.build(self.y[idx], self.group[idx], self.n_groups)
+
     def to(self, device: torch.device) -> "FairnessData":
-        return FairnessData(self.y.to(device), self.by_group.to(device), self.by_group_label.to(device))
+        return FairnessData(self.y.to(device), self.group.to(device), self.n_groups, self.by_group.to(device),
+                            self.by_group_label.to(device))
 
 
 Surrogate = Literal["sigmoid", "hinge", "clipped_linear"]

@@ -1,0 +1,40 @@
+"""Mini-batch sampling and mini-batch solves."""
+from __future__ import annotations
+
+import torch
+
+from solvers import Problem, RecordingObserver, solve
+from solvers.batching import BatchSampler
+from solvers.constraints import CONSTRAINTS
+
+
+def test_uniform_is_an_epoch_permutation_and_seeded():
+    group = torch.tensor([0, 1] * 50)
+    a, b = BatchSampler(group, 2, seed=3), BatchSampler(group, 2, seed=3)
+    epoch = torch.cat([a.uniform(30) for _ in range(3)] + [a.uniform(10)])
+    assert sorted(epoch.tolist()) == list(range(100))
+    assert torch.equal(torch.cat([b.uniform(30) for _ in range(3)] + [b.uniform(10)]), epoch)
+    assert not torch.equal(BatchSampler(group, 2, seed=4).uniform(100), epoch)
+
+
+def test_balanced_draws_the_same_number_from_every_group():
+    group = torch.tensor([0] * 90 + [1] * 7 + [3] * 3)  # group 2 is empty
+    idx = BatchSampler(group, 4, seed=0).balanced(16)
+    counts = torch.bincount(group[idx], minlength=4)
+    assert counts.tolist() == [16, 16, 0, 16]
+
+
+def test_minibatch_plada_counts_samples_and_stays_deterministic():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(400, 3, generator=g)
+    group = (torch.rand(400, generator=g) < 0.4).long()
+    y = ((X[:, 0] + group + 0.3 * torch.randn(400, generator=g)) > 0.5).float()
+    problem = Problem(X=X, y=y, group=group, group_names=["a", "b"], device="cpu",
+                      constraints=[CONSTRAINTS.get("demographic_parity")(0.05)])
+    runs = []
+    for _ in range(2):
+        obs = RecordingObserver()
+        solve(problem, {"name": "plada", "params": {"eta": 0.2, "batch_size": 64}}, obs, max_iterations=25)
+        runs.append(obs.records)
+    assert runs[0][-1].samples_seen == 25 * 64
+    assert [r.objective for r in runs[0]] == [r.objective for r in runs[1]]
