@@ -2,42 +2,93 @@
 
 With ỹ = 2y − 1 ∈ {−1,+1}:
 
-* ``logistic``: ℓ = log(1 + exp(−ỹ f)) (paper eq. 16), computed as softplus(−ỹ f);
-* ``hinge``:    ℓ = [1 − ỹ f]^+;
-* ``bce``:      ℓ = −y log σ(f) − (1−y) log(1−σ(f)), binary cross-entropy on σ(f).
-  Mathematically identical to ``logistic``; computed from the logits for stability
-  and kept as its own name because users ask for it.
+* ``logistic``: ℓ = log(1 + exp(−ỹ f)) (PLADA eq. 16), computed as softplus(−ỹ f);
+* ``hinge``:    ℓ = [1 − ỹ f]^+ (the loss inside PLADA eq. 18);
+* ``bce``:      ℓ = −y log σ(f) − (1−y) log(1−σ(f)), binary cross-entropy on σ(f)
+  (the stochastic benchmark's loss). Mathematically identical to ``logistic``;
+  computed from the logits for stability and kept as its own name because users ask for it;
+* ``truncated_logistic``: ℓ = φ_α(log(1 + exp(−ỹ f))) with φ_α(s) = α log(1 + s/α), α = 2
+  (IPC paper, Sec. 5: "truncated logistic loss", Xu et al. 2018). Non-convex, bounded
+  growth: ℓ ≈ α log(|f|/α) for very wrong predictions instead of |f|.
+
+Each objective is an :class:`Objective`: calling it gives the mean F, and
+:meth:`Objective.per_sample` gives the vector (ℓ(f_i, y_i))_i. Constraint families
+that need a loss (``loss_gap``, ``intersectional``) use ``per_sample`` so each loss has
+ONE definition.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-import torch
 import torch.nn.functional as F_
 from torch import Tensor
 
-Objective = Callable[[Tensor, Tensor], Tensor]
+PerSampleLoss = Callable[[Tensor, Tensor], Tensor]
 
 
-def logistic(scores: Tensor, y: Tensor) -> Tensor:
-    return F_.softplus(-(2.0 * y - 1.0) * scores).mean()
+class Objective:
+    """F(scores, y) = mean_i ℓ(f_i, y_i); ``per_sample(scores, y)`` = (ℓ(f_i, y_i))_i."""
+
+    def __init__(self, name: str, per_sample: PerSampleLoss, doc: str = "") -> None:
+        self.name = name
+        self._per_sample = per_sample
+        self.__doc__ = doc or per_sample.__doc__
+
+    def per_sample(self, scores: Tensor, y: Tensor) -> Tensor:
+        return self._per_sample(scores, y)
+
+    def __call__(self, scores: Tensor, y: Tensor) -> Tensor:
+        return self._per_sample(scores, y).mean()
+
+    def __repr__(self) -> str:
+        return f"Objective({self.name!r})"
 
 
-def hinge(scores: Tensor, y: Tensor) -> Tensor:
-    return F_.relu(1.0 - (2.0 * y - 1.0) * scores).mean()
+def _signed(y: Tensor) -> Tensor:
+    return 2.0 * y - 1.0
 
 
-def bce(scores: Tensor, y: Tensor) -> Tensor:
-    return F_.binary_cross_entropy_with_logits(scores, y)
+def logistic_per_sample(scores: Tensor, y: Tensor) -> Tensor:
+    """log(1 + exp(−ỹ f))."""
+    return F_.softplus(-_signed(y) * scores)
 
 
-OBJECTIVES: dict[str, Objective] = {"logistic": logistic, "hinge": hinge, "bce": bce}
+def hinge_per_sample(scores: Tensor, y: Tensor) -> Tensor:
+    """[1 − ỹ f]^+."""
+    return F_.relu(1.0 - _signed(y) * scores)
 
 
-def get_objective(name: str | Objective) -> Objective:
+def bce_per_sample(scores: Tensor, y: Tensor) -> Tensor:
+    """−y log σ(f) − (1−y) log(1−σ(f))."""
+    return F_.binary_cross_entropy_with_logits(scores, y.to(scores.dtype), reduction="none")
+
+
+TRUNCATION_ALPHA = 2.0
+
+
+def truncated_logistic_per_sample(scores: Tensor, y: Tensor, alpha: float = TRUNCATION_ALPHA) -> Tensor:
+    """φ_α(l) = α log(1 + l/α), l = log(1 + exp(−ỹ f)), α = 2 (IPC paper Sec. 5)."""
+    return alpha * (logistic_per_sample(scores, y) / alpha).log1p()
+
+
+logistic = Objective("logistic", logistic_per_sample)
+hinge = Objective("hinge", hinge_per_sample)
+bce = Objective("bce", bce_per_sample)
+truncated_logistic = Objective("truncated_logistic", truncated_logistic_per_sample)
+
+OBJECTIVES: dict[str, Objective] = {o.name: o for o in (logistic, hinge, bce, truncated_logistic)}
+
+
+def get_objective(name: str | Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor], Tensor]:
+    """The named :class:`Objective`, or a custom callable ``(scores, y) -> scalar`` unchanged."""
     if callable(name):
         return name
     try:
         return OBJECTIVES[name]
     except KeyError:
         raise ValueError(f"unknown objective {name!r}; known: {', '.join(OBJECTIVES)}") from None
+
+
+def per_sample_loss(name: str) -> PerSampleLoss:
+    """ℓ(f_i, y_i) per sample for a named objective."""
+    return get_objective(name).per_sample  # type: ignore[union-attr]

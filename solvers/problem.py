@@ -6,6 +6,7 @@ with G the concatenation of every constraint family's rows.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -45,6 +46,7 @@ class Problem:
     objective: Objective | str = "logistic"
     constraints: list[ConstraintFamily] = field(default_factory=list)
     device: str | torch.device = "auto"
+    domain: Callable[[list[Tensor]], None] | None = None  # Π_Θ in place (e.g. an ℓ1/ℓ2 ball); None = R^d
 
     def __post_init__(self) -> None:
         self.device = resolve_device(self.device)
@@ -83,7 +85,13 @@ class Problem:
 
     def to(self, device: str | torch.device) -> "Problem":
         return Problem(self.X, self.y, self.group, self.group_names, self.model_factory, self.model_type,
-                       self.objective, self.constraints, device)
+                       self.objective, self.constraints, device, self.domain)
+
+    @torch.no_grad()
+    def project_(self, params: list[Tensor]) -> None:
+        """θ ← Π_Θ(θ), in place; every algorithm calls it after each primal step."""
+        if self.domain is not None:
+            self.domain(params)
 
     def make_model(self) -> nn.Module:
         return self.model_factory(self.n_features).to(self.device)

@@ -48,4 +48,5 @@ class ERM(Algorithm):
         self.optimizer.zero_grad(set_to_none=True)
         self.loss(current).backward()
         self.optimizer.step()
+        self.problem.project_(self.params)
         return self.evaluate(), self.duals()

@@ -34,7 +34,7 @@ Choices the paper leaves open (documented here):
   non-binding at a solution; for bounded surrogates (sigmoid, ramp) ‖G_j‖ ≤ 1 + ε_j.
 * Initialisation: θ_0 = 0 for linear models (models.linear), PyTorch's seeded init
   for networks; u_0 = 0, μ_0 = 0, λ_0 = μ_0 + ρ(G(θ_0) + u_0), z_0 = (λ_0−μ_0)/α.
-* Θ = R^d by default, or the ℓ2 ball of radius ``theta_radius`` (all parameters).
+* Θ is the problem's domain (R^d, or the model spec's ℓ1/ℓ2 ball), projected exactly after the step.
 * The reported model is the last iterate.
 """
 from __future__ import annotations
@@ -67,8 +67,7 @@ class PLADAConfig(AlgorithmConfig):
         10.0, description="δ_k = κ/(k+1) in γ_k = min{γ_0, ρδ_k/(‖λ_k−μ_k‖²+1)}. Not given in the paper; 10 chosen.")
     u_max: PositiveFloat | None = Field(
         None, description="Upper bound B_G of the slack u ∈ [0, u_max]^m. None = 1 + ε_j for constraint j.")
-    theta_radius: PositiveFloat | None = Field(
-        None, description="Θ = {‖θ‖₂ ≤ radius} (projection after each θ step). None = Θ = R^d (no projection).")
+
 
 
 @ALGORITHMS.register(
@@ -102,14 +101,6 @@ class PLADA(Algorithm):
         self.mu = torch.zeros_like(g0)
         self.lam = self.mu + self.rho * (g0 + self.u)
 
-    def project_theta(self) -> None:
-        """Π_Θ: rescale θ onto the ℓ2 ball of radius ``theta_radius`` when outside it."""
-        if self.config.theta_radius is None:
-            return
-        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p) for p in self.params]))
-        scale = (self.config.theta_radius / norm.clamp_min(1e-12)).clamp(max=1.0)
-        torch._foreach_mul_(self.params, scale)
-
     def step(self, k: int, current: Evaluation):
         c, rho = self.config, self.rho
         lam, mu = self.lam, self.mu
@@ -117,7 +108,7 @@ class PLADA(Algorithm):
         grads = gradient(current.objective + (lam * current.constraints).sum(), self.params)
         with torch.no_grad():
             torch._foreach_add_(self.params, grads, alpha=-c.eta)
-            self.project_theta()
+            self.problem.project_(self.params)
         # (10) u_{k+1} = Π_U[u_k − τλ_k]
         u = torch.minimum((self.u - c.tau * lam).clamp_min(0.0), self.u_max)
         # (11) γ_k and μ_{k+1}

@@ -19,7 +19,7 @@ A new family is one module in this folder::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Sequence
 
 import torch
 import torch.nn.functional as F_
@@ -111,6 +111,45 @@ class ConstraintFamily:
         elif isinstance(config, dict):
             config = self.Config(**config)
         self.config = config
+
+    def bind(self, group_names: Sequence[str], group_counts: Sequence[float] | Tensor) -> "ConstraintFamily":
+        """Tell the family the groups of the training data (names, and sample counts N_g).
+
+        Families whose rows are per group (``loss_gap``, ``intersectional``,
+        ``minority_rate``) need this to build :attr:`names` and to fix their rows
+        (e.g. the size filter) once, from the whole training set, so that every
+        mini-batch yields the same m rows. Called where the Problem is built; calling
+        it again with the same groups is harmless. Families that do not need it ignore it.
+        """
+        counts = torch.as_tensor(group_counts, dtype=torch.float64).detach().cpu().reshape(-1)
+        if counts.numel() != len(group_names):
+            raise ValueError(f"{len(group_names)} group names but {counts.numel()} counts")
+        self.group_names = [str(n) for n in group_names]
+        self.group_counts = counts
+        self._device_cache: dict = {}
+        self._on_bind()
+        return self
+
+    @property
+    def bound(self) -> bool:
+        return getattr(self, "group_names", None) is not None
+
+    def _on_bind(self) -> None:
+        """Hook for subclasses: derive per-group index tensors from ``group_names``/``group_counts``."""
+
+    def _require_bound(self) -> None:
+        if not self.bound:
+            raise RuntimeError(f"constraint {self.name!r} needs the groups: call .bind(group_names, group_counts) "
+                               "first (the Problem / solvers.run do this)")
+
+    def _cached(self, key: str, tensor: Tensor, like: Tensor) -> Tensor:
+        """``tensor`` (built at bind time, on CPU) on ``like``'s device and dtype, cached."""
+        cache_key = (key, like.device, tensor.dtype if not tensor.is_floating_point() else like.dtype)
+        hit = self._device_cache.get(cache_key)
+        if hit is None:
+            hit = tensor.to(device=like.device, dtype=cache_key[2])
+            self._device_cache[cache_key] = hit
+        return hit
 
     @property
     def names(self) -> list[str]:

@@ -1,0 +1,27 @@
+"""Equal opportunity (PLADA Sec. 2.1, Hardt et al. 2016), generalised to K groups."""
+from __future__ import annotations
+
+from torch import Tensor
+
+from ..groups import spread
+from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate
+
+
+@CONSTRAINTS.register(
+    "equal_opportunity",
+    aliases=("eopp", "tpr_parity"),
+    description="Equal opportunity: the true-positive rates Pr(f>0 | s=g, y=1) of all groups lie within "
+    "`tolerance` of each other (surrogate: max − min over K groups of the mean σ(f) on y=1 samples).",
+)
+class EqualOpportunity(ConstraintFamily):
+    r"""Δ̂_O(θ) = max_g ŝ_{g,1} − min_g ŝ_{g,1},   ŝ_{g,1} = (1/N_{g,1}) Σ_{i: s_i=g, y_i=1} σ(f_θ(x_i)).
+
+    The TPR half of equalized odds (paper eq. 17 with only the y = +1 term): for two
+    groups p, u it is |(1/N_pq) Σ_{I_pq} σ(f) − (1/N_uq) Σ_{I_uq} σ(f)|. Groups with no
+    positive sample are skipped. One constraint, named ``equal_opportunity``.
+    """
+
+    def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
+        cells = data.by_group_label  # cell 2g + y
+        rates = cells.means(indicator_surrogate(scores, self.config.surrogate))
+        return spread(rates.view(-1, 2)[:, 1], cells.valid.view(-1, 2)[:, 1]).reshape(1)
