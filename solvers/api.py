@@ -84,6 +84,29 @@ def predict_proba(model: nn.Module, X: np.ndarray, device: torch.device) -> np.n
     return torch.sigmoid(scores).double().cpu().numpy()
 
 
+@torch.no_grad()
+def predict_scores(model: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
+    """The raw scores f_θ(x) for every row (float64 numpy)."""
+    return model(torch.as_tensor(X, dtype=torch.float32, device=device)).double().cpu().numpy()
+
+
+def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], train_counts: np.ndarray) -> dict[str, Any]:
+    """Settings of the loss / minority / intersectional metrics taken from the spec's constraints:
+    the loss of the first ``loss_gap`` (else the objective), the minority of the first
+    ``minority_rate`` (else the smallest training group), the first ``intersectional``'s size filter."""
+    by_type: dict[str, Any] = {}
+    for family in constraints:
+        by_type.setdefault(family.name, family)
+    present = train_counts > 0
+    smallest = group_names[int(np.argmin(np.where(present, train_counts, np.iinfo(np.int64).max)))]
+    return {
+        "loss": by_type["loss_gap"].config.loss if "loss_gap" in by_type else spec.objective,
+        "minority": by_type["minority_rate"].minority if "minority_rate" in by_type else smallest,
+        "intersectional_min_fraction": (by_type["intersectional"].config.min_group_fraction
+                                        if "intersectional" in by_type else None),
+    }
+
+
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None) -> RunOutput:
     """Check the spec, build groups and labels, split, encode (fit on train), solve, evaluate."""
     check_spec_against_table(spec, table)
@@ -97,16 +120,21 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table.iloc[splits["train"]])
     X = encoder.transform(table)
     train = splits["train"]
+    train_counts = np.bincount(group[train], minlength=len(group_names))
+    constraints = [c.build().bind(list(group_names), train_counts) for c in spec.constraints]
     problem = Problem(
         X=X[train], y=y[train], group=group[train], group_names=group_names,
         model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
-        constraints=[c.build() for c in spec.constraints], device=spec.device,
+        constraints=constraints, device=spec.device,
     )
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=spec.time_limit_s, seed=spec.seed)
 
     proba = predict_proba(result.model, X, problem.device)
-    metrics = {name: classification_metrics(y[idx], proba[idx], group[idx], group_names)
+    logits = predict_scores(result.model, X, problem.device)
+    options = _metric_options(spec, constraints, list(group_names), train_counts)
+    metrics = {name: classification_metrics(y[idx], proba[idx], group[idx], list(group_names), logits=logits[idx],
+                                            **options)
                for name, idx in splits.items()}
     test = splits["test"]
     names = np.asarray(group_names, dtype=object)

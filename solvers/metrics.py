@@ -6,6 +6,16 @@ Prediction ŷ_i = 1{score_i > 0.5} = 1{f_θ(x_i) > 0}. With groups g:
 * true-pos. rate  TPR_g = Pr(ŷ=1 | s=g, y=1);    equal_opportunity  = max_g TPR_g − min_g TPR_g
 * false-pos. rate FPR_g = Pr(ŷ=1 | s=g, y=0);    equalized_odds     = max(TPR gap, FPR gap)
 
+Loss- and share-based metrics (same names as the constraint families):
+
+* loss_gap       = max_g (L_g − L), L_g the group's mean per-sample loss ℓ(f_i, y_i) and L
+  the overall mean (ℓ from :mod:`solvers.objectives`, default BCE), with ``loss_gap_by_group``
+  = {g: L_g − L}; ``intersectional`` is the same with the hinge loss over the groups holding
+  more than a fraction of the split (PLADA eq. 18, exact = the surrogate itself, no indicator);
+* minority_rate  = P_min / P with P_g = #{i ∈ g: ŷ_i = 1}, P = Σ_g P_g: the minority's share of
+  the positive predictions (the IPC constraint c·P − P_min ≤ 0 holds iff minority_rate ≥ c),
+  ``minority_rate_by_group`` = {g: P_g / P}; None when nothing is predicted positive.
+
 A group with no positives (no negatives) has an undefined TPR (FPR), reported as
 None and skipped in the TPR (FPR) gap; a gap over fewer than one defined group is None,
 over exactly one is 0. Per-group counts are one ``np.bincount`` per quantity.
@@ -57,9 +67,64 @@ def group_fairness(y: np.ndarray, pred: np.ndarray, group: np.ndarray, group_nam
     }
 
 
-def classification_metrics(y: np.ndarray, score: np.ndarray, group: np.ndarray, group_names: list[str]) -> dict[str, Any]:
-    """accuracy, balanced_accuracy, roc_auc (None with one class), log_loss, n, and :func:`group_fairness`."""
+def _logits(score: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(score, dtype=float), 1e-15, 1 - 1e-15)
+    return np.log(p) - np.log1p(-p)
+
+
+def loss_gap(y: np.ndarray, logits: np.ndarray, group: np.ndarray, group_names: list[str], loss: str = "bce",
+             min_group_fraction: float = 0.0, name: str = "loss_gap") -> dict[str, Any]:
+    """``{name: max_g L_g − L, name_by_group: {g: L_g − L}}`` over groups with N_g > fraction · n.
+
+    ℓ is the objective ``loss``'s per-sample loss on the raw scores f (float64).
+    """
+    import torch
+
+    from .objectives import per_sample_loss
+
+    y, group = np.asarray(y).astype(int), np.asarray(group).astype(int)
+    n, k = y.size, len(group_names)
+    if n == 0:
+        return {name: None, f"{name}_by_group": {}}
+    with torch.no_grad():
+        losses = per_sample_loss(loss)(torch.as_tensor(np.asarray(logits, dtype=float)),
+                                       torch.as_tensor(y, dtype=torch.float64)).numpy()
+    group_loss, counts = _rates(losses, group, k)
+    gaps = group_loss - losses.mean()
+    kept = (counts > 0) & (counts > min_group_fraction * n)
+    by_group = {nm: _opt(v) for nm, v, keep in zip(group_names, gaps, kept) if keep}
+    return {name: _opt(gaps[kept].max()) if kept.any() else None, f"{name}_by_group": by_group}
+
+
+def minority_rate(pred: np.ndarray, group: np.ndarray, group_names: list[str], minority: str | None = None) -> dict[str, Any]:
+    """Share of the positive predictions per group; ``minority_rate`` is the minority's share
+    (``minority`` by name; None = the smallest group present), ``minority_rate_group`` its name."""
+    pred, group = np.asarray(pred).astype(int), np.asarray(group).astype(int)
+    k = len(group_names)
+    counts = np.bincount(group, minlength=k)
+    positives = np.bincount(group, weights=pred.astype(float), minlength=k)
+    total = positives.sum()
+    present = counts > 0
+    if minority is None:
+        minority = group_names[int(np.argmin(np.where(present, counts, np.iinfo(np.int64).max)))] if present.any() else None
+    shares = positives / total if total > 0 else np.full(k, np.nan)
+    by_group = {nm: _opt(v) for nm, v, p in zip(group_names, shares, present) if p}
+    value = _opt(shares[group_names.index(minority)]) if minority in group_names else None
+    return {"minority_rate": value, "minority_rate_by_group": by_group, "minority_rate_group": minority}
+
+
+def classification_metrics(y: np.ndarray, score: np.ndarray, group: np.ndarray, group_names: list[str], *,
+                           logits: np.ndarray | None = None, loss: str = "bce", minority: str | None = None,
+                           intersectional_min_fraction: float | None = None) -> dict[str, Any]:
+    """accuracy, balanced_accuracy, roc_auc (None with one class), log_loss, n, :func:`group_fairness`,
+    :func:`loss_gap` (with ``loss``), :func:`minority_rate` (with ``minority``) and, when
+    ``intersectional_min_fraction`` is given, the hinge ``intersectional`` gap over groups above it.
+
+    ``score``: σ(f) in [0, 1]; ``logits``: the raw scores f (recovered from ``score`` when None,
+    which saturates for |f| ≳ 17 in float32 scores)."""
     y = np.asarray(y).astype(int)
+    if logits is None:
+        logits = _logits(score)
     score = np.clip(np.asarray(score, dtype=float), 0.0, 1.0)
     pred = (score > 0.5).astype(int)
     n = int(y.size)
@@ -72,4 +137,9 @@ def classification_metrics(y: np.ndarray, score: np.ndarray, group: np.ndarray, 
         "log_loss": _opt(skm.log_loss(y, np.clip(score, 1e-15, 1 - 1e-15), labels=[0, 1])) if n else None,
     }
     out.update(group_fairness(y, pred, group, group_names))
+    out.update(loss_gap(y, logits, group, group_names, loss))
+    out["loss_gap_loss"] = loss
+    if intersectional_min_fraction is not None:
+        out.update(loss_gap(y, logits, group, group_names, "hinge", intersectional_min_fraction, "intersectional"))
+    out.update(minority_rate(pred, group, group_names, minority))
     return out

@@ -49,9 +49,23 @@ class GroupRule(BaseModel):
 
 
 class ModelSpec(BaseModel):
+    """``linear`` (optionally with its weights w in the ball ‖w‖_p ≤ radius, p = 1 or 2; the
+    bias is free) or ``mlp`` (``hidden`` sizes, ``activation``)."""
+
     type: Literal["linear", "mlp"] = "linear"
     hidden: list[PositiveInt] = [64, 64]
     activation: Literal["relu", "tanh"] = "relu"
+    ball: Literal["l1", "l2"] | None = Field(
+        None, description="Feasible set of a linear model's weights: 'l1' or 'l2' ball of `radius` (None: R^d).")
+    radius: float | None = Field(None, gt=0, description="Radius of `ball` (required with it).")
+
+    @model_validator(mode="after")
+    def _ball(self) -> "ModelSpec":
+        if (self.ball is None) != (self.radius is None):
+            raise ValueError("'ball' and 'radius' must be given together")
+        if self.ball is not None and self.type != "linear":
+            raise ValueError("'ball' applies to linear models only")
+        return self
 
 
 class ConstraintSpec(BaseModel):
@@ -134,7 +148,7 @@ class ProblemSpec(BaseModel):
     features: list[str] | None = None
     group_rules: dict[str, GroupRule] = {}
     model: ModelSpec = ModelSpec()
-    objective: Literal["logistic", "hinge", "bce"] = "logistic"
+    objective: Literal["logistic", "hinge", "bce", "truncated_logistic"] = "logistic"
     constraints: list[ConstraintSpec] = []
     solver: SolverSpec = SolverSpec()
     split: SplitSpec = SplitSpec()

@@ -60,6 +60,8 @@ class Algorithm:
     supported_models: ClassVar[tuple[str, ...]] = ("linear", "mlp")
     supported_constraints: ClassVar[tuple[str, ...] | None] = None  # None = every registered family
     Config: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig
+    #: the run's iteration budget K (set by the driver before :meth:`start`; None when unknown).
+    horizon: int | None = None
 
     def __init__(self, problem: Problem, config: AlgorithmConfig, model: nn.Module, seed: int = 0) -> None:
         self.problem = problem
@@ -88,6 +90,11 @@ class Algorithm:
     def step(self, k: int, current: Evaluation) -> tuple[Evaluation, dict[str, Tensor] | None]:
         """One iteration k → k+1: return the evaluation at θ_{k+1} and the duals."""
         raise NotImplementedError
+
+    def finish(self) -> Evaluation | None:
+        """After the last iteration: put the paper's output point (e.g. a random or averaged
+        iterate) into the model and return its full-batch evaluation; None = the last iterate."""
+        return None
 
     def samples_per_step(self) -> int:
         return min(self.config.batch_size or self.problem.n_samples, self.problem.n_samples)

@@ -6,6 +6,7 @@ constraints and duals concatenated) → ``observer.on_iteration`` →
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import torch
@@ -36,6 +37,7 @@ def run_algorithm(
         torch.manual_seed(seed)
         model = problem.make_model() if model is None else model.to(problem.device)
     algorithm = algorithm_cls(problem, config, model, seed=seed)
+    algorithm.horizon = max_iterations
     names = problem.constraint_names
     m = len(names)
     observer.on_start({
@@ -76,6 +78,11 @@ def run_algorithm(
         if reason is not None:
             status, stop_reason = "stopped", str(reason)
             break
+    final = algorithm.finish()  # the output rule's point when it is not the last iterate
+    if final is not None and record is not None:
+        values = torch.cat([final.objective.detach().reshape(1), final.constraints.detach().reshape(-1)]).tolist()
+        record = dataclasses.replace(record, objective=values[0], constraints=values[1:],
+                                     max_violation=max([0.0, *values[1:]]))
     model.eval()
     return SolveResult(
         model=model, status=status, stop_reason=stop_reason, iterations=record.iteration if record else 0,

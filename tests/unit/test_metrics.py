@@ -39,3 +39,57 @@ def test_classification_metrics_plain_floats_and_one_class():
     out = classification_metrics(np.ones(4), np.array([0.9, 0.2, 0.7, 0.6]), np.array([0, 0, 1, 1]), ["a", "b"])
     assert out["roc_auc"] is None and out["accuracy"] == 0.75
     assert isinstance(out["log_loss"], float) and out["n"] == 4
+
+
+@pytest.mark.parametrize("k", [2, 4])
+@pytest.mark.parametrize("loss", ["bce", "hinge", "truncated_logistic"])
+def test_loss_gap_and_minority_rate_match_brute_force(k, loss):
+    from solvers.metrics import loss_gap, minority_rate
+
+    rng = np.random.default_rng(k)
+    n = 800
+    group = rng.integers(0, k, n)
+    group[group == k - 1] = rng.integers(0, k, (group == k - 1).sum())  # last group smaller
+    y = rng.integers(0, 2, n)
+    f = rng.normal(scale=2.0, size=n)
+    yt = 2 * y - 1
+    ell = {"bce": np.log1p(np.exp(-yt * f)), "hinge": np.maximum(0, 1 - yt * f),
+           "truncated_logistic": 2 * np.log1p(np.log1p(np.exp(-yt * f)) / 2)}[loss]
+    names = [f"g{i}" for i in range(k)]
+    out = loss_gap(y, f, group, names, loss)
+    gaps = {}
+    for g in range(k):
+        total = 0.0
+        members = 0
+        for i in range(n):
+            if group[i] == g:
+                total += ell[i]
+                members += 1
+        gaps[f"g{g}"] = total / members - ell.mean()
+    assert out["loss_gap"] == pytest.approx(max(gaps.values()))
+    assert out["loss_gap_by_group"] == pytest.approx(gaps)
+    big = loss_gap(y, f, group, names, "hinge", min_group_fraction=1.0 / k, name="intersectional")
+    assert set(big["intersectional_by_group"]) == {nm for g, nm in enumerate(names) if (group == g).sum() > n / k}
+
+    pred = (f > 0).astype(int)
+    mr = minority_rate(pred, group, names)
+    counts = np.bincount(group, minlength=k)
+    smallest = int(np.argmin(counts))
+    shares = {f"g{g}": sum(1 for i in range(n) if group[i] == g and pred[i] == 1) / pred.sum() for g in range(k)}
+    assert mr["minority_rate_group"] == f"g{smallest}"
+    assert mr["minority_rate"] == pytest.approx(shares[f"g{smallest}"])
+    assert mr["minority_rate_by_group"] == pytest.approx(shares)
+    assert minority_rate(pred, group, names, "g0")["minority_rate"] == pytest.approx(shares["g0"])
+    assert minority_rate(np.zeros(n), group, names)["minority_rate"] is None
+
+
+def test_classification_metrics_has_new_metrics_from_probabilities():
+    rng = np.random.default_rng(7)
+    n = 300
+    group, y, f = rng.integers(0, 3, n), rng.integers(0, 2, n), rng.normal(size=n)
+    p = 1 / (1 + np.exp(-f))
+    out = classification_metrics(y, p, group, ["a", "b", "c"], loss="hinge", intersectional_min_fraction=0.01)
+    exact = classification_metrics(y, p, group, ["a", "b", "c"], logits=f, loss="hinge", intersectional_min_fraction=0.01)
+    assert out["loss_gap"] == pytest.approx(exact["loss_gap"], abs=1e-9) and out["loss_gap_loss"] == "hinge"
+    assert out["intersectional"] == pytest.approx(out["loss_gap"], abs=1e-9)
+    assert set(out["minority_rate_by_group"]) == {"a", "b", "c"}

@@ -1,0 +1,119 @@
+r"""SSG: the single-loop switching subgradient method (Huang & Lin, "Oracle Complexity of
+Single-Loop Switching Subgradient Methods for Non-Smooth Weakly Convex Functional Constrained
+Optimization", NeurIPS 2023), the SSG baseline of the PLADA paper (§5) and the "SSw" of the
+stochastic benchmark (its Algorithm 3).
+
+Problem: min_{θ∈Θ} F(θ) s.t. g(θ) = max_j G_j(θ) ≤ 0. Iteration k = 0, 1, ...:
+
+    if g(θ_k) ≤ ε_k:  θ_{k+1} = Π_Θ(θ_k − η^f_k ζ_F),  ζ_F ∈ ∂F(θ_k);   I ← I ∪ {k} if k ≥ k_0
+    else:             θ_{k+1} = Π_Θ(θ_k − η^c_k ζ_g),  ζ_g ∈ ∂G_{j*}(θ_k), j* = argmax_j G_j(θ_k)
+
+    output θ_τ, τ ∈ I drawn with P(τ = k) = η_k / Σ_{s∈I} η_s.
+
+Choices (documented; the Huang & Lin paper itself is not in ``papers/``, so the rule is taken
+from the descriptions in the PLADA notes and the stochastic benchmark's Algorithm 3):
+
+* Step sizes. Huang & Lin's weakly-convex-constraint analysis uses a constant objective step
+  η^f and Polyak's step η^c_k = g(θ_k)/‖ζ_g‖² on constraint steps — the default here
+  (``eta_c=None``); a number for ``eta_c`` gives a constant constraint step (the benchmark's SSw
+  variant η^f ≠ η^c). Their theoretical η^f = O(ε²) is far too small in practice, so the default
+  numbers are the stochastic benchmark's (§4: η^f = 0.5, ε_k = 1e-4; its η^c = 0.05 is the value
+  to use with ``eta_c`` when Polyak's step is not wanted). ``schedule="diminishing"`` divides the
+  constant steps by √(k+1).
+* Tolerance ε_k = ``tolerance`` (constant, as in Huang & Lin's theorems), optionally decayed
+  geometrically after ``decay_start`` iterations (the benchmark's ε_k = 0.97 ε_{k−1} schedule is
+  ``tolerance_decay=0.97, decay_start=500``, applied per iteration here, not per epoch).
+  ε_k is added to FairSolve's G, which already subtracts each constraint's tolerance.
+* k_0 = ⌊``start_fraction`` · K⌋ with K the run's iteration budget (``max_iterations``);
+  Huang & Lin record the output only from a fraction of the run on; 0.5 chosen.
+* Output (``output``): ``"random"`` (default, the paper's rule) draws τ online by weighted
+  reservoir sampling (seeded; one parameter copy when the draw changes), and at the end the
+  model holds θ_τ and the result's last record is θ_τ's full-batch F and G. If I ∩ [k_0, K) is
+  empty the last iterate is kept. ``"last"`` reports the last iterate θ_K. The trajectory
+  records always show the iterates θ_k themselves.
+* Mini-batches: the switching test and the step use the same batch (the benchmark draws a
+  separate batch for the test); the test then compares a plug-in estimate of g with ε_k.
+* Host syncs: one ``.item()`` per iteration for the branch (plus the driver's one).
+* Logged "duals": ``objective_step`` (1 when k ∈ I's branch was taken, else 0).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from pydantic import Field, NonNegativeFloat, PositiveFloat
+
+from ..problem import Evaluation
+from .base import ALGORITHMS, Algorithm, AlgorithmConfig
+from .switching import WeightedReservoir, load_, switching_step
+
+
+class SSGConfig(AlgorithmConfig):
+    eta_f: PositiveFloat = Field(
+        0.5, description="Objective step size η^f (constant; Huang & Lin 2023 use a constant step on objective "
+        "steps). Default 0.5 = the stochastic benchmark's SSw setting (§4).")
+    eta_c: PositiveFloat | None = Field(
+        None, description="Constraint step size η^c. None = Polyak's step g(θ_k)/‖ζ_g‖² (Huang & Lin 2023, "
+        "weakly convex constraints); a number = constant step (benchmark SSw uses 0.05).")
+    schedule: Literal["constant", "diminishing"] = Field(
+        "constant", description="'constant' steps, or 'diminishing' η/√(k+1) (Polyak's step is never scaled).")
+    tolerance: NonNegativeFloat = Field(
+        1e-4, description="Switching tolerance ε_k (objective step when max_j G_j ≤ ε_k). Default 1e-4 = benchmark "
+        "SSw (§4); Huang & Lin take ε_k = ε constant.")
+    tolerance_decay: float = Field(
+        1.0, gt=0.0, le=1.0, description="ε_k = ε · decay^(k − decay_start) for k ≥ decay_start (1 = constant).")
+    decay_start: int = Field(500, ge=0, description="First iteration of the tolerance decay (benchmark: 500).")
+    start_fraction: float = Field(
+        0.5, ge=0.0, lt=1.0, description="k_0 = ⌊start_fraction · K⌋: only objective steps k ≥ k_0 can be the output.")
+    output: Literal["random", "last"] = Field(
+        "random", description="'random' = the paper's θ_τ, τ ∈ I with P(τ=k) ∝ η_k (default); 'last' = last iterate.")
+
+
+@ALGORITHMS.register(
+    "ssg",
+    aliases=("switching-subgradient", "ssw"),
+    paper="Huang & Lin, Oracle Complexity of Single-Loop Switching Subgradient Methods for Non-Smooth Weakly "
+    "Convex Functional Constrained Optimization (NeurIPS 2023); SSG baseline of PLADA, SSw of the stochastic benchmark",
+    description="Single-loop switching subgradient: a projected subgradient step on the objective when the "
+    "largest constraint is below the tolerance ε_k, otherwise a (Polyak) step on the most violated constraint; "
+    "outputs a random objective-step iterate from the second half of the run.",
+)
+class SSG(Algorithm):
+    Config = SSGConfig
+
+    def __init__(self, problem, config, model, seed: int = 0) -> None:
+        super().__init__(problem, config, model, seed)
+        self.reservoir = WeightedReservoir(seed)
+
+    def tolerance(self, k: int) -> float:
+        c = self.config
+        return c.tolerance * c.tolerance_decay ** max(0, k - c.decay_start)
+
+    def step_scale(self, k: int) -> float:
+        return 1.0 if self.config.schedule == "constant" else 1.0 / (k + 1) ** 0.5
+
+    def step(self, k: int, current: Evaluation):
+        c = self.config
+        scale = self.step_scale(k)
+        if c.output == "random" and k >= int(c.start_fraction * (self.horizon or 0)):
+            snapshot = [p.detach() for p in self.params]  # θ_k, offered below only if k ∈ I
+        else:
+            snapshot = None
+        # the reservoir must see θ_k (before the step), so copy lazily: offer before stepping
+        # is impossible without knowing the branch, hence a cheap clone only when drawn.
+        before = [p.detach().clone() for p in self.params] if snapshot is not None else None
+        objective_step = switching_step(
+            self.problem, self.params, current, tolerance=self.tolerance(k), eta_f=c.eta_f * scale,
+            eta_c=None if c.eta_c is None else c.eta_c * scale)
+        if objective_step and before is not None:
+            self.reservoir.offer(k, before, weight=c.eta_f * scale)
+        nxt = self.evaluate()
+        flag = torch.full((1,), float(objective_step), dtype=nxt.objective.dtype, device=nxt.objective.device)
+        return nxt, {"objective_step": flag}
+
+    def finish(self) -> Evaluation | None:
+        if self.config.output != "random" or self.reservoir.kept is None:
+            return None
+        load_(self.params, self.reservoir.kept)
+        with torch.no_grad():
+            return self.problem.evaluate(self.model)
