@@ -14,7 +14,7 @@ from .algorithms import ALGORITHMS, SolveResult, describe, run_algorithm
 from .constraints import CONSTRAINTS
 from .encoding import TableEncoder, build_groups, encode_labels
 from .metrics import classification_metrics
-from .models import model_factory
+from .models import ball_domain, model_factory
 from .observer import Observer
 from .problem import Problem
 from .spec import ProblemSpec, SolverSpec, check_spec_against_table
@@ -78,16 +78,38 @@ class RunOutput:
 
 
 @torch.no_grad()
-def predict_proba(model: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
-    """σ(f_θ(x)) for every row (float64 numpy)."""
-    scores = model(torch.as_tensor(X, dtype=torch.float32, device=device))
-    return torch.sigmoid(scores).double().cpu().numpy()
-
-
-@torch.no_grad()
 def predict_scores(model: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
-    """The raw scores f_θ(x) for every row (float64 numpy)."""
+    """The raw scores f_θ(x) for every row (float64 numpy); P(y=1|x) = σ(f_θ(x))."""
     return model(torch.as_tensor(X, dtype=torch.float32, device=device)).double().cpu().numpy()
+
+
+@dataclass
+class Prepared:
+    """A table turned into what a solve needs: groups, labels, splits, the fitted encoder and X."""
+
+    group: np.ndarray                 # (n,) group index of every row
+    group_names: list[str]
+    y: np.ndarray                     # (n,) labels in {0, 1}
+    splits: dict[str, np.ndarray]     # "train", ["validation",] "test" -> row positions
+    encoder: TableEncoder             # fitted on the train split only
+    X: np.ndarray                     # (n, d) encoded features of every row
+
+    @property
+    def train_counts(self) -> np.ndarray:
+        return np.bincount(self.group[self.splits["train"]], minlength=len(self.group_names))
+
+
+def prepare(table: pd.DataFrame, spec: ProblemSpec) -> Prepared:
+    """Check the spec, build groups and labels, split stratified by group × label, encode (fit on train)."""
+    check_spec_against_table(spec, table)
+    group, group_names = build_groups(table, spec.sensitive, spec.group_rules)
+    y = encode_labels(table[spec.target], spec.positive_label)
+    splits = dict(zip(("train", "validation", "test"),
+                      split_indices(2 * group + y, spec.split.test, spec.split.validation, spec.split.seed)))
+    if spec.split.validation == 0:
+        del splits["validation"]
+    encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table.iloc[splits["train"]])
+    return Prepared(group, list(group_names), y, splits, encoder, encoder.transform(table))
 
 
 def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], train_counts: np.ndarray) -> dict[str, Any]:
@@ -108,30 +130,21 @@ def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], trai
 
 
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None) -> RunOutput:
-    """Check the spec, build groups and labels, split, encode (fit on train), solve, evaluate."""
-    check_spec_against_table(spec, table)
-    group, group_names = build_groups(table, spec.sensitive, spec.group_rules)
-    y = encode_labels(table[spec.target], spec.positive_label)
-    splits = dict(zip(("train", "validation", "test"),
-                      split_indices(2 * group + y, spec.split.test, spec.split.validation, spec.split.seed)))
-    if spec.split.validation == 0:
-        del splits["validation"]
-
-    encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table.iloc[splits["train"]])
-    X = encoder.transform(table)
+    """:func:`prepare`, solve on the train split, evaluate every split, predict the test split."""
+    data = prepare(table, spec)
+    group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
     train = splits["train"]
-    train_counts = np.bincount(group[train], minlength=len(group_names))
-    constraints = [c.build().bind(list(group_names), train_counts) for c in spec.constraints]
     problem = Problem(
         X=X[train], y=y[train], group=group[train], group_names=group_names,
         model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
-        constraints=constraints, device=spec.device,
+        constraints=[c.build() for c in spec.constraints], device=spec.device, domain=ball_domain(spec.model),
     )
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=spec.time_limit_s, seed=spec.seed)
 
-    proba = predict_proba(result.model, X, problem.device)
     logits = predict_scores(result.model, X, problem.device)
+    proba = 1.0 / (1.0 + np.exp(-logits))
+    constraints, train_counts = problem.constraints, data.train_counts
     options = _metric_options(spec, constraints, list(group_names), train_counts)
     metrics = {name: classification_metrics(y[idx], proba[idx], group[idx], list(group_names), logits=logits[idx],
                                             **options)
@@ -150,5 +163,5 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         solver_time_s=result.solver_time_s, device=problem.device.type, metrics=metrics,
         state_dict={k: v.detach().cpu().contiguous() for k, v in result.model.state_dict().items()},
         predictions=predictions, constraint_names=problem.constraint_names, groups=list(group_names),
-        feature_names=encoder.feature_names, tolerances=problem.tolerances, encoder=encoder.to_dict(),
+        feature_names=data.encoder.feature_names, tolerances=problem.tolerances, encoder=data.encoder.to_dict(),
     )

@@ -111,6 +111,23 @@ def project_(model: nn.Module, spec=None) -> nn.Module:
     return model
 
 
+def ball_domain(spec) -> Callable[[list[Tensor]], None] | None:
+    """Π_Θ for :class:`~solvers.problem.Problem`'s ``domain`` from a ModelSpec: projects the
+    weight matrix (every 2-D parameter; the linear model's w) onto the spec's ball in place,
+    leaving the bias free. None when the spec has no ball."""
+    if getattr(spec, "ball", None) is None:
+        return None
+    ball, radius = spec.ball, float(spec.radius)
+
+    @torch.no_grad()
+    def project(params: list[Tensor]) -> None:
+        for p in params:
+            if p.ndim == 2:
+                p.copy_(project_ball(p.double(), ball, radius))
+
+    return project
+
+
 def linear(n_features: int, ball: str | None = None, radius: float | None = None) -> nn.Module:
     net = nn.Linear(n_features, 1)
     nn.init.zeros_(net.weight)

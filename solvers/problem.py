@@ -57,6 +57,8 @@ class Problem:
         if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or self.group.shape != self.y.shape:
             raise ValueError("X must be (n, d), y and group (n,)")
         self.data = FairnessData.build(self.y, self.group, len(self.group_names))
+        for family in self.constraints:  # per-group families fix their rows from the training groups
+            family.bind(self.group_names, self.data.by_group.counts)
 
     @property
     def n_samples(self) -> int:

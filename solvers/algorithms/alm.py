@@ -171,7 +171,7 @@ class SSLALM(BalancedConstraintBatches, Algorithm):
     def samples_per_step(self) -> int:
         if self.full_batch:
             return self.problem.n_samples
-        return self.config.batch_size + 2 * self.constraint_samples()
+        return super().samples_per_step() + 2 * self.constraint_samples()
 
 
 @ALGORITHMS.register(

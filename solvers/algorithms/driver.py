@@ -2,7 +2,9 @@
 
 Per iteration: ``algorithm.step`` → ONE host sync (``tolist`` of objective,
 constraints and duals concatenated) → ``observer.on_iteration`` →
-``observer.should_stop`` → time-limit check.
+``observer.should_stop`` → time-limit check. The algorithm learns the budget as
+``algorithm.horizon`` before ``start``; after the loop ``algorithm.finish()`` may swap in the
+paper's output point (random/averaged iterate), and the result's ``last`` record then describes it.
 """
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ class SSGConfig(AlgorithmConfig):
 
 @ALGORITHMS.register(
     "ssg",
-    aliases=("switching-subgradient", "ssw"),
+    aliases=("switching-subgradient",),
     paper="Huang & Lin, Oracle Complexity of Single-Loop Switching Subgradient Methods for Non-Smooth Weakly "
     "Convex Functional Constrained Optimization (NeurIPS 2023); SSG baseline of PLADA, SSw of the stochastic benchmark",
     description="Single-loop switching subgradient: a projected subgradient step on the objective when the "
@@ -95,18 +95,12 @@ class SSG(Algorithm):
     def step(self, k: int, current: Evaluation):
         c = self.config
         scale = self.step_scale(k)
-        if c.output == "random" and k >= int(c.start_fraction * (self.horizon or 0)):
-            snapshot = [p.detach() for p in self.params]  # θ_k, offered below only if k ∈ I
-        else:
-            snapshot = None
-        # the reservoir must see θ_k (before the step), so copy lazily: offer before stepping
-        # is impossible without knowing the branch, hence a cheap clone only when drawn.
-        before = [p.detach().clone() for p in self.params] if snapshot is not None else None
+        record = c.output == "random" and k >= int(c.start_fraction * (self.horizon or 0))
+        weight = c.eta_f * scale  # P(τ = k) ∝ η_k
         objective_step = switching_step(
-            self.problem, self.params, current, tolerance=self.tolerance(k), eta_f=c.eta_f * scale,
-            eta_c=None if c.eta_c is None else c.eta_c * scale)
-        if objective_step and before is not None:
-            self.reservoir.offer(k, before, weight=c.eta_f * scale)
+            self.problem, self.params, current, tolerance=self.tolerance(k), eta_f=weight,
+            eta_c=None if c.eta_c is None else c.eta_c * scale,
+            on_objective_step=(lambda: self.reservoir.offer(k, self.params, weight)) if record else None)
         nxt = self.evaluate()
         flag = torch.full((1,), float(objective_step), dtype=nxt.objective.dtype, device=nxt.objective.device)
         return nxt, {"objective_step": flag}

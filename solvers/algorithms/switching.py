@@ -22,6 +22,8 @@ output rules of SSG / IPC / YNW.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
@@ -44,11 +46,13 @@ def switching_step(
     eta_c: float | None,
     center: list[Tensor] | None = None,
     rho_hat: float = 0.0,
+    on_objective_step: Callable[[], None] | None = None,
 ) -> bool:
     """One switching-subgradient step in place (then ``problem.project_``).
 
     ``eta_c=None`` = Polyak's step G̃(z_k)/‖G̃'(z_k)‖² on the constraint branch.
-    Returns True when the objective step was taken (k ∈ I).
+    ``on_objective_step`` is called while the parameters still hold z_k when k ∈ I (to record
+    z_k for an output rule). Returns True when the objective step was taken (k ∈ I).
     """
     with torch.no_grad():
         diff = torch._foreach_sub(params, center) if center is not None else None
@@ -61,6 +65,8 @@ def switching_step(
         if diff is not None:
             value = value + 0.5 * rho_hat * squared_norm(diff)
         objective_step = bool(value.item() <= tolerance)  # the one host sync of the switch
+    if objective_step and on_objective_step is not None:
+        on_objective_step()
     grads = gradient(current.objective if objective_step else g_max, params)
     if diff is not None:
         torch._foreach_add_(grads, diff, alpha=rho_hat)  # ∇ ρ̂/2‖z−x_t‖² = ρ̂(z−x_t)

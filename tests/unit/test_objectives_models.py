@@ -6,7 +6,7 @@ from pydantic import ValidationError
 from scipy.optimize import minimize
 
 from solvers import ModelSpec, ProblemSpec
-from solvers.models import ScoreModel, model_factory, project_, project_l1_ball, project_l2_ball
+from solvers.models import ScoreModel, ball_domain, model_factory, project_, project_l1_ball, project_l2_ball
 from solvers.objectives import OBJECTIVES, get_objective
 
 
@@ -101,3 +101,13 @@ def test_objective_registry_and_spec_literal():
     y = torch.tensor([0.0, 1.0, 1.0], dtype=torch.float64)
     vals = OBJECTIVES["truncated_logistic"].per_sample(t, y)
     assert torch.isfinite(vals).all() and vals[0].item() == pytest.approx(2 * np.log1p(1e4 / 2), rel=1e-9)
+
+
+def test_ball_domain_for_problem():
+    assert ball_domain(ModelSpec()) is None
+    model = model_factory(ModelSpec())(4)
+    with torch.no_grad():
+        model.net.weight.fill_(2.0)
+        model.net.bias.fill_(5.0)
+    ball_domain(ModelSpec(ball="l2", radius=1.0))(list(model.parameters()))
+    assert model.net.weight.norm().item() == pytest.approx(1.0, rel=1e-6) and model.net.bias.item() == 5.0
