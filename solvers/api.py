@@ -149,6 +149,9 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     metrics = {name: classification_metrics(y[idx], proba[idx], group[idx], list(group_names), logits=logits[idx],
                                             **options)
                for name, idx in splits.items()}
+    for family in constraints:  # families whose exact metric is not among the always-computed ones
+        for name, idx in splits.items():
+            metrics[name].update(family.exact_metrics(y[idx], logits[idx], group[idx], group_names) or {})
     test = splits["test"]
     names = np.asarray(group_names, dtype=object)
     predictions = pd.DataFrame({

@@ -19,8 +19,9 @@ A new family is one module in this folder::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Sequence
+from typing import Any, ClassVar, Literal, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F_
 from pydantic import BaseModel, ConfigDict, Field
@@ -159,6 +160,14 @@ class ConstraintFamily:
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         """Surrogate gap Δ̂(θ) ≥ 0, shape (m,)."""
         raise NotImplementedError
+
+    def exact_metrics(self, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
+                      group_names: list[str]) -> dict[str, Any] | None:
+        """Exact (non-surrogate) metrics of this family on one split, merged into
+        ``metrics.<split>`` by :func:`solvers.run` (keys named by the family's type, with
+        ``<type>_by_group`` beside). None: the family's metric is among the always-computed
+        ones of :func:`solvers.metrics.classification_metrics`."""
+        return None
 
     def surrogate(self, scores: Tensor, data: FairnessData) -> Tensor:
         """G(θ) = Δ̂(θ) − ε, shape (m,)."""

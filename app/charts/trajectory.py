@@ -1,15 +1,19 @@
-"""Plotly figure builders. Each returns a ``plotly.graph_objects.Figure``; routers serialise it."""
+"""``charts/trajectory``: objective, constraint gaps and max violation against iteration and seconds."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-SCORE_BINS = 40
+from app.charts.registry import ChartContext, chart
+
+
+@chart("trajectory")
+def trajectory_chart(ctx: ChartContext) -> go.Figure:
+    traj = ctx.trajectory()
+    return trajectory_figure(traj, f"Trajectory — job {ctx.job.id[:8]} ({ctx.job.spec['solver']['name']})")
 
 
 def trajectory_figure(traj: dict[str, Any], title: str) -> go.Figure:
@@ -42,20 +46,4 @@ def trajectory_figure(traj: dict[str, Any], title: str) -> go.Figure:
     fig.update_xaxes(title_text="iteration", row=3, col=1)
     fig.update_xaxes(title_text="seconds", row=3, col=2)
     fig.update_layout(title=title, height=800, template="plotly_white")
-    return fig
-
-
-def scores_figure(predictions: pd.DataFrame, title: str, threshold: float = 0.5) -> go.Figure:
-    """Predicted-score distribution per group on the test split (probability density histograms)."""
-    fig = go.Figure()
-    edges = np.linspace(0.0, 1.0, SCORE_BINS + 1)
-    for group, frame in predictions.groupby("group", sort=True):
-        counts, _ = np.histogram(frame["score"].to_numpy(), bins=edges)
-        density = counts / max(len(frame), 1) / np.diff(edges)
-        fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=density, width=np.diff(edges), opacity=0.55,
-                             name=f"{group} (n={len(frame)})", customdata=counts,
-                             hovertemplate="score %{x:.3f}<br>density %{y:.3f}<br>count %{customdata}"))
-    fig.add_vline(x=threshold, line={"dash": "dash", "color": "#333"}, annotation_text="threshold")
-    fig.update_layout(title=title, barmode="overlay", xaxis_title="predicted score P(y=1)",
-                      yaxis_title="density", template="plotly_white")
     return fig
