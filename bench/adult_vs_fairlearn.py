@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.datasets import adult
-from solvers import ALGORITHMS, ProblemSpec, TableEncoder, build_groups, encode_labels, run, split_indices
+from solvers import ALGORITHMS, ProblemSpec, prepare, run
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = 0.02
@@ -43,11 +43,8 @@ def fairlearn_run(table, kind: str) -> dict:
     from fairlearn.reductions import DemographicParity, EqualizedOdds, ExponentiatedGradient
     from sklearn.linear_model import LogisticRegression
 
-    group, _ = build_groups(table, BASE["sensitive"], {})
-    y = encode_labels(table[BASE["target"]], BASE["positive_label"])
-    train, _, test = split_indices(2 * group + y, 0.2, 0.2, 0)
-    encoder = TableEncoder([c for c in table.columns if c != BASE["target"]]).fit(table.iloc[train])
-    X = encoder.transform(table)
+    data = prepare(table, ProblemSpec.model_validate(BASE))
+    X, y, group, train, test = data.X, data.y, data.group, data.splits["train"], data.splits["test"]
     moment = (DemographicParity if kind == "demographic_parity" else EqualizedOdds)(difference_bound=TOLERANCE)
     start = time.perf_counter()
     with warnings.catch_warnings():

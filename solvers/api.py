@@ -44,11 +44,14 @@ def solve(
     time_limit_s: float = 600.0,
     seed: int = 0,
     model: nn.Module | None = None,
+    validation: Problem | None = None,
 ) -> SolveResult:
     """Run the named algorithm (default PLADA with paper defaults) on a built :class:`Problem`.
 
     ``solver``: a :class:`SolverSpec`, an algorithm name, or ``{"name":..., "params":...}``.
     ``model``: optional warm start (otherwise ``problem.make_model()`` under ``seed``).
+    ``validation``: optional held-out :class:`Problem` (same features and groups, no constraints
+    needed) for algorithms whose output rule selects an iterate on validation data (``level_set``, ``iqrc``).
     """
     if solver is None:
         solver = SolverSpec()
@@ -57,7 +60,7 @@ def solve(
     elif isinstance(solver, dict):
         solver = SolverSpec(**solver)
     return run_algorithm(solver.algorithm, problem, solver.config(), observer, max_iterations=max_iterations,
-                         time_limit_s=time_limit_s, seed=seed, model=model)
+                         time_limit_s=time_limit_s, seed=seed, model=model, validation=validation)
 
 
 @dataclass
@@ -139,8 +142,13 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
         constraints=[c.build() for c in spec.constraints], device=spec.device, domain=ball_domain(spec.model),
     )
+    validation = None
+    if "validation" in splits:  # held-out rows for output rules that select an iterate (level_set, iqrc)
+        val = splits["validation"]
+        validation = Problem(X=X[val], y=y[val], group=group[val], group_names=group_names,
+                             model_factory=problem.model_factory, model_type=spec.model.type, device=problem.device)
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
-                   time_limit_s=spec.time_limit_s, seed=spec.seed)
+                   time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation)
 
     logits = predict_scores(result.model, X, problem.device)
     proba = 1.0 / (1.0 + np.exp(-logits))

@@ -59,6 +59,10 @@ class Problem:
         self.data = FairnessData.build(self.y, self.group, len(self.group_names))
         for family in self.constraints:  # per-group families fix their rows from the training groups
             family.bind(self.group_names, self.data.by_group.counts)
+        for family in self.constraints:  # families that need the training data itself (interval "auto")
+            attach = getattr(family, "attach", None)
+            if attach is not None:
+                attach(self)
 
     @property
     def n_samples(self) -> int:
@@ -94,6 +98,10 @@ class Problem:
         """θ ← Π_Θ(θ), in place; every algorithm calls it after each primal step."""
         if self.domain is not None:
             self.domain(params)
+
+    def auxiliary_parameters(self) -> list[Tensor]:
+        """The constraint families' auxiliary variables, freshly initialised (optimised with θ)."""
+        return [p for family in self.constraints for p in family.init_parameters(self.device)]
 
     def make_model(self) -> nn.Module:
         return self.model_factory(self.n_features).to(self.device)

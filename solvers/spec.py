@@ -148,7 +148,7 @@ class ProblemSpec(BaseModel):
     features: list[str] | None = None
     group_rules: dict[str, GroupRule] = {}
     model: ModelSpec = ModelSpec()
-    objective: Literal["logistic", "hinge", "bce", "truncated_logistic"] = "logistic"
+    objective: Literal["logistic", "hinge", "bce", "truncated_logistic", "auc_square"] = "logistic"
     constraints: list[ConstraintSpec] = []
     solver: SolverSpec = SolverSpec()
     split: SplitSpec = SplitSpec()

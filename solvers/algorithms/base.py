@@ -62,12 +62,20 @@ class Algorithm:
     Config: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig
     #: the run's iteration budget K (set by the driver before :meth:`start`; None when unknown).
     horizon: int | None = None
+    #: optional held-out Problem (the validation split) for output rules that select an iterate on it
+    #: (set by the driver before :meth:`start`; None when the caller gave none).
+    validation: Problem | None = None
+    #: an algorithm sets this True when its own stopping rule fires (e.g. SFLS's U(r_k) ≥ −ε_opt);
+    #: the driver then ends the run with status "completed".
+    converged: bool = False
 
     def __init__(self, problem: Problem, config: AlgorithmConfig, model: nn.Module, seed: int = 0) -> None:
         self.problem = problem
         self.config = self.resolve_config(config, problem)
         self.model = model
         self.params = [p for p in model.parameters() if p.requires_grad]
+        if hasattr(problem, "auxiliary_parameters"):  # e.g. the θ_p of partial statistical parity
+            self.params += problem.auxiliary_parameters()
         self.sampler = problem.sampler(seed)
 
     def batch(self) -> Tensor | None:

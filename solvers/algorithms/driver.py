@@ -29,10 +29,12 @@ def run_algorithm(
     time_limit_s: float = 600.0,
     seed: int = 0,
     model: nn.Module | None = None,
+    validation: Problem | None = None,
 ) -> SolveResult:
     """Build the model (seeded) and iterate until ``max_iterations``, a stop request or the time limit.
 
     ``model``: optional warm start (used in place, moved to the problem's device).
+    ``validation``: optional held-out Problem, given to the algorithm as ``algorithm.validation``.
     """
     observer = observer or Observer()
     with torch.random.fork_rng(devices=[]):
@@ -40,6 +42,7 @@ def run_algorithm(
         model = problem.make_model() if model is None else model.to(problem.device)
     algorithm = algorithm_cls(problem, config, model, seed=seed)
     algorithm.horizon = max_iterations
+    algorithm.validation = validation
     names = problem.constraint_names
     m = len(names)
     observer.on_start({
@@ -79,6 +82,8 @@ def run_algorithm(
             reason = "time_limit"
         if reason is not None:
             status, stop_reason = "stopped", str(reason)
+            break
+        if algorithm.converged:  # the algorithm's own stopping rule
             break
     final = algorithm.finish()  # the output rule's point when it is not the last iterate
     if final is not None and record is not None:

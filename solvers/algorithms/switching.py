@@ -47,12 +47,15 @@ def switching_step(
     center: list[Tensor] | None = None,
     rho_hat: float = 0.0,
     on_objective_step: Callable[[], None] | None = None,
+    normalize_f: bool = False,
 ) -> bool:
     """One switching-subgradient step in place (then ``problem.project_``).
 
     ``eta_c=None`` = Polyak's step G̃(z_k)/‖G̃'(z_k)‖² on the constraint branch.
     ``on_objective_step`` is called while the parameters still hold z_k when k ∈ I (to record
     z_k for an output rule). Returns True when the objective step was taken (k ∈ I).
+    ``normalize_f``: objective step η^f/‖F̃'(z_k)‖² (Nesterov's switching rule (3.2.24), IDCA's
+    Algorithm 2 with η^f = ε) instead of the constant η^f.
     """
     with torch.no_grad():
         diff = torch._foreach_sub(params, center) if center is not None else None
@@ -71,7 +74,12 @@ def switching_step(
     if diff is not None:
         torch._foreach_add_(grads, diff, alpha=rho_hat)  # ∇ ρ̂/2‖z−x_t‖² = ρ̂(z−x_t)
     with torch.no_grad():
-        if objective_step or eta_c is not None:
+        if objective_step and normalize_f:
+            norm2 = squared_norm(grads)
+            step = eta_f / norm2.clamp_min(torch.finfo(norm2.dtype).tiny)
+            torch._foreach_mul_(grads, step.to(grads[0].dtype))
+            torch._foreach_sub_(params, grads)
+        elif objective_step or eta_c is not None:
             torch._foreach_add_(params, grads, alpha=-(eta_f if objective_step else eta_c))
         else:
             norm2 = squared_norm(grads)

@@ -169,6 +169,11 @@ class ConstraintFamily:
         ones of :func:`solvers.metrics.classification_metrics`."""
         return None
 
+    def init_parameters(self, device: torch.device) -> list[Tensor]:
+        """Auxiliary variables of the family (e.g. the thresholds θ_p of partial statistical parity),
+        reset to their initial values on ``device``; every algorithm optimises them with θ. Default: none."""
+        return []
+
     def surrogate(self, scores: Tensor, data: FairnessData) -> Tensor:
         """G(θ) = Δ̂(θ) − ε, shape (m,)."""
         return self.gap(scores, data) - self.tolerance

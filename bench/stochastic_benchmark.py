@@ -1,0 +1,377 @@
+"""Stochastic benchmark (Kliachkin et al., Table 3 protocol) on Adult with race (White vs non-White).
+
+Part 1 — Table 3: MLP 64-32 (ReLU), BCE objective, two-sided loss-gap constraint
+|L_White − L_non-White| ≤ δ = 0.005 (BCE), each method ``--runs`` times (seed = run index) under a
+wall-clock budget of ``--budget-s`` seconds per run (the spec's ``time_limit_s``; the iteration cap is
+effectively infinite), through :func:`solvers.run`. Mean ± std of Ind, Sp, Sf, Ina, Wd
+(:mod:`solvers.benchmark_metrics`) on the train and test splits.
+
+Part 2 — per-iteration cost: our ``ssl_alm``, ``ssg`` and ``ghost`` against humancompatible-train's
+(PyPI ``humancompatible-train``, ``requirements-bench.txt``) ALM + MoreauEnvelope (SSL-ALM), SSG and
+GhostSQP on the same model (same initial weights), the same data and batch sizes drawn by the same
+seeded :class:`solvers.batching.BatchSampler`. Seconds per iteration and the ratio theirs / ours.
+
+Protocol choices (the paper runs ACSIncome-OK, which is not available offline):
+
+* Data: ``bench.datasets.adult()`` (UCI Adult train file, 32,561 rows); label ``income`` = ``>50K``;
+  sensitive ``race`` binarised by ``group_rules`` into ``White`` / ``non-White`` (protected s =
+  non-White); ``race`` is NOT a model input (the paper drops the protected attribute); every other
+  column is, encoded by the library's ``TableEncoder`` (one-hot + standardisation fitted on train).
+  Split 80/20 stratified by group × label, split seed 0 for every run (the paper: one fixed split).
+* Batches (the paper gives none; its public code uses 8): objective batch 8 for every stochastic
+  method, constraint batches 8 per group (balanced, the solvers' ``constraint_batch`` default).
+* Methods and parameters: the paper's Sec. 4 defaults as encoded in each solver's Config; SGD is
+  ``erm`` with plain SGD at the public code's lr 5e-3; SGD-Fairret is ``fairret_penalty`` (lr 5e-2,
+  ω 0.5, accuracy statistic); ``penalty`` (exact ℓ1 penalty, SGD lr 5e-2, weight 1) is ours, not the
+  paper's.
+* One torch thread (``torch.set_num_threads(1)``; the paper ran on a laptop CPU, and a shared 2-core
+  machine gives noisy timings otherwise).
+
+Writes ``bench/results/stochastic_benchmark.json`` and ``.md``.
+Run: ``python -m bench.stochastic_benchmark --runs 10 --budget-s 30``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.datasets import adult
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DELTA = 0.005
+FEATURES = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+            "relationship", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country"]
+BASE_SPEC = {
+    "target": "income", "positive_label": ">50K", "sensitive": ["race"], "features": FEATURES,
+    "group_rules": {"race": {"values": {"White": ["White"]}, "other": "non-White"}},
+    "model": {"type": "mlp", "hidden": [64, 32], "activation": "relu"}, "objective": "bce",
+    "constraints": [{"type": "loss_gap", "tolerance": DELTA, "mode": "two_sided", "loss": "bce"}],
+    "split": {"test": 0.2, "validation": 0.0, "seed": 0}, "max_iterations": 10**8, "device": "cpu",
+}
+BATCH = 8
+# label: (solver, params)
+METHODS = {
+    "SGD": ("erm", {"optimizer": "gd", "lr": 5e-3, "batch_size": BATCH}),
+    "SGD-Fairret": ("fairret_penalty", {"batch_size": BATCH}),
+    "StGh": ("ghost", {"batch_size": BATCH}),
+    "ALM": ("alm", {"batch_size": BATCH}),
+    "SSL-ALM": ("ssl_alm", {"batch_size": BATCH}),
+    "SSw": ("ssw", {"batch_size": BATCH}),
+    "Penalty": ("penalty", {"optimizer": "gd", "lr": 5e-2, "penalty": 1.0, "batch_size": BATCH}),
+}
+METRICS = ("Ind", "Sp", "Sf", "Ina", "Wd")
+PROTECTED = "non-White"
+
+
+def spec_for(solver: str, params: dict, seed: int, budget_s: float):
+    from solvers import ProblemSpec
+
+    return ProblemSpec.model_validate({**BASE_SPEC, "solver": {"name": solver, "params": params}, "seed": seed,
+                                       "time_limit_s": budget_s})
+
+
+def bce_gap(y: np.ndarray, logits: np.ndarray, protected: np.ndarray) -> float:
+    """L_s − L_s̄ of the BCE (the constraint's quantity, exact, float64)."""
+    losses = np.logaddexp(0.0, logits) - y * logits
+    return float(losses[protected].mean() - losses[~protected].mean())
+
+
+# ----------------------------------------------------------------------------- part 1: Table 3
+def table3(runs: int, budget_s: float, methods: list[str]) -> dict:
+    from solvers import RecordingObserver, prepare, run
+    from solvers.api import predict_scores
+    from solvers.benchmark_metrics import benchmark_metrics
+    from solvers.models import model_factory
+
+    table = adult()
+    spec0 = spec_for("erm", {}, 0, budget_s)
+    data = prepare(table, spec0)  # the split and encoding every run shares (split seed fixed)
+    protected_all = np.asarray(data.group_names, dtype=object)[data.group] == PROTECTED
+    out: dict = {}
+    for label in methods:
+        solver, params = METHODS[label]
+        rows = []
+        for seed in range(runs):
+            spec = spec_for(solver, params, seed, budget_s)
+            observer = RecordingObserver()
+            res = run(table, spec, observer)
+            model = model_factory(spec.model)(data.X.shape[1])
+            model.load_state_dict(res.state_dict)
+            model.eval()
+            logits = predict_scores(model, data.X, torch.device("cpu"))
+            proba = 1.0 / (1.0 + np.exp(-logits))
+            row = {"seed": seed, "iterations": res.iterations, "solver_time_s": res.solver_time_s,
+                   "stop_reason": res.stop_reason, "samples_seen": observer.records[-1].samples_seen
+                   if observer.records else 0}
+            for split, idx in data.splits.items():
+                m = benchmark_metrics(data.y[idx], proba[idx], protected_all[idx])
+                m["loss_gap"] = bce_gap(data.y[idx], logits[idx], protected_all[idx])
+                m["bce"] = float(np.mean(np.logaddexp(0.0, logits[idx]) - data.y[idx] * logits[idx]))
+                m["feasible"] = bool(abs(m["loss_gap"]) <= DELTA)
+                row[split] = m
+            rows.append(row)
+            print(f"{label:12s} seed {seed}: {res.iterations} it in {res.solver_time_s:.1f}s  "
+                  + "  ".join(f"{k}={row['test'][k]:.3f}" for k in (*METRICS, "loss_gap")), flush=True)
+        out[label] = {"solver": solver, "params": params, "runs": rows,
+                      "summary": summarise(rows)}
+    return out
+
+
+def _mean_std(values: list[float]) -> dict:
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    if not vals:
+        return {"mean": None, "std": None, "n": 0}
+    return {"mean": statistics.fmean(vals), "std": statistics.stdev(vals) if len(vals) > 1 else 0.0,
+            "n": len(vals)}
+
+
+def summarise(rows: list[dict]) -> dict:
+    summary = {}
+    for split in ("train", "test"):
+        summary[split] = {k: _mean_std([r[split][k] for r in rows]) for k in (*METRICS, "loss_gap", "bce")}
+        summary[split]["abs_loss_gap"] = _mean_std([abs(r[split]["loss_gap"]) for r in rows])
+        summary[split]["feasible_runs"] = sum(r[split]["feasible"] for r in rows)
+    summary["iterations"] = _mean_std([r["iterations"] for r in rows])
+    summary["solver_time_s"] = _mean_std([r["solver_time_s"] for r in rows])
+    return summary
+
+
+# ----------------------------------------------------------------------------- part 2: per-iteration cost
+def _problem():
+    from solvers import prepare
+    from solvers.models import model_factory
+    from solvers.problem import Problem
+
+    spec = spec_for("erm", {}, 0, 600)
+    data = prepare(adult(), spec)
+    train = data.splits["train"]
+    problem = Problem(X=data.X[train], y=data.y[train], group=data.group[train], group_names=data.group_names,
+                      model_factory=model_factory(spec.model), model_type="mlp", objective="bce",
+                      constraints=[c.build() for c in spec.constraints], device="cpu")
+    return problem, data.group_names.index(PROTECTED)
+
+
+def _fresh_model(problem, seed: int):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return problem.make_model()
+
+
+def _ours(problem, solver: str, params: dict, iterations: int, seed: int = 0) -> dict:
+    from solvers import solve
+
+    solve(problem, {"name": solver, "params": params}, max_iterations=5, seed=seed)  # warm-up
+    res = solve(problem, {"name": solver, "params": params}, max_iterations=iterations, seed=seed)
+    return {"iterations": res.iterations, "seconds": res.solver_time_s,
+            "s_per_iteration": res.solver_time_s / res.iterations}
+
+
+def _hct_constraints(scores, y, group, protected: int):
+    """The two constraints ±(L_s − L_s̄) − δ ≤ 0 in plain torch (masked means, no host sync)."""
+    losses = torch.nn.functional.binary_cross_entropy_with_logits(scores, y, reduction="none")
+    mask = (group == protected).to(losses.dtype)
+    ls = (losses * mask).sum() / mask.sum().clamp_min(1.0)
+    lo = (losses * (1 - mask)).sum() / (1 - mask).sum().clamp_min(1.0)
+    d = ls - lo
+    return torch.stack([d - DELTA, -d - DELTA])
+
+
+def _hct_ssl_alm(problem, protected: int, iterations: int, time_cap: float, seed: int = 0) -> dict:
+    from humancompatible.train.dual_optim import ALM, MoreauEnvelope
+
+    model = _fresh_model(problem, seed)
+    sampler = problem.sampler(seed)
+    X, y, g = problem.X, problem.y, problem.group
+    primal = MoreauEnvelope(torch.optim.SGD(model.parameters(), lr=0.01), mu=2.0, beta=0.5)
+    dual = ALM(m=2, lr=0.05, penalty=1.0, augmentation="quadratic", is_ineq=True, dual_range=(0.0, 10.0))
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    history = []
+    t0, k = time.perf_counter(), 0
+    while k < iterations and time.perf_counter() - t0 < time_cap:
+        idx, cidx = sampler.uniform(BATCH), sampler.balanced(BATCH)
+        loss = bce(model(X[idx]), y[idx])
+        c = _hct_constraints(model(X[cidx]), y[cidx], g[cidx], protected)
+        primal.zero_grad()
+        dual.forward_update(loss, c).backward()
+        primal.step()
+        history.append(torch.cat([loss.detach().reshape(1), c.detach()]).tolist())  # the same one sync as ours
+        k += 1
+    seconds = time.perf_counter() - t0
+    return {"iterations": k, "seconds": seconds, "s_per_iteration": seconds / k}
+
+
+def _hct_ssg(problem, protected: int, batch: int, iterations: int, time_cap: float, seed: int = 0) -> dict:
+    from humancompatible.train.dual_optim import SSG
+
+    model = _fresh_model(problem, seed)
+    sampler = problem.sampler(seed)
+    X, y, g = problem.X, problem.y, problem.group
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    dual = SSG(m=2, constraint_tol=1e-4, constraint_scale=0.05 / 0.5)
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    t0, k = time.perf_counter(), 0
+    while k < iterations and time.perf_counter() - t0 < time_cap:
+        idx = sampler.uniform(batch)
+        scores = model(X[idx])
+        loss = bce(scores, y[idx])
+        c = _hct_constraints(scores, y[idx], g[idx], protected)
+        opt.zero_grad()
+        dual.forward_update(loss, c).backward()
+        opt.step()
+        torch.cat([loss.detach().reshape(1), c.detach()]).tolist()
+        k += 1
+    seconds = time.perf_counter() - t0
+    return {"iterations": k, "seconds": seconds, "s_per_iteration": seconds / k}
+
+
+def _hct_ghost(problem, protected: int, iterations: int, time_cap: float, seed: int = 0) -> dict:
+    from humancompatible.train.sqp.ghost import GhostConfig, GhostSQP, Sampler
+
+    X, y, g = problem.X, problem.y, problem.group
+    batches = problem.sampler(seed)
+
+    class Balanced(Sampler):
+        """J objective samples (uniform) + J constraint samples per group (balanced), as ours."""
+
+        def draw(self, J, rng):
+            return batches.uniform(J), batches.balanced(J)
+
+        def split_even_odd(self, batch):
+            obj, con = batch
+            per = con.numel() // 2  # two groups, J each: split odd/even within each group
+            con = con.reshape(2, per)
+            return (obj[0::2], con[:, 0::2].reshape(-1)), (obj[1::2], con[:, 1::2].reshape(-1))
+
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+
+    def objective(net, batch):
+        return bce(net(X[batch[0]]), y[batch[0]])
+
+    def constraint(sign):
+        def fn(net, batch):
+            c = _hct_constraints(net(X[batch[1]]), y[batch[1]], g[batch[1]], protected)
+            return c[0] if sign > 0 else c[1]
+        return fn
+
+    model = _fresh_model(problem, seed)
+    cfg = GhostConfig(alpha=0.4, base_batch=BATCH, tau=1.0, beta=10.0, rho=0.8, lambda_=0.5, gamma0=0.05)
+    ghost = GhostSQP(model, objective, [constraint(+1), constraint(-1)], Balanced(), cfg,
+                     rng=np.random.default_rng(seed))
+    t0, k, levels = time.perf_counter(), 0, []
+    while k < iterations and time.perf_counter() - t0 < time_cap:
+        info = ghost.step()
+        levels.append(info["N"])
+        k += 1
+    seconds = time.perf_counter() - t0
+    return {"iterations": k, "seconds": seconds, "s_per_iteration": seconds / k,
+            "mean_level_N": statistics.fmean(levels)}
+
+
+def per_iteration_cost(iterations: int, time_cap: float) -> dict:
+    try:
+        import humancompatible.train  # noqa: F401
+        import qpsolvers  # noqa: F401  (hct's Ghost needs it, undeclared)
+    except ImportError as err:
+        return {"skipped": f"humancompatible-train not importable ({err}); install requirements-bench.txt"}
+    from importlib.metadata import version
+
+    problem, protected = _problem()
+    n_params = sum(p.numel() for p in problem.make_model().parameters())
+    rows = {}
+    ssg_batch = 64  # SSG's constraints are estimated on the objective batch: 64 keeps both groups present
+    pairs = {
+        "ssl_alm": (lambda: _ours(problem, "ssl_alm", {"batch_size": BATCH}, iterations),
+                    lambda: _hct_ssl_alm(problem, protected, iterations, time_cap)),
+        "ssg": (lambda: _ours(problem, "ssg", {"batch_size": ssg_batch, "eta_c": 0.05}, iterations),
+                lambda: _hct_ssg(problem, protected, ssg_batch, iterations, time_cap)),
+        "ghost": (lambda: _ours(problem, "ghost", {"batch_size": BATCH}, max(50, iterations // 20)),
+                  lambda: _hct_ghost(problem, protected, max(50, iterations // 20), time_cap)),
+    }
+    for name, (ours, theirs) in pairs.items():
+        a, b = ours(), theirs()
+        rows[name] = {"ours": a, "humancompatible_train": b, "ratio_theirs_over_ours":
+                      b["s_per_iteration"] / a["s_per_iteration"]}
+        print(f"cost {name}: ours {a['s_per_iteration'] * 1e3:.3f} ms/it, hct {b['s_per_iteration'] * 1e3:.3f} "
+              f"ms/it, ratio {rows[name]['ratio_theirs_over_ours']:.2f}", flush=True)
+    return {"humancompatible_train": version("humancompatible-train"), "n_parameters": n_params,
+            "n_features": problem.n_features, "batch": BATCH, "ssg_batch": ssg_batch, "results": rows}
+
+
+# ----------------------------------------------------------------------------- output
+def _fmt(stat: dict) -> str:
+    return "–" if stat["mean"] is None else f"{stat['mean']:.3f} ± {stat['std']:.3f}"
+
+
+def markdown(result: dict) -> str:
+    args = result["args"]
+    md = [f"# Stochastic benchmark protocol on Adult (race: White vs non-White), {args['runs']} runs × "
+          f"{args['budget_s']} s", "",
+          "MLP 64-32 ReLU, BCE, two-sided loss gap |L_White − L_non-White| ≤ 0.005; batch 8, constraint "
+          "batches 8 per group; one torch thread. Mean ± std over runs (seed = run index). "
+          "Wd = W₂² of the 50-bin histograms of σ(f) (the paper's code). Smaller is better.", ""]
+    for split in ("train", "test"):
+        md += [f"## {split.capitalize()}", "",
+               "| method | solver | Ind | Sp | Sf | Ina | Wd | loss gap L_s − L_s̄ | runs with |gap| ≤ δ | iterations |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
+        for label, entry in result["table3"].items():
+            s = entry["summary"]
+            md.append(f"| {label} | `{entry['solver']}` | " + " | ".join(_fmt(s[split][k]) for k in METRICS)
+                      + f" | {_fmt(s[split]['loss_gap'])} | {s[split]['feasible_runs']}/{len(entry['runs'])} | "
+                      f"{s['iterations']['mean']:.0f} |")
+        md.append("")
+    cost = result["per_iteration_cost"]
+    md += ["## Per-iteration cost against humancompatible-train", ""]
+    if "skipped" in cost:
+        md.append(f"Skipped: {cost['skipped']}")
+    else:
+        md += [f"humancompatible-train {cost['humancompatible_train']}; same MLP ({cost['n_parameters']} "
+               f"parameters, {cost['n_features']} inputs), same initial weights, same seeded batch sampler; "
+               f"batch {cost['batch']} (+{cost['batch']} per group for constraints), SSG batch "
+               f"{cost['ssg_batch']}.", "",
+               "| method | ours s/it | ours its | humancompatible-train s/it | its | theirs / ours |",
+               "|---|---|---|---|---|---|"]
+        for name, r in cost["results"].items():
+            a, b = r["ours"], r["humancompatible_train"]
+            md.append(f"| {name} | {a['s_per_iteration']:.2e} | {a['iterations']} | {b['s_per_iteration']:.2e} | "
+                      f"{b['iterations']} | {r['ratio_theirs_over_ours']:.2f}× |")
+    return "\n".join(md) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--budget-s", type=float, default=30.0, help="wall-clock budget per run (time_limit_s)")
+    parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--cost-iterations", type=int, default=2000,
+                        help="iterations per method in the per-iteration cost comparison (ghost: 1/20 of it)")
+    parser.add_argument("--cost-cap-s", type=float, default=60.0, help="time cap of each humancompatible loop")
+    parser.add_argument("--skip-table", action="store_true")
+    parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    result = {"args": {"runs": args.runs, "budget_s": args.budget_s, "methods": args.methods,
+                       "threads": args.threads, "cost_iterations": args.cost_iterations},
+              "machine": {"python": platform.python_version(), "torch": torch.__version__,
+                          "processor": platform.machine()},
+              "spec": BASE_SPEC, "methods": {k: {"solver": v[0], "params": v[1]} for k, v in METHODS.items()}}
+    result["table3"] = {} if args.skip_table else table3(args.runs, args.budget_s, args.methods)
+    result["per_iteration_cost"] = ({"skipped": "--skip-cost"} if args.skip_cost
+                                    else per_iteration_cost(args.cost_iterations, args.cost_cap_s))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "stochastic_benchmark.json").write_text(json.dumps(result, indent=2))
+    md = markdown(result)
+    (RESULTS / "stochastic_benchmark.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+r"""The ``auc_parity`` constraint family: |AUC(G1,G1') − AUC(G2,G2')| ≤ κ (paper problem (2)).
+
+Surrogate rows (paper (10), square loss, exact O(n) closed form of :mod:`solvers.auc.surrogate`):
+
+    G_C1(θ) = f₁(θ) − 1 − κ,   G_C2(θ) = f₂(θ) − 1 − κ,
+
+so ``gap`` = (f₁ − 1, f₂ − 1). γ = +1 is the ``protected`` group (default: the first group);
+all other groups are γ = −1. Exact metrics (ties ½, bootstrap CIs) come from
+:mod:`solvers.auc.metrics` through :meth:`exact_metrics`.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+from torch import Tensor
+
+from ..constraints.base import CONSTRAINTS, ConstraintFamily, FairnessData
+from .metrics import auc_fairness, protected_index
+from .surrogate import level_values, term_sets
+
+Variant = Literal["group", "inter", "intra", "aeg_positive", "aeg_negative", "bpsn_bnsp"]
+
+
+class AUCParityConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    variant: Variant = Field(
+        "group", description="Which AUC fairness metric (paper App. A): 'group' (Ex.1, |AUC(γ=1,γ=−1) − ½|), "
+        "'inter' (Ex.2, xAUC), 'intra' (Ex.3, within-group AUC parity), 'aeg_positive' / 'aeg_negative' "
+        "(Ex.4, average equality gaps), 'bpsn_bnsp' (Ex.5, |BPSN − BNSP|).")
+    protected: str | None = Field(
+        None, description="Group name taking γ = +1 (the protected group); every other group is γ = −1. "
+        "None = the first group.")
+    c1: float = Field(0.5, gt=0, description="c₁ of the square surrogate ℓ(t) = c₁(t − c₂)² (paper: c₁ ∈ {0.5, 1}; "
+                      "0.5 satisfies Lemma 2's c₁c₂² ≤ 0.5, so w = 0 is strictly feasible).")
+    c2: float = Field(1.0, gt=0, description="Margin c₂ of the square surrogate (paper: 1).")
+    n_boot: int = Field(200, ge=0, description="Bootstrap replicates of the 95% confidence intervals of the exact "
+                        "metrics (0 = none).")
+
+
+@CONSTRAINTS.register(
+    "auc_parity",
+    aliases=("auc_fairness",),
+    description="AUC-based fairness (Yao, Lin & Yang 2023): |AUC(G1,G1') − AUC(G2,G2')| ≤ tolerance for the "
+    "chosen variant (group / inter / intra / aeg_positive / aeg_negative / bpsn_bnsp); threshold-free.",
+)
+class AUCParity(ConstraintFamily):
+    Config = AUCParityConfig  # type: ignore[assignment]
+
+    @property
+    def names(self) -> list[str]:
+        v = self.config.variant
+        return [f"{self.name}[{v}:C1]", f"{self.name}[{v}:C2]"]
+
+    def protected_index(self) -> int:
+        self._require_bound()
+        return protected_index(self.group_names, self.config.protected)
+
+    def _on_bind(self) -> None:
+        protected_index(self.group_names, self.config.protected)  # validate the name early
+
+    def sets(self, y: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:
+        """Membership (n, 5) of P_k, Q_k (:func:`solvers.auc.surrogate.term_sets`)."""
+        return term_sets(y, group == self.protected_index(), self.config.variant)
+
+    def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
+        in_p, in_q = self.sets(data.y, data.group)
+        f = level_values(scores, in_p, in_q, self.config.c1, self.config.c2)
+        return f[1:] - 1.0
+
+    def exact_metrics(self, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
+                      group_names: list[str]) -> dict[str, Any]:
+        detail = auc_fairness(y, logits, group, group_names, self.config.variant, self.config.protected,
+                              n_boot=self.config.n_boot)
+        return {
+            self.name: detail["value"],
+            f"{self.name}_by_group": detail["by_group"],
+            f"{self.name}_detail": detail,
+        }
+
+
+@torch.no_grad()
+def exact_gap(family: AUCParity, y: Tensor, scores: Tensor, group: Tensor) -> tuple[float | None, float | None]:
+    """(exact AUĈ(D+,D−), exact fairness gap) on tensors — used by model selection."""
+    from .metrics import auc, fairness_gap
+
+    yn, sn, gn = y.cpu().numpy(), scores.double().cpu().numpy(), group.cpu().numpy()
+    return auc(yn, sn), fairness_gap(yn, sn, gn == family.protected_index(), family.config.variant)

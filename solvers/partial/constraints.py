@@ -1,0 +1,274 @@
+r"""Constraint families ``partial_statistical_parity`` (problem (15)) and
+``partial_demographic_parity`` (problem (21)) of He, Huang, Yao & Lin, with the DC splits of
+their Appendix D (f_i = f_i⁺ − f_i⁻, both convex in (w, θ) for a linear model and the
+clipped-linear surrogate).
+
+Surrogates (the paper's, §5): ``clipped_linear`` σ(x) = max{min{x + 0.5, 1}, 0} = σ⁺(x) − σ⁻(x)
+with σ⁺(x) = max{x + 0.5, 0}, σ⁻(x) = max{x − 0.5, 0} (note: centred ramp of width 1, not the
+width-2 ramp of :func:`solvers.constraints.indicator_surrogate`), or ``sigmoid`` σ(x) = 1/(1+e^{−x}).
+
+Intervals, per-group intervals and unions (Remark 5.3) enter only through
+φ_k(F) = c_k(F)/|I_k| (see :mod:`solvers.partial.intervals`).
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F_
+from pydantic import Field, PositiveInt, field_validator
+from torch import Tensor
+
+from ..constraints.base import CONSTRAINTS, ConstraintConfig, ConstraintFamily, FairnessData
+from .intervals import Intervals, validate_interval
+from .metrics import partial_report
+
+
+class PartialConfig(ConstraintConfig):
+    interval: Any = Field(
+        ..., description="Percentile interval I = [alpha, beta] (fractions, top-down within each group: [0, 0.2] "
+        "is each group's top 20%), a union [[a1, b1], [a2, b2]], per-group {group: [a, b], '*': [a, b]} "
+        "(Remark 5.3), or 'auto' (App. B rule: among candidate intervals covering p = Pr(h_w* > threshold) of "
+        "the unconstrained model w*, the one where w* is least fair).")
+    grid_size: PositiveInt = Field(10, description="|Î|, number of grid percentiles p (auxiliary θ_p) of problem "
+                                   "(15) (paper: 10). Used by partial_statistical_parity only.")
+    surrogate: Literal["clipped_linear", "sigmoid"] = Field(
+        "clipped_linear", description="σ ≈ 1{x>0}: 'clipped_linear' max{min{x+0.5,1},0} (all the paper's "
+        "experiments) or 'sigmoid' e^x/(1+e^x).")
+    threshold: float = Field(0.0, description="Decision threshold θ̂ on the score h_w (logit) for pDP, and for "
+                             "p in the 'auto' rule (paper: 0).")
+    auto_candidates: list[list[float]] | None = Field(
+        None, description="Candidate intervals for interval='auto' (None: every [a, b] on a 5% grid with "
+        "0.2 <= b − a <= 0.5 covering p).")
+    auto_iterations: PositiveInt = Field(300, description="Iterations of the unconstrained fit for 'auto'.")
+
+    @field_validator("interval")
+    @classmethod
+    def _interval(cls, value: Any) -> Any:
+        return validate_interval(value)
+
+
+def _cell_means(values: Tensor, cells) -> Tensor:
+    """Row-wise cell means of ``values`` (R, n) → (R, C)."""
+    sums = values.new_zeros(values.shape[0], cells.n_cells).index_add(1, cells.index, values)
+    return sums / cells.counts.clamp_min(1.0).to(values.dtype)
+
+
+class PartialFamily(ConstraintFamily):
+    """Shared machinery: interval resolution (including 'auto'), exact metrics, DC interface.
+
+    ``dc_parts(scores, data) -> (f⁺, f⁻)`` with f⁺ − f⁻ = :meth:`surrogate` (the rows G ≤ 0);
+    the tolerance κ sits in f⁻ as the paper writes it (Ex. D.3, D.5).
+    """
+
+    Config = PartialConfig
+    metric_key: str = ""
+
+    def __init__(self, tolerance: float, config=None) -> None:
+        super().__init__(tolerance, config)
+        self.resolved_interval: Any = None if self.config.interval == "auto" else self.config.interval
+        self.auto_report: dict[str, Any] | None = None
+        self.intervals: Intervals | None = None
+
+    # -- binding -------------------------------------------------------------------------
+    def _on_bind(self) -> None:
+        if self.resolved_interval is not None:
+            self.intervals = Intervals.build(self.resolved_interval, self.group_names)
+            self._build_rows()
+
+    def attach(self, problem) -> None:
+        """Called by :class:`~solvers.problem.Problem` after :meth:`bind`: resolves ``interval='auto'``
+        on the training data (once)."""
+        if self.resolved_interval is None:
+            from .auto import choose_interval
+
+            self.auto_report = choose_interval(problem, self)
+            self.resolved_interval = self.auto_report["interval"]
+            self._on_bind()
+
+    def _build_rows(self) -> None:
+        raise NotImplementedError
+
+    def _require_rows(self) -> None:
+        self._require_bound()
+        if self.intervals is None:
+            raise RuntimeError(f"constraint {self.name!r}: interval 'auto' is resolved when the Problem is built")
+
+    def surrogate(self, scores: Tensor, data: FairnessData) -> Tensor:
+        plus, minus = self.dc_parts(scores, data)
+        return plus - minus
+
+    def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
+        return self.surrogate(scores, data) + self.tolerance
+
+    # -- evaluation ----------------------------------------------------------------------
+    def exact_metrics(self, y, logits, group, group_names) -> dict[str, Any]:
+        interval = self.resolved_interval
+        report = partial_report(y, logits, group, group_names, interval, self.config.threshold)
+        out = {self.name: report[self.metric_key], f"{self.name}_fairness": 1.0 - report[self.metric_key],
+               f"{self.name}_report": report}
+        if self.auto_report is not None:
+            out[f"{self.name}_auto"] = {k: v for k, v in self.auto_report.items() if k != "candidates"}
+        return out
+
+
+@CONSTRAINTS.register(
+    "partial_statistical_parity",
+    aliases=("psp", "partial_sp"),
+    description="Partial statistical parity on a percentile interval I (He et al., problem (15)): the score "
+    "distributions of all groups, restricted to each group's own percentiles in I, are within KS distance "
+    "`tolerance` (κ). Auxiliary thresholds θ_p on a grid Î of |Î| = grid_size percentiles.",
+)
+class PartialStatisticalParity(PartialFamily):
+    r"""Problem (15) with rows, for q ∈ Î and k ∈ G (S_{q,k} = (1/n_k) Σ_{i∈k} σ(h_w(ξ_i) − θ_q)):
+
+        lower:  L_{q,k} − S_{q,k} ≤ 0,        upper:  S_{q,k} − U_{q,k} ≤ 0,
+
+    with L = p, U = p + κ(β − α) for one interval (see :meth:`Intervals.grid_bounds`). m = 2|Î|G rows
+    (40 for |Î| = 10, G = 2). θ = (θ_q) are auxiliary variables (:meth:`parameters`), optimised
+    jointly with w.
+
+    DC split (Ex. D.3; clipped linear, A^±_{q,k} = (1/n_k) Σ σ^±(h − θ_q), jointly convex in
+    (w, θ) for linear h): lower f⁺ = A⁻, f⁻ = A⁺ − L; upper f⁺ = A⁺, f⁻ = A⁻ + U.
+    Sigmoid (Ex. D.4, with ρ = 0; IDCA's μ/2‖·‖² plays ρ): lower f⁺ = 0, f⁻ = S − L; upper f⁺ = S, f⁻ = U.
+    Groups absent from a batch give satisfied rows (f⁺ = 0, f⁻ = 1).
+
+    Feasible start (Assumption 6.3E): at h ≡ 0, θ_q = 0.5 − t_q (clipped) or −logit(t_q) (sigmoid)
+    gives S_{q,k} = t_q, with t_q = max_k L_{q,k} (= p for one interval), which lies in [L, U].
+    """
+
+    metric_key = "psp"
+
+    def _build_rows(self) -> None:
+        q, L, U = self.intervals.grid_bounds(self.tolerance, self.config.grid_size)
+        self.grid_q = q
+        self.L = torch.as_tensor(L, dtype=torch.float32)          # (P, G)
+        self.U = torch.as_tensor(U, dtype=torch.float32)
+        t = L.max(1)
+        t = np.where(t <= U.min(1), t, 0.5 * (t + U.min(1)))
+        if self.config.surrogate == "clipped_linear":
+            theta0 = 0.5 - t
+        else:
+            tc = np.clip(t, 1e-4, 1 - 1e-4)
+            theta0 = -np.log(tc / (1 - tc))
+        self.theta0 = torch.as_tensor(theta0, dtype=torch.float32)
+        self.theta = self.theta0.clone().requires_grad_(True)
+        self._device_cache = {}
+
+    @property
+    def names(self) -> list[str]:
+        self._require_rows()
+        P, G = self.L.shape
+        iv = self.intervals
+        out = []
+        for side in ("lower", "upper"):
+            for j in range(P):
+                for k in range(G):
+                    p = float(self.L[j, k])
+                    out.append(f"{self.name}[{side},p={p:.3f},{self.group_names[k]}]")
+        return out
+
+    def parameters(self) -> list[Tensor]:
+        self._require_rows()
+        return [self.theta]
+
+    def init_parameters(self, device) -> list[Tensor]:
+        """Reset θ_q to the feasible start and return [θ] on ``device``."""
+        self._require_rows()
+        self.theta = self.theta0.to(device).clone().requires_grad_(True)
+        return [self.theta]
+
+    def dc_parts(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, Tensor]:
+        self._require_rows()
+        cells = data.by_group
+        theta = self.theta.to(scores.device, scores.dtype)
+        x = scores[None, :] - theta[:, None]                           # (P, n)
+        L = self._cached("L", self.L, scores)
+        U = self._cached("U", self.U, scores)
+        valid = cells.valid[None, :]
+        if self.config.surrogate == "clipped_linear":
+            A_plus = _cell_means(F_.relu(x + 0.5), cells)              # (P, G)
+            A_minus = _cell_means(F_.relu(x - 0.5), cells)
+            lo_plus, lo_minus = A_minus, A_plus - L
+            up_plus, up_minus = A_plus, A_minus + U
+        else:
+            S = _cell_means(torch.sigmoid(x), cells)
+            lo_plus, lo_minus = torch.zeros_like(S), S - L
+            up_plus, up_minus = S, U.expand_as(S)
+        plus = torch.cat([torch.where(valid, lo_plus, 0.0).reshape(-1), torch.where(valid, up_plus, 0.0).reshape(-1)])
+        minus = torch.cat([torch.where(valid, lo_minus, 1.0).reshape(-1),
+                           torch.where(valid, up_minus, 1.0).reshape(-1)])
+        return plus, minus
+
+
+@CONSTRAINTS.register(
+    "partial_demographic_parity",
+    aliases=("pdp", "partial_dp"),
+    description="Partial demographic parity on a percentile interval I (He et al., problem (21)): among each "
+    "group's scores with within-group percentile in I, the share above the threshold θ̂ differs by at most "
+    "`tolerance` (κ) between groups.",
+)
+class PartialDemographicParity(PartialFamily):
+    r"""Problem (21): for every ordered pair (k, k'), with S_k = (1/n_k) Σ_{i∈k} σ(h_w(ξ_i) − θ̂),
+
+        φ_k(S_k) − φ_{k'}(S_{k'}) − κ ≤ 0,   φ_k(S) = Σ_j [min{S, β_kj} − min{S, α_kj}] / |I_k|,
+
+    which for one interval is (26) divided by (β − α). G(G − 1) rows.
+
+    DC split (Ex. D.5, eq. 84): with S = S⁺ − S⁻ (σ^± as above), min{S, c} = S⁺ + c − M(c),
+    M_k(c) = max{S⁻_k + c, S⁺_k} (convex), so with Ma_k = Σ_j M_k(α_kj)/|I_k|, Mb_k = Σ_j M_k(β_kj)/|I_k|:
+
+        f⁺ = Ma_k + Mb_{k'},    f⁻ = Mb_k + Ma_{k'} + κ      (the S⁺ terms cancel).
+
+    Sigmoid (Ex. D.6): the same with M_k(c) replaced by max{−S_k, −c}.
+    """
+
+    metric_key = "pdp"
+
+    def _build_rows(self) -> None:
+        G = len(self.group_names)
+        kk = [(a, b) for a in range(G) for b in range(G) if a != b]
+        self.pairs = torch.as_tensor(kk, dtype=torch.long).reshape(-1, 2)
+        iv = self.intervals
+        self.piece_mask = torch.as_tensor(iv.beta > iv.alpha)
+        self.alpha_t = torch.as_tensor(iv.alpha, dtype=torch.float32)
+        self.beta_t = torch.as_tensor(iv.beta, dtype=torch.float32)
+        self.width_t = torch.as_tensor(iv.width, dtype=torch.float32)
+        self._device_cache = {}
+
+    @property
+    def names(self) -> list[str]:
+        self._require_rows()
+        return [f"{self.name}[{self.group_names[a]}-{self.group_names[b]}]" for a, b in self.pairs.tolist()]
+
+    def _M(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, Tensor]:
+        cells = data.by_group
+        x = (scores - self.config.threshold)[None, :]
+        a = self._cached("alpha", self.alpha_t, scores)
+        b = self._cached("beta", self.beta_t, scores)
+        mask = self._cached("mask", self.piece_mask, scores)
+        width = self._cached("width", self.width_t, scores)
+        if self.config.surrogate == "clipped_linear":
+            Sp = _cell_means(F_.relu(x + 0.5), cells)[0]               # (G,)
+            Sm = _cell_means(F_.relu(x - 0.5), cells)[0]
+            Ma = torch.maximum(Sm[:, None] + a, Sp[:, None])           # (G, J)
+            Mb = torch.maximum(Sm[:, None] + b, Sp[:, None])
+        else:
+            S = _cell_means(torch.sigmoid(x), cells)[0]
+            Ma = torch.maximum(-S[:, None], -a)
+            Mb = torch.maximum(-S[:, None], -b)
+        Ma = (Ma * mask).sum(1) / width
+        Mb = (Mb * mask).sum(1) / width
+        return Ma, Mb
+
+    def dc_parts(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, Tensor]:
+        self._require_rows()
+        Ma, Mb = self._M(scores, data)
+        pairs = self.pairs.to(scores.device)
+        k, k2 = pairs[:, 0], pairs[:, 1]
+        valid = data.by_group.valid
+        ok = valid[k] & valid[k2]
+        plus = torch.where(ok, Ma[k] + Mb[k2], 0.0)
+        minus = torch.where(ok, Mb[k] + Ma[k2] + self.tolerance, 1.0)
+        return plus, minus
