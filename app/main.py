@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
-import plotly
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 
 from app.db import get_engine
-from app.routers import charts, datasets, jobs, solvers
+from app.static_assets import PLOTLY_JS_DIR
+from app.routers import charts, datasets, jobs, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
-PLOTLY_JS_DIR = Path(plotly.__file__).resolve().parent / "package_data"
 
 
 def create_app() -> FastAPI:
     app = FastAPI(title="FairSolve", version="0.1.0",
                   description="Train models under fairness constraints, as a service.")
-    for module in (datasets, jobs, charts, solvers):
+    for module in (datasets, jobs, charts, sweeps, solvers):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
 

@@ -44,6 +44,18 @@ class Dataset(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class Sweep(Base):
+    """A grid of jobs (tolerances × solvers × seeds × params) over one base spec."""
+
+    __tablename__ = "sweeps"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"), index=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    n_jobs: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Job(Base):
     """One constrained solve: the validated spec, its life cycle, progress and final metrics."""
 
@@ -51,6 +63,9 @@ class Job(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"), index=True)
+    sweep_id: Mapped[str | None] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"), index=True)
+    sweep_point: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # solver, params, tolerance, seed
+    warm_start_from: Mapped[str | None] = mapped_column(String(32))  # job whose weights start this one
     spec: Mapped[dict[str, Any]] = mapped_column(JSONType)
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     queue: Mapped[str] = mapped_column(String(16), default="cpu")
@@ -61,9 +76,11 @@ class Job(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     worker: Mapped[str | None] = mapped_column(String(255))
     device: Mapped[str | None] = mapped_column(String(16))
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # the delivery attempt now accepted (see worker)
+    starts: Mapped[int] = mapped_column(Integer, default=0)  # times a worker started it (redeliveries included)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 

@@ -12,6 +12,10 @@ def queue_for(device: str) -> str:
     return QUEUE_FOR_DEVICE[device]
 
 
+def send_job(job_id: str, queue: str, attempt: int = 1) -> None:
+    """Send attempt ``attempt`` of a job (see ``worker.tasks`` for the delivery rules)."""
+    celery_app.send_task(RUN_JOB, args=[job_id, attempt], queue=queue, task_id=f"{job_id}-{attempt}")
+
+
 def enqueue_job(job: Job) -> None:
-    """The Celery task id is the job id, so a job is never queued under two ids."""
-    celery_app.send_task(RUN_JOB, args=[job.id], queue=job.queue, task_id=job.id)
+    send_job(job.id, job.queue)

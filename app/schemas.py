@@ -56,6 +56,7 @@ class JobOut(BaseModel):
     device: str | None
     worker: str | None
     attempts: int
+    starts: int
     spec: dict[str, Any]
     created_at: datetime
     started_at: datetime | None

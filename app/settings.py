@@ -30,6 +30,13 @@ class Settings(BaseSettings):
     trajectory_flush_rows: int = Field(1000, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_ROWS",
                                        description="Buffered trajectory rows that force a write.")
 
+    stale_after_s: float = Field(120.0, validation_alias="FAIRSOLVE_STALE_AFTER_S",
+                                 description="A running job whose heartbeat is older than this is re-queued.")
+    max_attempts: int = Field(3, validation_alias="FAIRSOLVE_MAX_ATTEMPTS",
+                              description="Starts of a job before a lost worker fails it.")
+    reap_every_s: float = Field(30.0, validation_alias="FAIRSOLVE_REAP_EVERY_S",
+                                description="How often Celery beat looks for jobs whose worker vanished.")
+
     @property
     def database_url(self) -> str:
         return self.database_url_env or f"sqlite:///{(self.home / 'fairsolve.db').resolve()}"

@@ -57,36 +57,6 @@ def compas() -> pd.DataFrame:
     return raw.loc[keep, COMPAS_COLUMNS].reset_index(drop=True)
 
 
-def _libsvm(path: Path, n_features: int) -> pd.DataFrame:
-    """A LIBSVM file as a dense table: columns f1..f<n_features> (0/1 here) and ``label`` (+1/−1)."""
-    import numpy as np
-
-    lines = path.read_text().split("\n")
-    lines = [ln for ln in lines if ln.strip()]
-    labels = np.array([int(float(ln.split(None, 1)[0])) for ln in lines])
-    X = np.zeros((len(lines), n_features), dtype=np.float32)
-    rows, cols, vals = [], [], []
-    for i, ln in enumerate(lines):  # parsing only; once per file
-        for item in ln.split()[1:]:
-            j, v = item.split(":")
-            rows.append(i)
-            cols.append(int(j) - 1)
-            vals.append(float(v))
-    X[np.array(rows), np.array(cols)] = np.array(vals, dtype=np.float32)
-    table = pd.DataFrame(X, columns=[f"f{j}" for j in range(1, n_features + 1)])
-    table["label"] = labels
-    return table
-
-
-def a9a(split: str = "train") -> pd.DataFrame:
-    """LIBSVM a9a (Adult, 123 one-hot features f1..f123; ``label`` ±1, +1 = income > 50K);
-    ``split`` "train" (32,561 rows) or "test" (16,281 rows, the original Adult test split).
-    Feature 72 is Female, 73 Male (README of the data folder); ``sex`` is added from them."""
-    table = _libsvm(data_dir() / ("a9a" if split == "train" else "a9a.t"), 123)
-    table["sex"] = table["f72"].map({1.0: "Female", 0.0: "Male"})
-    return table
-
-
 def _libsvm(path: Path, n_features: int) -> tuple["np.ndarray", "np.ndarray"]:
     import numpy as np
 

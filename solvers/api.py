@@ -132,8 +132,12 @@ def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], trai
     }
 
 
-def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None) -> RunOutput:
-    """:func:`prepare`, solve on the train split, evaluate every split, predict the test split."""
+def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None,
+        initial_state: dict[str, torch.Tensor] | None = None) -> RunOutput:
+    """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
+
+    ``initial_state``: a state dict of the same model architecture to start from (a warm
+    start, e.g. the solution at a looser tolerance); None = the seeded initialisation."""
     data = prepare(table, spec)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
     train = splits["train"]
@@ -147,8 +151,12 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         val = splits["validation"]
         validation = Problem(X=X[val], y=y[val], group=group[val], group_names=group_names,
                              model_factory=problem.model_factory, model_type=spec.model.type, device=problem.device)
+    model = None
+    if initial_state is not None:
+        model = problem.make_model()
+        model.load_state_dict(initial_state)
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
-                   time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation)
+                   time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model)
 
     logits = predict_scores(result.model, X, problem.device)
     proba = 1.0 / (1.0 + np.exp(-logits))

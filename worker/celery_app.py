@@ -29,7 +29,7 @@ celery_app.conf.update(
     broker_transport_options={} if settings.broker_url.startswith("sqla+") else {"visibility_timeout": 6 * 3600},
     timezone="UTC",
     enable_utc=True,
-    beat_schedule={},
+    beat_schedule={"reap-stale-jobs": {"task": "fairsolve.reap_stale_jobs", "schedule": settings.reap_every_s}},
 )
 
 QUEUE_FOR_DEVICE = {"cuda": "gpu", "cpu": "cpu", "auto": "cpu"}

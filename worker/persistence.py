@@ -9,12 +9,15 @@ same moment. The hot loop therefore never waits on the database.
 from __future__ import annotations
 
 import time
+from array import array
 from typing import Any
+
+import numpy as np
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.models import Job, TrajectoryPoint
+from app.models import Job, TrajectoryPoint, utcnow
 from solvers.observer import IterationRecord, Observer
 
 
@@ -34,6 +37,9 @@ class PersistingObserver(Observer):
         self._stop: str | None = None
         self.rows_written = 0
         self.busy_s = 0.0  # time the solver spent inside this observer (the persistence overhead)
+        self.objectives, self.violations = array("d"), array("d")
+        self.first_iteration_at: float | None = None  # wall clock (epoch s) of the first and last iterate
+        self.last_iteration_at: float | None = None
 
     def on_start(self, info: dict) -> None:
         self.max_iterations = int(info.get("max_iterations", 0))
@@ -49,6 +55,11 @@ class PersistingObserver(Observer):
             "duals": record.duals,
         })
         self.last = record
+        self.objectives.append(record.objective)
+        self.violations.append(record.max_violation)
+        self.last_iteration_at = time.time()
+        if self.first_iteration_at is None:
+            self.first_iteration_at = self.last_iteration_at
         if len(self.buffer) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_s:
             self.flush()
         self.busy_s += time.perf_counter() - entered
@@ -64,8 +75,8 @@ class PersistingObserver(Observer):
                 session.execute(insert(TrajectoryPoint), self.buffer)
                 self.rows_written += len(self.buffer)
                 self.buffer = []
-            if self.last is not None:
-                session.execute(update(Job).where(Job.id == self.job_id).values(progress=self.progress()))
+            session.execute(update(Job).where(Job.id == self.job_id)
+                            .values(progress=self.progress(), heartbeat_at=utcnow()))
             if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):
                 self._stop = "cancelled"
 
@@ -74,4 +85,17 @@ class PersistingObserver(Observer):
         return {"iteration": last.iteration if last else 0, "max_iterations": self.max_iterations,
                 "elapsed_s": round(last.elapsed_s, 4) if last else 0.0,
                 "samples_seen": last.samples_seen if last else 0,
-                "constraint_names": self.constraint_names, "device": self.device}
+                "constraint_names": self.constraint_names, "device": self.device,
+                "first_iteration_at": self.first_iteration_at, "last_iteration_at": self.last_iteration_at}
+
+    def iterations_to_target(self, vtol: float = 1e-3, rtol: float = 1e-3) -> int | None:
+        """First iteration k from which on max_violation ≤ vtol and |F_k − F_final| ≤ rtol·max(1, |F_final|):
+        the iterations a run needed to settle (compares cold and warm starts)."""
+        if not self.objectives:
+            return None
+        obj, viol = np.frombuffer(self.objectives), np.frombuffer(self.violations)
+        ok = (viol <= vtol) & (np.abs(obj - obj[-1]) <= rtol * max(1.0, abs(obj[-1])))
+        bad = np.flatnonzero(~ok)
+        if bad.size == 0:
+            return 1
+        return int(bad[-1]) + 2 if bad[-1] + 1 < ok.size else None

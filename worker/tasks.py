@@ -1,4 +1,17 @@
-"""Celery tasks. ``run_job`` is idempotent: a redelivered job restarts from a clean trajectory."""
+"""Celery tasks.
+
+Delivery rules of ``run_job(job_id, attempt)`` (at-least-once delivery made safe):
+
+* a message carries the attempt it starts; a ``queued`` job accepts attempt n+1
+  (n = starts so far), a ``running`` job accepts only its current attempt n again —
+  the broker's redelivery after the worker running it died — and restarts from a
+  clean trajectory; any other message is a stale duplicate and is dropped;
+* jobs waiting on a warm start (status ``waiting``) are released by their
+  predecessor when it ends, with an atomic ``waiting → queued`` update, so each is
+  sent once, whatever the redeliveries;
+* ``reap_stale_jobs`` (Celery beat) re-queues ``running`` jobs whose heartbeat
+  stopped (a worker killed without redelivery) as a new attempt.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +19,16 @@ import json
 import logging
 import socket
 import traceback
+from datetime import timedelta
 
 import torch
-from sqlalchemy import delete
+from safetensors.torch import load_file
+from sqlalchemy import delete, select, update
 
-from app.artifacts import write_artifacts
+from app.artifacts import artifact_path, write_artifacts
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
+from app.queue import send_job
 from app.settings import get_settings
 from app.storage import load_table
 from solvers import ProblemSpec, SpecError, run
@@ -27,11 +43,17 @@ def problem_spec(job_spec: dict) -> ProblemSpec:
     return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
 
 
-def _start(job_id: str) -> tuple[ProblemSpec, Dataset] | None:
+def _start(job_id: str, attempt: int) -> tuple[ProblemSpec, Dataset, dict | None] | None:
     """Mark the job running (or cancelled if asked before start); None when there is nothing to do."""
     with session_scope() as s:
         job = s.get(Job, job_id, with_for_update=True)
-        if job is None or job.status in TERMINAL:
+        if job is None or job.status in TERMINAL or job.status == "waiting":
+            return None
+        fresh = job.status == "queued" and attempt == job.attempts + 1
+        redelivered = job.status == "running" and attempt == job.attempts
+        if not (fresh or redelivered):
+            log.info("job %s: dropping stale message (attempt %s, job %s at attempt %s)",
+                     job_id, attempt, job.status, job.attempts)
             return None
         if job.cancel_requested:
             job.status, job.finished_at = "cancelled", utcnow()
@@ -39,12 +61,21 @@ def _start(job_id: str) -> tuple[ProblemSpec, Dataset] | None:
         # A redelivery after a worker died: start again from a clean slate.
         s.execute(delete(TrajectoryPoint).where(TrajectoryPoint.job_id == job_id))
         s.execute(delete(Artifact).where(Artifact.job_id == job_id))
-        job.status, job.started_at, job.attempts = "running", utcnow(), job.attempts + 1
+        job.status, job.started_at, job.attempts, job.heartbeat_at = "running", utcnow(), attempt, utcnow()
+        job.starts += 1
         job.worker = f"{socket.gethostname()}"
         job.error = None
         dataset = s.get(Dataset, job.dataset_id)
         s.expunge(dataset)
-        return problem_spec(job.spec), dataset
+        return problem_spec(job.spec), dataset, _warm_start_weights(s, job)
+
+
+def _warm_start_weights(s, job: Job) -> dict | None:
+    """The weights of the job this one warm-starts from, when that job produced them (else a cold start)."""
+    if not job.warm_start_from:
+        return None
+    art = s.scalar(select(Artifact).where(Artifact.job_id == job.warm_start_from, Artifact.kind == "weights"))
+    return load_file(str(artifact_path(art.stored_name))) if art is not None else None
 
 
 def _finish(job_id: str, **values) -> None:
@@ -55,12 +86,59 @@ def _finish(job_id: str, **values) -> None:
         job.finished_at = utcnow()
 
 
-@celery_app.task(name="fairsolve.run_job", bind=True)
-def run_job(self, job_id: str) -> str:
-    started = _start(job_id)
+@celery_app.task(name="fairsolve.run_job")
+def run_job(job_id: str, attempt: int = 1) -> str:
+    try:
+        return _run(job_id, attempt)
+    finally:
+        release_successors(job_id)
+
+
+def release_successors(job_id: str) -> None:
+    """Queue the jobs that warm-start from ``job_id`` once it has ended (each exactly once)."""
+    with session_scope() as s:
+        if s.scalar(select(Job.status).where(Job.id == job_id)) not in TERMINAL:
+            return
+        waiting = list(s.scalars(select(Job.id).where(Job.warm_start_from == job_id, Job.status == "waiting")))
+        released = [jid for jid in waiting if s.execute(
+            update(Job).where(Job.id == jid, Job.status == "waiting").values(status="queued")).rowcount == 1]
+    for jid in released:
+        send_job(jid, queue_of(jid))
+
+
+def queue_of(job_id: str) -> str:
+    with session_scope() as s:
+        return s.scalar(select(Job.queue).where(Job.id == job_id))
+
+
+@celery_app.task(name="fairsolve.reap_stale_jobs")
+def reap_stale_jobs() -> list[str]:
+    """Re-queue running jobs whose heartbeat is older than ``FAIRSOLVE_STALE_AFTER_S`` as a new attempt,
+    or fail them once ``FAIRSOLVE_MAX_ATTEMPTS`` starts were made."""
+    settings = get_settings()
+    cutoff = utcnow() - timedelta(seconds=settings.stale_after_s)
+    requeued = []
+    with session_scope() as s:
+        stale = list(s.scalars(select(Job).where(Job.status == "running", Job.heartbeat_at < cutoff)))
+        for job in stale:
+            guard = (Job.id == job.id) & (Job.status == "running") & (Job.heartbeat_at < cutoff)
+            if job.attempts >= settings.max_attempts:
+                s.execute(update(Job).where(guard).values(
+                    status="failed", finished_at=utcnow(),
+                    error=f"worker lost: no heartbeat for {settings.stale_after_s:g} s after {job.attempts} attempts"))
+            elif s.execute(update(Job).where(guard).values(status="queued")).rowcount == 1:
+                requeued.append((job.id, job.queue, job.attempts + 1))
+    for job_id, queue, attempt in requeued:
+        log.warning("job %s: heartbeat lost; re-queued as attempt %s", job_id, attempt)
+        send_job(job_id, queue, attempt)
+    return [r[0] for r in requeued]
+
+
+def _run(job_id: str, attempt: int) -> str:
+    started = _start(job_id, attempt)
     if started is None:
         return "skipped"
-    spec, dataset = started
+    spec, dataset, initial_state = started
     settings = get_settings()
     observer = PersistingObserver(job_id, session_factory(), flush_s=settings.trajectory_flush_s,
                                   flush_rows=settings.trajectory_flush_rows)
@@ -69,7 +147,7 @@ def run_job(self, job_id: str) -> str:
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
         path = settings.storage_dir / "datasets" / dataset.stored_name
         table = load_table(path, dataset.format, dataset.read_options, dataset.sha256)
-        out = run(table, spec, observer)
+        out = run(table, spec, observer, initial_state=initial_state)
         observer.flush()
     except SpecError as exc:
         observer.flush()
@@ -94,7 +172,8 @@ def run_job(self, job_id: str) -> str:
         status, error = "failed", f"time limit of {spec.time_limit_s} s reached after {out.iterations} iterations"
     result = {"iterations": out.iterations, "solver_time_s": out.solver_time_s, "stop_reason": out.stop_reason,
               "constraint_names": out.constraint_names, "tolerances": out.tolerances, "groups": out.groups,
-              "n_features": len(out.feature_names), "trajectory_rows": observer.rows_written}
+              "n_features": len(out.feature_names), "trajectory_rows": observer.rows_written,
+              "iterations_to_target": observer.iterations_to_target(), "warm_started": initial_state is not None}
     with session_scope() as s:
         s.add_all(artifacts)
         job = s.get(Job, job_id)

@@ -13,7 +13,11 @@ SCORE_BINS = 40
 
 @chart("scores")
 def scores_chart(ctx: ChartContext) -> go.Figure:
-    return scores_figure(ctx.predictions(), f"Test scores per group — job {ctx.job.id[:8]}")
+    fig = scores_figure(ctx.predictions(), f"Test scores per group — job {ctx.job.id[:8]}")
+    from app.charts.partial import job_interval, shade_interval
+
+    interval = job_interval(ctx)  # partial-fairness jobs: KDE per group, the interval's region shaded
+    return fig if interval is None else shade_interval(fig, ctx.predictions(), interval)
 
 
 def scores_figure(predictions: pd.DataFrame, title: str, threshold: float = 0.5) -> go.Figure:

@@ -76,7 +76,7 @@ def cancel_job(job_id: str, db: DB) -> dict:
     """Cooperative: a queued job is cancelled at once; a running one stops at its next check (≈1 s)."""
     job = get_or_404(db, Job, job_id, "job")
     db.execute(update(Job).where(Job.id == job_id).values(cancel_requested=True))
-    db.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
+    db.execute(update(Job).where(Job.id == job_id, Job.status.in_(("queued", "waiting")))
                .values(status="cancelled", finished_at=utcnow()))
     db.commit()
     db.refresh(job)

@@ -29,8 +29,8 @@ class CorrelationPenaltyConfig(AlgorithmConfig):
 def correlation(h: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
     """Pearson correlation of h and γ (0 when either is constant)."""
     hc, gc = h - h.mean(), gamma - gamma.mean()
-    denom = (hc.pow(2).sum() * gc.pow(2).sum()).sqrt()
-    return (hc * gc).sum() / denom.clamp_min(1e-12)
+    denom = (hc.pow(2).sum() * gc.pow(2).sum() + 1e-12).sqrt()   # smooth at a constant score (w = 0)
+    return (hc * gc).sum() / denom
 
 
 @ALGORITHMS.register(

@@ -128,3 +128,11 @@ def test_lemma2_zero_model_strictly_feasible(variant):
         assert max(float(f[1]), float(f[2])) - (1.0 + 1e-3) < 0          # strictly feasible for any κ ≥ 1e-3
     f = level_values(torch.zeros_like(h), in_p, in_q, 1.0, 1.0)   # c₁ = c₂ = 1 (the experiments) violates it
     assert float(f[1]) == pytest.approx(2.0) and float(f[1]) > 1.0 + 0.5
+
+
+def test_roc_curve_area_equals_exact_auc(small):
+    from app.charts.roc import roc_points
+
+    y, s, _ = small
+    fpr, tpr = roc_points(s[y == 1], s[y == 0])
+    assert np.trapezoid(tpr, fpr) == pytest.approx(auc(y, s), abs=1e-12)   # ties step diagonally = ½

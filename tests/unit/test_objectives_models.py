@@ -90,7 +90,7 @@ def test_model_spec_validation():
 
 
 def test_objective_registry_and_spec_literal():
-    assert set(OBJECTIVES) == {"logistic", "hinge", "bce", "truncated_logistic"}
+    assert set(OBJECTIVES) == {"logistic", "hinge", "bce", "truncated_logistic", "auc_square"}
     spec = ProblemSpec(target="y", positive_label=1, sensitive=["s"], objective="truncated_logistic")
     assert get_objective(spec.objective) is OBJECTIVES["truncated_logistic"]
     custom = lambda s, y: s.sum()

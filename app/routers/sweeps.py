@@ -1,0 +1,131 @@
+"""Sweeps: one request expanded into many jobs over tolerances, solvers, seeds and params."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi.responses import Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.charts import sweeps as sweep_charts
+from app.deps import DB, AppSettings, get_or_404
+from app.models import Dataset, Job, Sweep, new_id
+from app.queue import enqueue_job, queue_for
+from app.routers.charts import figure_response
+from app.routers.datasets import dataset_path
+from app.routers.jobs import spec_error
+from app.storage import load_table
+from app.sweeps import report
+from app.sweeps.grid import GridError, SweepCreate, expand
+from app.sweeps.summary import direction, pareto_front, summarize
+from solvers import SpecError, check_spec_against_table
+
+router = APIRouter(prefix="/api/v1/sweeps", tags=["sweeps"])
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED)
+def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings) -> dict:
+    """Validate the base spec and every expanded job, store them, queue them (chains when warm-starting)."""
+    dataset = db.get(Dataset, body.base.dataset_id)
+    if dataset is None:
+        raise spec_error(("base", "dataset_id"), f"dataset {body.base.dataset_id!r} not found")
+    table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+    try:
+        check_spec_against_table(body.base, table)
+        planned = expand(body)
+    except SpecError as exc:
+        raise spec_error(("base", *exc.loc), exc.msg) from exc
+    except GridError as exc:
+        raise spec_error(exc.loc, exc.msg) from exc
+    sweep = Sweep(id=new_id(), dataset_id=dataset.id, spec=body.model_dump(mode="json"), n_jobs=len(planned))
+    db.add(sweep)
+    db.flush()
+    chains: dict[str | None, list[Job]] = defaultdict(list)
+    for plan in planned:
+        previous = chains[plan.chain][-1] if plan.chain is not None and chains[plan.chain] else None
+        job = Job(id=new_id(), dataset_id=dataset.id, sweep_id=sweep.id, sweep_point=plan.point,
+                  spec=plan.spec.model_dump(mode="json"), status="waiting" if previous else "queued",
+                  queue=queue_for(plan.spec.device),
+                  warm_start_from=previous.id if previous else None,
+                  progress={"iteration": 0, "max_iterations": plan.spec.max_iterations})
+        db.add(job)
+        chains[plan.chain].append(job)
+    db.commit()
+    try:
+        for job in (j for jobs in chains.values() for j in jobs if j.status == "queued"):
+            enqueue_job(job)  # chain heads; the rest are released by their predecessor (worker.tasks)
+    except Exception as exc:
+        raise HTTPException(status_code=503, detail="the job queue is unavailable; try again later") from exc
+    return {"id": sweep.id, "n_jobs": len(planned), "status": "running"}
+
+
+def sweep_jobs(db: Session, sweep_id: str) -> list[Job]:
+    return list(db.scalars(select(Job).where(Job.sweep_id == sweep_id).order_by(Job.created_at)))
+
+
+def default_axes(sweep: Sweep) -> tuple[str, str]:
+    constraints = sweep.spec["base"].get("constraints") or []
+    return (constraints[0]["type"] if constraints else "demographic_parity"), "accuracy"
+
+
+@router.get("")
+def list_sweeps(db: DB, limit: int = 100, offset: int = 0) -> list[dict]:
+    rows = db.scalars(select(Sweep).order_by(Sweep.created_at.desc()).limit(min(limit, 1000)).offset(offset))
+    return [{"id": s.id, "dataset_id": s.dataset_id, "n_jobs": s.n_jobs, "created_at": s.created_at} for s in rows]
+
+
+@router.get("/{sweep_id}")
+def get_sweep(sweep_id: str, db: DB, x: str | None = None, y: str | None = None,
+              split: Literal["test", "validation"] = "test") -> dict:
+    """Status, progress per status, failures, per-point mean and 95% CI over seeds, and the Pareto front."""
+    sweep = get_or_404(db, Sweep, sweep_id, "sweep")
+    summary = summarize(sweep_jobs(db, sweep_id))
+    dx, dy = default_axes(sweep)
+    x, y = x or dx, y or dy
+    front = pareto_front([p for p in summary["points"] if p["succeeded"]], x, y, split)
+    return {"id": sweep.id, "dataset_id": sweep.dataset_id, "spec": sweep.spec, "created_at": sweep.created_at,
+            **summary, "pareto": {"x": x, "y": y, "split": split, "directions": {x: direction(x), y: direction(y)},
+                                   "points": front}}
+
+
+@router.get("/{sweep_id}/charts/{kind}")
+def sweep_chart(sweep_id: str, kind: str, request: Request, db: DB, format: Literal["json", "html"] = "json",
+                x: str | None = None, y: str | None = None, solver: str | None = None,
+                tolerance: float | None = None, metric: str | None = None,
+                metrics: str | None = Query(None, description="radar: comma-separated metric names")) -> Response:
+    """``pareto``, ``trajectories`` (``?solver=`` or ``?tolerance=``), ``radar``, ``groups`` (``?metric=``)."""
+    sweep = get_or_404(db, Sweep, sweep_id, "sweep")
+    jobs = sweep_jobs(db, sweep_id)
+    summary = summarize(jobs)
+    dx, dy = default_axes(sweep)
+    try:
+        if kind == "pareto":
+            fig = sweep_charts.pareto(summary, x or dx, y or dy)
+        elif kind == "trajectories":
+            fig = sweep_charts.trajectories(db, jobs, solver=solver, tolerance=tolerance)
+        elif kind == "radar":
+            fig = sweep_charts.radar(summary, metrics.split(",") if metrics else None)
+        elif kind == "groups":
+            fig = sweep_charts.groups(jobs, metric or dx, tolerance)
+        else:
+            raise HTTPException(status_code=404, detail=f"kind: unknown chart {kind!r}; known: pareto, "
+                                                        "trajectories, radar, groups")
+    except sweep_charts.NoData as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from exc
+    return figure_response(request, fig.to_json(), f"{kind} — sweep {sweep_id}", format)
+
+
+@router.get("/{sweep_id}/report")
+def sweep_report(sweep_id: str, db: DB, format: Literal["html", "csv", "json"] = "html") -> Response:
+    """The sweep as one file: a self-contained HTML page (charts, tables, spec, dataset hash, code
+    version, devices), a CSV of its jobs, or JSON."""
+    sweep = get_or_404(db, Sweep, sweep_id, "sweep")
+    jobs = sweep_jobs(db, sweep_id)
+    dataset = db.get(Dataset, sweep.dataset_id)
+    summary = summarize(jobs)
+    body, media = report.render(format, sweep, dataset, jobs, summary, default_axes(sweep))
+    return Response(content=body, media_type=media, headers={
+        "Content-Disposition": f'attachment; filename="sweep-{sweep_id}.{format}"'})

@@ -1,0 +1,112 @@
+"""Expanding a sweep request into job specs.
+
+Every combination (solver [with each value of the ``params`` grid it accepts],
+seed, tolerance) becomes one job. A tolerance replaces the tolerance of every
+constraint of the base spec; a seed sets both the model/batch seed and the split
+seed (so the spread over seeds covers the data split too). With
+``include_unconstrained`` one ``erm`` job per seed gives the unconstrained point.
+With ``warm_start`` the jobs of one (solver, params, seed) form a chain ordered
+from the loosest tolerance to the tightest, each starting from the previous
+one's solution, as the papers' tolerance paths do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, ValidationError
+
+from app.schemas import JobCreate
+from solvers import ALGORITHMS, SolverSpec
+
+MAX_JOBS = 500
+
+
+class SweepGrid(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tolerances: list[NonNegativeFloat] | None = Field(None, min_length=1,
+                                                      description="Replace every constraint's tolerance.")
+    solvers: list[SolverSpec] | None = Field(None, min_length=1, description="Default: the base spec's solver.")
+    seeds: list[int] | None = Field(None, min_length=1, description="Default: the base spec's seed.")
+    params: dict[str, list[Any]] = Field(default_factory=dict,
+                                         description="Solver parameter → values, applied to solvers that have it.")
+    include_unconstrained: bool = Field(True, description="Add one unconstrained (erm) job per seed.")
+
+
+class SweepCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base: JobCreate
+    grid: SweepGrid = SweepGrid()
+    warm_start: bool = Field(False, description="Start each tolerance from the looser tolerance's solution.")
+    allow_large: bool = Field(False, description=f"Allow more than {MAX_JOBS} jobs.")
+
+
+class GridError(ValueError):
+    def __init__(self, loc: tuple, msg: str) -> None:
+        super().__init__(msg)
+        self.loc, self.msg = loc, msg
+
+
+@dataclass
+class PlannedJob:
+    spec: JobCreate
+    point: dict[str, Any]          # solver, params, tolerance, seed
+    chain: str | None = None       # warm-start chain key (jobs of one chain run in tolerance order)
+
+
+def _param_sets(solver: SolverSpec, grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    fields = ALGORITHMS.get(solver.name).Config.model_fields
+    names = [n for n in grid if n in fields]
+    return [{**solver.params, **dict(zip(names, values))} for values in itertools.product(*(grid[n] for n in names))]
+
+
+def expand(request: SweepCreate) -> list[PlannedJob]:
+    """The sweep's jobs, each spec validated; raises :class:`GridError` naming the field."""
+    base, grid = request.base, request.grid
+    solvers = grid.solvers or [base.solver]
+    for name in grid.params:
+        if not any(name in ALGORITHMS.get(s.name).Config.model_fields for s in solvers):
+            raise GridError(("grid", "params", name), f"no solver of the sweep has a parameter {name!r}")
+    tolerances = grid.tolerances or [None]
+    if grid.tolerances and not base.constraints:
+        raise GridError(("grid", "tolerances"), "the base spec has no constraint to apply tolerances to")
+    seeds = grid.seeds or [base.seed]
+    combos = [(i, s, p) for i, s in enumerate(solvers) for p in _param_sets(s, grid.params)]
+    n_jobs = len(combos) * len(seeds) * len(tolerances) + (len(seeds) if grid.include_unconstrained else 0)
+    if n_jobs > MAX_JOBS and not request.allow_large:
+        raise GridError(("grid",), f"the grid expands to {n_jobs} jobs (more than {MAX_JOBS}); "
+                                   "set allow_large: true to run it")
+    raw = base.model_dump(mode="json")
+    planned: list[PlannedJob] = []
+    for (i, solver, params), seed in itertools.product(combos, seeds):
+        chain = json.dumps([solver.name, params, seed], sort_keys=True) if request.warm_start else None
+        for tol in sorted(tolerances, key=lambda t: -1.0 if t is None else -t):  # loosest first
+            spec = {**raw, "seed": seed, "split": {**raw["split"], "seed": seed},
+                    "solver": {"name": solver.name, "params": params}}
+            if tol is not None:
+                spec["constraints"] = [{**c, "tolerance": tol} for c in raw["constraints"]]
+            try:
+                job = JobCreate.model_validate(spec)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                raise GridError(("grid", "solvers", i, *err["loc"][1:]) if err["loc"][:1] == ("solver",)
+                                else ("base", *err["loc"]), err["msg"]) from exc
+            planned.append(PlannedJob(job, {"solver": solver.name, "params": params, "seed": seed,
+                                            "tolerance": tol if tol is not None else _tolerance(raw)}, chain))
+    if grid.include_unconstrained:
+        for seed in seeds:
+            spec = {**raw, "seed": seed, "split": {**raw["split"], "seed": seed},
+                    "solver": {"name": "erm", "params": {}}}
+            planned.append(PlannedJob(JobCreate.model_validate(spec),
+                                      {"solver": "erm", "params": {}, "seed": seed, "tolerance": None}))
+    return planned
+
+
+def _tolerance(raw_spec: dict) -> float | None:
+    constraints = raw_spec.get("constraints") or []
+    return constraints[0]["tolerance"] if constraints else None

@@ -1,0 +1,108 @@
+"""A sweep's state and results, computed on read from its jobs (nothing to lose if a process dies).
+
+Per sweep point (solver, params, tolerance) the mean and a 95% confidence interval
+over seeds (Student t: mean ± t₀.₉₇₅,ₙ₋₁ · s/√n) of every numeric metric on test
+and validation, of the solver time and of the iterations; and the Pareto front
+(non-dominated points by their means) for a pair of metrics whose directions are
+known: accuracy-like metrics are maximised, gaps and losses minimised.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from app.models import Job
+
+MAXIMISE = {"accuracy", "balanced_accuracy", "roc_auc", "auc"}
+SPLITS = ("test", "validation")
+
+
+def direction(metric: str) -> str:
+    """'max' for accuracy-like metrics, 'min' for gaps, losses and violations."""
+    return "max" if metric in MAXIMISE or metric.endswith("_auc") or metric.startswith("auc") else "min"
+
+
+def mean_ci(values: list[float]) -> dict[str, float | int | None]:
+    arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if arr.size == 0:
+        return {"mean": None, "ci_low": None, "ci_high": None, "std": None, "n": 0}
+    mean = float(arr.mean())
+    if arr.size == 1:
+        return {"mean": mean, "ci_low": mean, "ci_high": mean, "std": 0.0, "n": 1}
+    std = float(arr.std(ddof=1))
+    half = float(stats.t.ppf(0.975, arr.size - 1) * std / math.sqrt(arr.size))
+    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "std": std, "n": int(arr.size)}
+
+
+def sweep_status(counts: Counter) -> str:
+    total = sum(counts.values())
+    if counts["queued"] or counts["running"] or counts["waiting"]:
+        return "running"
+    if counts["succeeded"] == total:
+        return "succeeded"
+    return "failed" if counts["succeeded"] == 0 else "partial"
+
+
+def point_key(job: Job) -> str:
+    p = job.sweep_point or {}
+    return json.dumps([p.get("solver"), p.get("params"), p.get("tolerance")], sort_keys=True)
+
+
+def summarize(jobs: list[Job]) -> dict[str, Any]:
+    """Status, progress per status, failures, and per-point aggregates over seeds."""
+    counts = Counter(j.status for j in jobs)
+    groups: dict[str, list[Job]] = defaultdict(list)
+    for job in jobs:
+        groups[point_key(job)].append(job)
+    points = [_aggregate(members) for members in groups.values()]
+    points.sort(key=lambda p: (p["solver"], json.dumps(p["params"], sort_keys=True),
+                               -1.0 if p["tolerance"] is None else p["tolerance"]))
+    return {
+        "status": sweep_status(counts),
+        "progress": {s: counts.get(s, 0) for s in ("waiting", "queued", "running", "succeeded", "failed",
+                                                   "cancelled")},
+        "n_jobs": len(jobs),
+        "failures": [{"job_id": j.id, "point": j.sweep_point, "error": j.error} for j in jobs
+                     if j.status in ("failed", "cancelled")],
+        "points": points,
+    }
+
+
+def _aggregate(members: list[Job]) -> dict[str, Any]:
+    point = members[0].sweep_point or {}
+    done = [j for j in members if j.status == "succeeded" and j.metrics]
+    metrics: dict[str, dict[str, Any]] = {}
+    for split in SPLITS:
+        names = sorted({k for j in done for k, v in (j.metrics.get(split) or {}).items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "n"})
+        if names:
+            metrics[split] = {m: mean_ci([(j.metrics.get(split) or {}).get(m) for j in done]) for m in names}
+    return {
+        "solver": point.get("solver"), "params": point.get("params") or {}, "tolerance": point.get("tolerance"),
+        "job_ids": [j.id for j in sorted(members, key=lambda j: (j.sweep_point or {}).get("seed", 0))],
+        "seeds": sorted((j.sweep_point or {}).get("seed", 0) for j in members),
+        "succeeded": len(done),
+        "metrics": metrics,
+        "solver_time_s": mean_ci([(j.result or {}).get("solver_time_s") for j in done]),
+        "iterations": mean_ci([(j.result or {}).get("iterations") for j in done]),
+        "iterations_to_target": mean_ci([(j.result or {}).get("iterations_to_target") for j in done]),
+    }
+
+
+def pareto_front(points: list[dict[str, Any]], x: str, y: str, split: str = "test") -> list[dict[str, Any]]:
+    """Non-dominated points for metrics x and y (means), each in its own direction; sorted by x."""
+    def value(p, m):
+        return ((p["metrics"].get(split) or {}).get(m) or {}).get("mean")
+
+    sign = {m: (1.0 if direction(m) == "min" else -1.0) for m in (x, y)}
+    cands = [(sign[x] * value(p, x), sign[y] * value(p, y), p) for p in points
+             if value(p, x) is not None and value(p, y) is not None]
+    front = [p for a, b, p in cands
+             if not any(a2 <= a and b2 <= b and (a2 < a or b2 < b) for a2, b2, _ in cands)]
+    return sorted(front, key=lambda p: value(p, x))

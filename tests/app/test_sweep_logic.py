@@ -1,0 +1,79 @@
+"""Sweep expansion and summaries (pure logic; the end-to-end path is in tests/integration/test_sweeps.py)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats
+
+from app.models import Job
+from app.sweeps.grid import GridError, SweepCreate, expand
+from app.sweeps.report import safe_cell
+from app.sweeps.summary import mean_ci, pareto_front, summarize
+
+BASE = {"dataset_id": "d", "target": "y", "positive_label": 1, "sensitive": ["s"],
+        "constraints": [{"type": "demographic_parity", "tolerance": 0.1}], "solver": {"name": "plada"}}
+
+
+def test_expansion_counts_chains_and_tolerance_order():
+    req = SweepCreate.model_validate({"base": BASE, "warm_start": True, "grid": {
+        "tolerances": [0.01, 0.1, 0.05], "seeds": [3, 4],
+        "solvers": [{"name": "plada"}, {"name": "penalty"}], "params": {"eta": [0.1, 0.5]}}})
+    jobs = expand(req)
+    # plada × 2 etas + penalty (no eta) = 3 combos; × 2 seeds × 3 tolerances + 2 erm
+    assert len(jobs) == 3 * 2 * 3 + 2
+    chains: dict = {}
+    for j in jobs:
+        if j.chain:
+            chains.setdefault(j.chain, []).append(j.point["tolerance"])
+    assert len(chains) == 6 and all(t == [0.1, 0.05, 0.01] for t in chains.values())  # loosest first
+    plada = [j for j in jobs if j.point["solver"] == "plada"]
+    assert {j.spec.solver.params["eta"] for j in plada} == {0.1, 0.5}
+    assert all(j.spec.split.seed == j.spec.seed == j.point["seed"] for j in jobs)
+    assert all(c.tolerance == j.point["tolerance"] for j in jobs if j.point["solver"] != "erm"
+               for c in j.spec.constraints)
+
+
+def test_large_grids_need_allow_large():
+    grid = {"tolerances": [i / 1000 for i in range(1, 101)], "seeds": list(range(6))}
+    with pytest.raises(GridError) as err:
+        expand(SweepCreate.model_validate({"base": BASE, "grid": grid}))
+    assert err.value.loc == ("grid",) and "606" in err.value.msg
+    assert len(expand(SweepCreate.model_validate({"base": BASE, "grid": grid, "allow_large": True}))) == 606
+
+
+def test_mean_ci_is_the_student_t_interval():
+    values = [0.8, 0.82, 0.85, 0.79]
+    out = mean_ci(values)
+    half = stats.t.ppf(0.975, 3) * stats.tstd(values) / 2
+    assert out["mean"] == pytest.approx(0.815) and out["ci_high"] - out["mean"] == pytest.approx(half)
+    assert mean_ci([None, float("nan")])["n"] == 0 and mean_ci([0.5])["ci_low"] == 0.5
+
+
+def _job(status, solver, tol, seed, acc=None, dp=None, error=None):
+    metrics = {"test": {"accuracy": acc, "demographic_parity": dp, "n": 10}} if acc is not None else None
+    return Job(id=f"{solver}-{tol}-{seed}", status=status, error=error, metrics=metrics,
+               sweep_point={"solver": solver, "params": {}, "tolerance": tol, "seed": seed},
+               result={"solver_time_s": 1.0, "iterations": 10} if metrics else None)
+
+
+def test_partial_failure_and_pareto_front():
+    jobs = [_job("succeeded", "a", 0.1, 0, 0.85, 0.08), _job("succeeded", "a", 0.1, 1, 0.87, 0.10),
+            _job("succeeded", "a", 0.02, 0, 0.80, 0.02), _job("failed", "a", 0.02, 1, error="boom"),
+            _job("succeeded", "b", 0.1, 0, 0.84, 0.12),  # dominated by a@0.1 (0.86, 0.09)
+            _job("succeeded", "erm", None, 0, 0.90, 0.30)]
+    out = summarize(jobs)
+    assert out["status"] == "partial" and out["progress"]["failed"] == 1
+    assert out["failures"] == [{"job_id": "a-0.02-1", "point": jobs[3].sweep_point, "error": "boom"}]
+    a01 = next(p for p in out["points"] if p["solver"] == "a" and p["tolerance"] == 0.1)
+    assert a01["metrics"]["test"]["accuracy"]["mean"] == pytest.approx(0.86)
+    front = pareto_front(out["points"], "demographic_parity", "accuracy")
+    assert [(p["solver"], p["tolerance"]) for p in front] == [("a", 0.02), ("a", 0.1), ("erm", None)]
+    assert summarize([_job("running", "a", 0.1, 0)])["status"] == "running"
+    assert summarize([_job("failed", "a", 0.1, 0, error="x")])["status"] == "failed"
+    assert not math.isnan(out["points"][0]["solver_time_s"]["mean"])
+
+
+def test_formula_cells_are_escaped():
+    assert safe_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and safe_cell("-1+2") == "'-1+2"
+    assert safe_cell("plada") == "plada" and safe_cell(-1.5) == -1.5

@@ -1,0 +1,132 @@
+"""Sweeps through real processes: expansion, warm-start chains, summaries, charts, exports, SIGKILL."""
+
+from __future__ import annotations
+
+import csv
+import os
+import io
+import signal
+import time
+
+import pytest
+
+from tests.datagen import planted_table
+from tests.integration.test_job_flow import job_spec, upload
+from tests.stack import alive, descendants
+
+
+def sweep_body(dataset_id: str, **grid) -> dict:
+    base = job_spec(dataset_id, max_iterations=60)
+    return {"base": base, "grid": {"tolerances": [0.1, 0.04], "seeds": [0, 1],
+                                   "solvers": [{"name": "plada", "params": {"eta": 0.5}},
+                                               {"name": "penalty", "params": {"penalty": 2.0}}], **grid},
+            "warm_start": True}
+
+
+def wait_sweep(client, sweep_id: str, timeout: float = 240) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sweep = client.get(f"/api/v1/sweeps/{sweep_id}").json()
+        if sweep["status"] != "running":
+            return sweep
+        time.sleep(0.3)
+    raise AssertionError(f"sweep {sweep_id} still running: {sweep['progress']}")
+
+
+def test_sweep_end_to_end(postgres_stack):
+    stack = postgres_stack
+    with stack.client() as client:
+        ds = upload(client, planted_table(1500, seed=5))
+        resp = client.post("/api/v1/sweeps", json=sweep_body(ds["id"]))
+        assert resp.status_code == 202, resp.text
+        assert resp.json()["n_jobs"] == 2 * 2 * 2 + 2  # solvers × tolerances × seeds + erm per seed
+        sweep = wait_sweep(client, resp.json()["id"])
+        assert sweep["status"] == "succeeded", sweep["failures"]
+        assert sweep["progress"]["succeeded"] == 10 and not sweep["failures"]
+
+        points = {(p["solver"], p["tolerance"]): p for p in sweep["points"]}
+        assert set(points) == {("plada", 0.1), ("plada", 0.04), ("penalty", 0.1), ("penalty", 0.04), ("erm", None)}
+        acc = points[("plada", 0.04)]["metrics"]["test"]["accuracy"]
+        assert acc["n"] == 2 and acc["ci_low"] <= acc["mean"] <= acc["ci_high"]
+        jobs = [client.get(f"/api/v1/jobs/{j}").json() for j in points[("plada", 0.04)]["job_ids"]]
+        assert {j["spec"]["seed"] for j in jobs} == {0, 1}
+        assert acc["mean"] == pytest.approx(sum(j["metrics"]["test"]["accuracy"] for j in jobs) / 2)
+
+        # warm start: the tighter tolerance starts from the looser one's solution
+        loose = {j: client.get(f"/api/v1/jobs/{j}").json() for j in points[("plada", 0.1)]["job_ids"]}
+        assert all(not j["result"]["warm_started"] for j in loose.values())
+        assert all(j["result"]["warm_started"] for j in jobs)
+
+        front = sweep["pareto"]
+        assert front["x"] == "demographic_parity" and front["y"] == "accuracy"
+        means = [(p["metrics"]["test"]["demographic_parity"]["mean"], p["metrics"]["test"]["accuracy"]["mean"])
+                 for p in front["points"]]
+        for a in means:  # nobody on the front is dominated by any sweep point
+            for p in sweep["points"]:
+                b = (p["metrics"]["test"]["demographic_parity"]["mean"], p["metrics"]["test"]["accuracy"]["mean"])
+                assert not (b[0] <= a[0] and b[1] >= a[1] and b != a)
+
+        for kind, params in (("pareto", {}), ("trajectories", {"solver": "plada"}), ("radar", {}),
+                             ("groups", {"metric": "demographic_parity"})):
+            fig = client.get(f"/api/v1/sweeps/{sweep['id']}/charts/{kind}", params=params)
+            assert fig.status_code == 200, (kind, fig.text)
+            assert fig.json()["data"], kind
+        pareto = client.get(f"/api/v1/sweeps/{sweep['id']}/charts/pareto").json()
+        clicked = {d["customdata"][0][0] for d in pareto["data"]}
+        assert clicked <= {j for p in sweep["points"] for j in p["job_ids"]}
+
+        html = client.get(f"/api/v1/sweeps/{sweep['id']}/report", params={"format": "html"}).text
+        assert "Plotly.newPlot" in html and "<script src=" not in html and ds["sha256"] in html
+        rows = list(csv.DictReader(io.StringIO(client.get(f"/api/v1/sweeps/{sweep['id']}/report",
+                                                          params={"format": "csv"}).text)))
+        assert len(rows) == 10 and {r["status"] for r in rows} == {"succeeded"}
+        report = client.get(f"/api/v1/sweeps/{sweep['id']}/report", params={"format": "json"}).json()
+        assert report["dataset"]["sha256"] == ds["sha256"] and len(report["jobs"]) == 10
+
+
+def test_sweep_validation(embedded_stack):
+    with embedded_stack.client() as client:
+        ds = upload(client, planted_table(300, seed=6))
+        big = sweep_body(ds["id"], tolerances=[i / 1000 for i in range(1, 200)], seeds=[0, 1])
+        resp = client.post("/api/v1/sweeps", json=big)
+        assert resp.status_code == 422 and resp.json()["detail"][0]["loc"] == ["body", "grid"]
+        resp = client.post("/api/v1/sweeps", json=sweep_body(ds["id"], params={"no_such": [1, 2]}))
+        assert resp.status_code == 422 and resp.json()["detail"][0]["loc"] == ["body", "grid", "params", "no_such"]
+        resp = client.post("/api/v1/sweeps", json=sweep_body(ds["id"], solvers=[{"name": "nope"}]))
+        assert resp.status_code == 422 and resp.json()["detail"][0]["loc"][:4] == ["body", "grid", "solvers", 0]
+        resp = client.post("/api/v1/sweeps", json=sweep_body(ds["id"], params={"eta": ["fast"]}))
+        assert resp.status_code == 422 and resp.json()["detail"][0]["loc"][:3] == ["body", "grid", "solvers"]
+
+
+def test_sigkill_of_the_process_running_a_job_loses_nothing(postgres_stack):
+    """The pool process running a job is killed: the task is redelivered and every job ends succeeded."""
+    stack = postgres_stack
+    with stack.client() as client:
+        ds = upload(client, planted_table(3000, seed=7))
+        body = sweep_body(ds["id"], tolerances=[0.05], seeds=[0, 1], include_unconstrained=False,
+                          solvers=[{"name": "plada", "params": {"eta": 0.5}}])
+        body["base"]["max_iterations"] = 8000
+        body["warm_start"] = False
+        sweep_id = client.post("/api/v1/sweeps", json=body).json()["id"]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            sweep = client.get(f"/api/v1/sweeps/{sweep_id}").json()
+            jobs = [client.get(f"/api/v1/jobs/{j}").json() for p in sweep["points"] for j in p["job_ids"]]
+            running = [j["id"] for j in jobs if j["status"] == "running" and j["progress"].get("iteration", 0) > 20
+                       and j["progress"]["iteration"] < 4000]
+            if running:
+                break
+            time.sleep(0.2)
+        victim = running[0]
+        pool = descendants(stack.procs["worker"].pid)
+        assert pool, "the worker has no pool process"
+        for pid in pool:
+            os.kill(pid, signal.SIGKILL)
+        sweep = wait_sweep(client, sweep_id, timeout=300)
+        assert sweep["status"] == "succeeded", sweep
+        job = client.get(f"/api/v1/jobs/{victim}").json()
+        assert job["status"] == "succeeded" and job["starts"] == 2 and job["attempts"] == 1
+        assert job["result"]["iterations"] == 8000
+        traj = client.get(f"/api/v1/jobs/{victim}/trajectory", params={"max_points": 100000}).json()
+        assert traj["total_points"] == 8000  # the restart replaced the partial trajectory, no duplicates
+        assert not any(alive(pid) for pid in pool)
