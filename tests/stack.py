@@ -66,7 +66,8 @@ def pg_database() -> tuple[str, Callable[[], None]]:
     return f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}", drop
 
 
-def start_stack(name: str, home: Path, database_url: str | None, broker_url: str | None) -> Stack:
+def start_stack(name: str, home: Path, database_url: str | None, broker_url: str | None,
+                workers: int = 1) -> Stack:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     port = free_port()
     env.update({"FAIRSOLVE_HOME": str(home), "PORT": str(port), "FAIRSOLVE_TRAJECTORY_FLUSH_S": "0.25"})
@@ -76,11 +77,11 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
         env["CELERY_BROKER_URL"] = broker_url
     subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=ROOT, env=env, check=True,
                    capture_output=True)
-    commands = {
-        "api": [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)],
-        "worker": [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu",
-                   "-c", "1", "-n", f"test-{name}-{uuid.uuid4().hex[:6]}@%h", "--loglevel", "INFO"],
-    }
+    commands = {"api": [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]}
+    for i in range(workers):
+        commands["worker" if i == 0 else f"worker{i + 1}"] = [
+            sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu", "-c", "1",
+            "-n", f"test-{name}-{i}-{uuid.uuid4().hex[:6]}@%h", "--loglevel", "INFO"]
     procs = {}
     for proc_name, cmd in commands.items():
         log = open(home / f"{proc_name}.log", "wb")

@@ -9,7 +9,10 @@ Queues: ``cpu`` (default) and ``gpu`` (jobs with ``device: "cuda"``).
 
 from __future__ import annotations
 
+import os
+
 from celery import Celery
+from celery.signals import worker_process_init
 
 from app.settings import get_settings
 
@@ -33,3 +36,12 @@ celery_app.conf.update(
 )
 
 QUEUE_FOR_DEVICE = {"cuda": "gpu", "cpu": "cpu", "auto": "cpu"}
+
+
+@worker_process_init.connect
+def _share_cores(**_) -> None:
+    """Each pool process gets cores / concurrency torch threads: oversubscribed threads thrash."""
+    import torch
+
+    concurrency = celery_app.conf.worker_concurrency or os.cpu_count() or 1
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // concurrency))

@@ -58,6 +58,7 @@ from torch import Tensor
 
 from ..problem import Evaluation
 from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .linear_scores import LinearScores
 from .switching import load_, squared_norm, switching_step
 
 
@@ -76,6 +77,10 @@ class IDCAConfig(AlgorithmConfig):
     pd_batch_size: PositiveInt = Field(64, description="Mini-batch of the primal-dual inner solver (§G.9: 64).")
     pd_lr: PositiveFloat = Field(0.01, description="Primal step of the primal-dual inner solver (not in the paper).")
     pd_dual_lr: PositiveFloat = Field(0.5, description="Dual step of the primal-dual inner solver (not in the paper).")
+    fast_linear: bool = Field(
+        True, description="Linear model, full batch: compute scores and their parameter gradients through "
+        ":class:`~solvers.algorithms.linear_scores.LinearScores` (CSR X when sparse, score-space autograd). "
+        "Same iterates as the plain autograd path up to float rounding.")
 
 
 def dc_parts(problem, scores: Tensor, data) -> tuple[Tensor, Tensor]:
@@ -116,12 +121,25 @@ class IDCA(Algorithm):
 
     def start(self, current: Evaluation) -> None:
         self.inner_steps = 0
+        self.fast = None
+        if self.config.fast_linear and LinearScores.applicable(self.model, getattr(self.problem, "model_type", "")):
+            self.fast = LinearScores(self.model, self.problem.X)
+
+    def _scores(self) -> Tensor:
+        """Scores on the whole training set (the fast linear path when available)."""
+        return self.fast.scores() if getattr(self, "fast", None) is not None else self.model(self.problem.X)
 
     # -- subproblem (31) -----------------------------------------------------------------
     def _linearise(self) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """f⁻(w^(k)) (m,), its Jacobian rows per parameter (m, *p.shape), and w^(k)."""
         problem = self.problem
-        scores = self.model(problem.X)
+        fast = getattr(self, "fast", None)
+        if fast is not None:  # differentiate in score space, then pull back through X once
+            scores = fast.scores().detach().requires_grad_(True)
+            inputs = [scores] + self.params[2:]          # h, then the auxiliary variables (θ_p)
+        else:
+            scores = self.model(problem.X)
+            inputs = self.params
         _, minus = dc_parts(problem, scores, problem.data)
         m = minus.numel()
         center = [p.detach().clone() for p in self.params]
@@ -131,10 +149,13 @@ class IDCA(Algorithm):
             return minus.detach(), [torch.zeros((m, *p.shape), dtype=p.dtype, device=p.device) for p in self.params], center
         eye = torch.eye(m, dtype=minus.dtype, device=minus.device)
         try:
-            jac = torch.autograd.grad(minus, self.params, grad_outputs=eye, is_grads_batched=True, allow_unused=True)
+            jac = torch.autograd.grad(minus, inputs, grad_outputs=eye, is_grads_batched=True, allow_unused=True)
         except RuntimeError:  # an op without a batching rule: one backward per row
-            rows = [torch.autograd.grad(minus[i], self.params, retain_graph=True, allow_unused=True) for i in range(m)]
-            jac = [None if rows[0][j] is None else torch.stack([r[j] for r in rows]) for j in range(len(self.params))]
+            rows = [torch.autograd.grad(minus[i], inputs, retain_graph=True, allow_unused=True) for i in range(m)]
+            jac = [None if rows[0][j] is None else torch.stack([r[j] for r in rows]) for j in range(len(inputs))]
+        if fast is not None:
+            Jh = torch.zeros((m, scores.numel()), dtype=minus.dtype, device=minus.device) if jac[0] is None else jac[0]
+            jac = fast.pullback(Jh.detach()) + list(jac[1:])
         jac = [torch.zeros((m, *p.shape), dtype=p.dtype, device=p.device) if g is None else g.detach()
                for p, g in zip(self.params, jac)]
         return minus.detach(), jac, center
@@ -143,10 +164,11 @@ class IDCA(Algorithm):
         """g_0 − μ/2‖v−w‖² and g_i − μ/2‖v−w‖² at the current v (the proximal term is added by the step)."""
         problem = self.problem
         if idx is None:
-            X, y, data = problem.X, problem.y, problem.data
+            y, data = problem.y, problem.data
+            scores = self._scores()
         else:
-            X, y, data = problem.X[idx], problem.y[idx], problem.data.subset(idx)
-        scores = self.model(X)
+            y, data = problem.y[idx], problem.data.subset(idx)
+            scores = self.model(problem.X[idx])
         objective = problem.objective(scores, y)
         plus, _ = dc_parts(problem, scores, data)
         if plus.numel():

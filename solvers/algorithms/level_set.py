@@ -229,11 +229,14 @@ class LevelSet(Algorithm):
         xbar = ([s / T for s in self.sum_x], self.sum_ab / T)
         self.history.append({"r": self.r, "U": U})
         self.U = U
-        if self.eps_opt is None:
-            self.eps_opt = -(1.0 / self.config.theta) * U * self.config.epsilon if U < 0 else 0.0
+        if self.eps_opt is None and U < 0:
+            # ε_opt is fixed by the first estimate with U(r) < 0 (r above f*). An estimate U(r₀) ≥ 0
+            # means r₀ is not (yet seen to be) above f*: r moves up and the oracle is called again,
+            # instead of stopping at once with ε_opt = 0.
+            self.eps_opt = -(1.0 / self.config.theta) * U * self.config.epsilon
         self._load(xbar)
         self._consider()
-        if U >= -self.eps_opt:
+        if self.eps_opt is not None and U >= -self.eps_opt:
             self.converged = True
         else:
             self.r = self.r + U / (2.0 * self.config.theta)

@@ -12,6 +12,7 @@ Intervals, per-group intervals and unions (Remark 5.3) enter only through
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Literal
 
 import numpy as np
@@ -49,10 +50,28 @@ class PartialConfig(ConstraintConfig):
         return validate_interval(value)
 
 
+_MEAN_MATRICES: dict[int, tuple[weakref.ref, Tensor]] = {}
+_MATMUL_MIN_N = 4096  # below this (mini-batches) index_add is as fast and needs no cached matrix
+
+
 def _cell_means(values: Tensor, cells) -> Tensor:
-    """Row-wise cell means of ``values`` (R, n) → (R, C)."""
-    sums = values.new_zeros(values.shape[0], cells.n_cells).index_add(1, cells.index, values)
-    return sums / cells.counts.clamp_min(1.0).to(values.dtype)
+    """Row-wise cell means of ``values`` (R, n) → (R, C).
+
+    Large fixed cell indices (the full training set, seen at every inner step of IDCA) use a cached
+    (n, C) matrix of 1/n_c weights: one BLAS product forward and backward instead of scatter/gather
+    (about 3x faster on a9a); the matrix lives as long as the index tensor (weak cache)."""
+    index = cells.index
+    if index.numel() < _MATMUL_MIN_N:
+        sums = values.new_zeros(values.shape[0], cells.n_cells).index_add(1, index, values)
+        return sums / cells.counts.clamp_min(1.0).to(values.dtype)
+    ref, M = _MEAN_MATRICES.get(id(index), (None, None))
+    if ref is None or ref() is not index or M.dtype != values.dtype or M.device != values.device:
+        M = values.new_zeros(index.numel(), cells.n_cells)
+        M[torch.arange(index.numel(), device=index.device), index] = 1.0
+        M = M / cells.counts.clamp_min(1.0).to(values.dtype)[None, :]
+        key = id(index)
+        _MEAN_MATRICES[key] = (weakref.ref(index, lambda _: _MEAN_MATRICES.pop(key, None)), M)
+    return values @ M
 
 
 class PartialFamily(ConstraintFamily):
@@ -188,8 +207,9 @@ class PartialStatisticalParity(PartialFamily):
         U = self._cached("U", self.U, scores)
         valid = cells.valid[None, :]
         if self.config.surrogate == "clipped_linear":
-            A_plus = _cell_means(F_.relu(x + 0.5), cells)              # (P, G)
-            A_minus = _cell_means(F_.relu(x - 0.5), cells)
+            P = x.shape[0]                                             # one product for σ⁺ and σ⁻
+            A = _cell_means(F_.relu(torch.cat([x + 0.5, x - 0.5])), cells)
+            A_plus, A_minus = A[:P], A[P:]                              # (P, G) each
             lo_plus, lo_minus = A_minus, A_plus - L
             up_plus, up_minus = A_plus, A_minus + U
         else:
