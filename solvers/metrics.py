@@ -113,6 +113,33 @@ def minority_rate(pred: np.ndarray, group: np.ndarray, group_names: list[str], m
     return {"minority_rate": value, "minority_rate_by_group": by_group, "minority_rate_group": minority}
 
 
+#: names in ``metrics.<split>`` of the stochastic benchmark's criteria (its Table 3 / Figure 4)
+CRITERIA = {"Ind": "independence", "Sp": "separation", "Sf": "sufficiency", "Wd": "wasserstein"}
+MAX_PAIRWISE_GROUPS = 20
+
+
+def fairness_criteria(y: np.ndarray, score: np.ndarray, group: np.ndarray, n_groups: int) -> dict[str, Any]:
+    """The stochastic benchmark's Ind, Sp, Sf, Wd (:mod:`solvers.benchmark_metrics`, defined for two
+    groups) as the maximum over pairs of groups, and Ina = P(ŷ ≠ y). With more than
+    ``MAX_PAIRWISE_GROUPS`` groups the pairwise criteria are None (too many pairs to be useful)."""
+    from .benchmark_metrics import benchmark_metrics, ina, predictions
+
+    out: dict[str, Any] = {"inaccuracy": _opt(ina(y, predictions(score))) if y.size else None}
+    present = [g for g in range(n_groups) if np.any(group == g)]
+    worst: dict[str, float | None] = {name: None for name in CRITERIA.values()}
+    if 2 <= len(present) <= MAX_PAIRWISE_GROUPS:
+        for i, a in enumerate(present):
+            for b in present[i + 1:]:
+                rows = (group == a) | (group == b)
+                pair = benchmark_metrics(y[rows], score[rows], group[rows] == a)
+                for key, name in CRITERIA.items():
+                    v = _opt(pair[key])
+                    if v is not None and (worst[name] is None or v > worst[name]):
+                        worst[name] = v
+    out.update(worst)
+    return out
+
+
 def classification_metrics(y: np.ndarray, score: np.ndarray, group: np.ndarray, group_names: list[str], *,
                            logits: np.ndarray | None = None, loss: str = "bce", minority: str | None = None,
                            intersectional_min_fraction: float | None = None) -> dict[str, Any]:
@@ -137,6 +164,7 @@ def classification_metrics(y: np.ndarray, score: np.ndarray, group: np.ndarray, 
         "log_loss": _opt(skm.log_loss(y, np.clip(score, 1e-15, 1 - 1e-15), labels=[0, 1])) if n else None,
     }
     out.update(group_fairness(y, pred, group, group_names))
+    out.update(fairness_criteria(y, score, np.asarray(group), len(group_names)))
     out.update(loss_gap(y, logits, group, group_names, loss))
     out["loss_gap_loss"] = loss
     if intersectional_min_fraction is not None:

@@ -123,11 +123,8 @@ class IDCA(Algorithm):
         self.inner_steps = 0
         self.fast = None
         if self.config.fast_linear and LinearScores.applicable(self.model, getattr(self.problem, "model_type", "")):
-            self.fast = LinearScores(self.model, self.problem.X)
+            self.fast = LinearScores(self.model, self.problem)
 
-    def _scores(self) -> Tensor:
-        """Scores on the whole training set (the fast linear path when available)."""
-        return self.fast.scores() if getattr(self, "fast", None) is not None else self.model(self.problem.X)
 
     # -- subproblem (31) -----------------------------------------------------------------
     def _linearise(self) -> tuple[Tensor, list[Tensor], list[Tensor]]:
@@ -140,7 +137,7 @@ class IDCA(Algorithm):
         else:
             scores = self.model(problem.X)
             inputs = self.params
-        _, minus = dc_parts(problem, scores, problem.data)
+        _, minus = dc_parts(problem, scores, problem.data if fast is None else fast.data)
         m = minus.numel()
         center = [p.detach().clone() for p in self.params]
         if m == 0:
@@ -163,9 +160,12 @@ class IDCA(Algorithm):
     def _subproblem(self, c: Tensor, jac: list[Tensor], center: list[Tensor], idx: Tensor | None = None) -> Evaluation:
         """g_0 − μ/2‖v−w‖² and g_i − μ/2‖v−w‖² at the current v (the proximal term is added by the step)."""
         problem = self.problem
-        if idx is None:
+        if idx is None and getattr(self, "fast", None) is not None:
+            y, data = self.fast.y, self.fast.data
+            scores = self.fast.scores()
+        elif idx is None:
             y, data = problem.y, problem.data
-            scores = self._scores()
+            scores = self.model(problem.X)
         else:
             y, data = problem.y[idx], problem.data.subset(idx)
             scores = self.model(problem.X[idx])

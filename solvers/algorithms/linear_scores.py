@@ -22,6 +22,8 @@ import warnings
 import torch
 from torch import Tensor, nn
 
+from ..constraints import FairnessData
+
 SPARSE_DENSITY = 0.3  # CSR pays off below this fraction of non-zeros (measured on a9a / bank, CPU)
 
 
@@ -47,11 +49,19 @@ class _Scores(torch.autograd.Function):
 
 
 class LinearScores:
-    """Scores of ``model`` (a :func:`solvers.models.linear` ScoreModel) on a fixed X."""
+    """Scores of ``model`` (a :func:`solvers.models.linear` ScoreModel) on the training set of
+    ``problem``, in the order ``perm`` (samples sorted by group); use :attr:`y` and :attr:`data`
+    (the labels and fairness data in that order) with them."""
 
-    def __init__(self, model: nn.Module, X: Tensor, sparse: bool | None = None) -> None:
+    def __init__(self, model: nn.Module, problem, sparse: bool | None = None) -> None:
         net = model.net
         self.weight, self.bias = net.weight, net.bias
+        # Samples sorted by group (stable): every loss here is a sum over samples, so the order is
+        # free, and contiguous groups make the per-group means slice sums (solvers.partial.constraints).
+        self.perm = torch.argsort(problem.group, stable=True)
+        X = problem.X[self.perm]
+        self.y = problem.y[self.perm]
+        self.data = FairnessData.build(self.y, problem.group[self.perm], len(problem.group_names))
         if sparse is None:
             density = float((X != 0).sum()) / max(X.numel(), 1)
             sparse = density <= SPARSE_DENSITY

@@ -50,28 +50,59 @@ class PartialConfig(ConstraintConfig):
         return validate_interval(value)
 
 
-_MEAN_MATRICES: dict[int, tuple[weakref.ref, Tensor]] = {}
-_MATMUL_MIN_N = 4096  # below this (mini-batches) index_add is as fast and needs no cached matrix
+_CELL_LAYOUT: dict[int, tuple[weakref.ref, Any]] = {}
+_FAST_MIN_N = 4096  # below this (mini-batches) index_add is as fast and needs no cached layout
+
+
+class _SegmentMeans(torch.autograd.Function):
+    """Cell means when the samples are sorted by cell: slice sums forward, one repeat backward."""
+
+    @staticmethod
+    def forward(ctx, values: Tensor, sizes: tuple[int, ...], inv: Tensor) -> Tensor:
+        ctx.sizes, ctx.inv = sizes, inv
+        sums = torch.stack([part.sum(1) for part in values.split(sizes, dim=1)], 1)
+        return sums * inv
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        gi = g * ctx.inv
+        parts = [gi[:, c:c + 1].expand(-1, size) for c, size in enumerate(ctx.sizes)]
+        return torch.cat(parts, 1), None, None
+
+
+def _layout(cells, values: Tensor):
+    """Cached per cell index: ("sorted", sizes, 1/n_c) when samples are grouped by cell (IDCA's fast
+    linear path sorts them so), else ("matrix", (n, C) of 1/n_c weights)."""
+    index = cells.index
+    ref, lay = _CELL_LAYOUT.get(id(index), (None, None))
+    if ref is not None and ref() is index and lay[-1].dtype == values.dtype and lay[-1].device == values.device:
+        return lay
+    inv = 1.0 / cells.counts.clamp_min(1.0).to(values.dtype)
+    if bool((index[1:] >= index[:-1]).all()):
+        lay = ("sorted", tuple(int(c) for c in torch.bincount(index, minlength=cells.n_cells).tolist()), inv)
+    else:
+        M = values.new_zeros(index.numel(), cells.n_cells)
+        M[torch.arange(index.numel(), device=index.device), index] = 1.0
+        lay = ("matrix", M * inv[None, :])
+    key = id(index)
+    _CELL_LAYOUT[key] = (weakref.ref(index, lambda _: _CELL_LAYOUT.pop(key, None)), lay)
+    return lay
 
 
 def _cell_means(values: Tensor, cells) -> Tensor:
     """Row-wise cell means of ``values`` (R, n) → (R, C).
 
     Large fixed cell indices (the full training set, seen at every inner step of IDCA) use a cached
-    (n, C) matrix of 1/n_c weights: one BLAS product forward and backward instead of scatter/gather
-    (about 3x faster on a9a); the matrix lives as long as the index tensor (weak cache)."""
-    index = cells.index
-    if index.numel() < _MATMUL_MIN_N:
-        sums = values.new_zeros(values.shape[0], cells.n_cells).index_add(1, index, values)
+    layout (weak cache, lives as long as the index tensor): slice sums when the samples are sorted
+    by cell (about 10x faster than scatter/gather on a9a), else one BLAS product with an (n, C)
+    matrix of 1/n_c weights. Mini-batches use index_add."""
+    if cells.index.numel() < _FAST_MIN_N:
+        sums = values.new_zeros(values.shape[0], cells.n_cells).index_add(1, cells.index, values)
         return sums / cells.counts.clamp_min(1.0).to(values.dtype)
-    ref, M = _MEAN_MATRICES.get(id(index), (None, None))
-    if ref is None or ref() is not index or M.dtype != values.dtype or M.device != values.device:
-        M = values.new_zeros(index.numel(), cells.n_cells)
-        M[torch.arange(index.numel(), device=index.device), index] = 1.0
-        M = M / cells.counts.clamp_min(1.0).to(values.dtype)[None, :]
-        key = id(index)
-        _MEAN_MATRICES[key] = (weakref.ref(index, lambda _: _MEAN_MATRICES.pop(key, None)), M)
-    return values @ M
+    lay = _layout(cells, values)
+    if lay[0] == "sorted":
+        return _SegmentMeans.apply(values, lay[1], lay[2])
+    return values @ lay[1]
 
 
 class PartialFamily(ConstraintFamily):

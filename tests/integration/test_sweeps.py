@@ -130,3 +130,33 @@ def test_sigkill_of_the_process_running_a_job_loses_nothing(postgres_stack):
         traj = client.get(f"/api/v1/jobs/{victim}/trajectory", params={"max_points": 100000}).json()
         assert traj["total_points"] == 8000  # the restart replaced the partial trajectory, no duplicates
         assert not any(alive(pid) for pid in pool)
+
+
+def test_reaper_requeues_a_job_whose_worker_vanished(postgres_stack):
+    """A job left `running` with a stale heartbeat (its worker died without redelivery) is re-queued
+    by the beat task and completes as a new attempt."""
+    from datetime import datetime, timedelta, timezone
+
+    from celery import Celery
+    from sqlalchemy import create_engine, text
+
+    stack = postgres_stack
+    with stack.client() as client:
+        ds = upload(client, planted_table(500, seed=8))
+        job_id = client.post("/api/v1/jobs", json=job_spec(ds["id"], max_iterations=30)).json()["id"]
+        assert stack.wait_job(client, job_id, {"succeeded"})["starts"] == 1
+        engine = create_engine(stack.env["DATABASE_URL"])
+        with engine.begin() as conn:  # as if the worker had died in the middle of the run
+            conn.execute(text("UPDATE jobs SET status='running', heartbeat_at=:t, finished_at=NULL WHERE id=:id"),
+                         {"t": datetime.now(timezone.utc) - timedelta(hours=1), "id": job_id})
+        engine.dispose()
+        Celery(broker=stack.env["CELERY_BROKER_URL"]).send_task("fairsolve.reap_stale_jobs", queue="cpu")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            job = client.get(f"/api/v1/jobs/{job_id}").json()
+            if job["status"] == "succeeded" and job["attempts"] == 2:
+                break
+            time.sleep(0.2)
+        assert job["status"] == "succeeded" and job["attempts"] == 2 and job["starts"] == 2, job
+        traj = client.get(f"/api/v1/jobs/{job_id}/trajectory", params={"max_points": 1000}).json()
+        assert traj["total_points"] == 30

@@ -93,3 +93,23 @@ def test_classification_metrics_has_new_metrics_from_probabilities():
     assert out["loss_gap"] == pytest.approx(exact["loss_gap"], abs=1e-9) and out["loss_gap_loss"] == "hinge"
     assert out["intersectional"] == pytest.approx(out["loss_gap"], abs=1e-9)
     assert set(out["minority_rate_by_group"]) == {"a", "b", "c"}
+
+
+def test_benchmark_criteria_are_reported_as_the_worst_pair():
+    from solvers.benchmark_metrics import benchmark_metrics
+    from solvers.metrics import classification_metrics
+
+    rng = np.random.default_rng(7)
+    n = 600
+    group = rng.integers(0, 3, n)
+    y = rng.integers(0, 2, n)
+    score = np.clip(rng.random(n) * 0.6 + 0.25 * group / 2, 0, 1)
+    out = classification_metrics(y, score, group, ["a", "b", "c"])
+    pairs = [benchmark_metrics(y[(group == a) | (group == b)], score[(group == a) | (group == b)],
+                               group[(group == a) | (group == b)] == a) for a, b in ((0, 1), (0, 2), (1, 2))]
+    assert out["independence"] == pytest.approx(max(p["Ind"] for p in pairs))
+    assert out["separation"] == pytest.approx(max(p["Sp"] for p in pairs))
+    assert out["sufficiency"] == pytest.approx(max(p["Sf"] for p in pairs))
+    assert out["inaccuracy"] == pytest.approx(1 - out["accuracy"])
+    two = classification_metrics(y, score, (group > 0).astype(int), ["a", "b"])
+    assert two["independence"] == pytest.approx(two["demographic_parity"])
