@@ -183,7 +183,7 @@ def test_ipc_inner_step_granularity_and_outer_index(convex):
 
 
 def test_random_output_rules_are_seeded_and_reported(convex):
-    for name, params in [("ssg", {}), ("ipc", {"rho_hat": 1.0, "inner_iterations": 10})]:
+    for name, params in [("ssg", {}), ("ipc", {"rho_hat": 1.0, "inner_iterations": 10, "output": "random"})]:
         a = solve(convex.problem, {"name": name, "params": params}, max_iterations=25, seed=4)
         b = solve(convex.problem, {"name": name, "params": params}, max_iterations=25, seed=4)
         last = solve(convex.problem, {"name": name, "params": {**params, "output": "last"}}, max_iterations=25, seed=4)
@@ -216,3 +216,13 @@ def test_registered_with_schemas():
     defaults = ALGORITHMS.get("ipc").Config()
     assert defaults.eps_hat == 1e-2 and defaults.resolved_inner() == 10_000
     assert defaults.rho_hat == pytest.approx(10 ** -2.5) and defaults.resolved_rho() == pytest.approx(10 ** -2.5 / 2)
+
+
+def test_ipc_default_output_is_not_the_start_when_no_subproblem_completes(convex):
+    # §5's K = 1/ε̂² = 10⁴ inner steps: a 50-iteration run completes no subproblem, so the paper's
+    # x_R would be x_0 = θ_0 = 0; the default output reports the last iterate instead.
+    res = solve(convex.problem, {"name": "ipc", "params": {"rho_hat": 1.0}}, max_iterations=50)
+    assert res.last.duals["outer_iteration"][0] == 0.0
+    assert any(p.abs().sum() > 0 for p in res.model.parameters())
+    paper = solve(convex.problem, {"name": "ipc", "params": {"rho_hat": 1.0, "output": "random"}}, max_iterations=50)
+    assert all(p.abs().sum() == 0 for p in paper.model.parameters())
