@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from fastapi import APIRouter, File, Form, HTTPException, UploadFile, status
+from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
 from sqlalchemy import exists, select
 
 from app.deps import DB, AppSettings, get_or_404
@@ -51,8 +51,8 @@ def upload_dataset(db: DB, settings: AppSettings, file: UploadFile = File(...),
 
 
 @router.get("", response_model=list[DatasetOut])
-def list_datasets(db: DB, limit: int = 100, offset: int = 0) -> list[Dataset]:
-    stmt = select(Dataset).order_by(Dataset.created_at.desc()).limit(min(limit, 1000)).offset(offset)
+def list_datasets(db: DB, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[Dataset]:
+    stmt = select(Dataset).order_by(Dataset.created_at.desc()).limit(limit).offset(offset)
     return list(db.scalars(stmt))
 
 

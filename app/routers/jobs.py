@@ -58,9 +58,9 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings) -> dict:
 
 
 @router.get("", response_model=list[JobOut])
-def list_jobs(db: DB, status_: str | None = Query(None, alias="status"), limit: int = 100,
-              offset: int = 0) -> list[dict]:
-    stmt = select(Job).order_by(Job.created_at.desc()).limit(min(limit, 1000)).offset(offset)
+def list_jobs(db: DB, status_: str | None = Query(None, alias="status"), limit: int = Query(100, ge=1, le=1000),
+              offset: int = Query(0, ge=0)) -> list[dict]:
+    stmt = select(Job).order_by(Job.created_at.desc()).limit(limit).offset(offset)
     if status_:
         stmt = stmt.where(Job.status == status_)
     return [job_out(db, j) for j in db.scalars(stmt)]

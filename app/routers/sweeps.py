@@ -72,8 +72,8 @@ def default_axes(sweep: Sweep) -> tuple[str, str]:
 
 
 @router.get("")
-def list_sweeps(db: DB, limit: int = 100, offset: int = 0) -> list[dict]:
-    rows = db.scalars(select(Sweep).order_by(Sweep.created_at.desc()).limit(min(limit, 1000)).offset(offset))
+def list_sweeps(db: DB, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[dict]:
+    rows = db.scalars(select(Sweep).order_by(Sweep.created_at.desc()).limit(limit).offset(offset))
     return [{"id": s.id, "dataset_id": s.dataset_id, "n_jobs": s.n_jobs, "created_at": s.created_at} for s in rows]
 
 
