@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.datasets import adult
-from solvers import ALGORITHMS, ProblemSpec, prepare, run
+from solvers import ProblemSpec, list_solvers, prepare, run
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = 0.02
@@ -73,7 +73,7 @@ def ours(table, kind: str, name: str, params: dict, iterations: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--solvers", default=",".join(n for n in ALGORITHMS.names() if n != "erm"))
+    parser.add_argument("--solvers", default="", help="comma-separated; default: every solver handling the constraint")
     parser.add_argument("--iterations", type=int, default=2000)
     args = parser.parse_args()
     table = adult()
@@ -82,7 +82,9 @@ def main() -> None:
     for kind in CONSTRAINTS:
         reference = fairlearn_run(table, kind)
         rows = [reference]
-        for name in args.solvers.split(","):
+        names = args.solvers.split(",") if args.solvers else [
+            s["name"] for s in list_solvers() if s["name"] != "erm" and kind in s["supports"]["constraints"]]
+        for name in names:
             for params, iterations in SETTINGS.get(name, [({}, None)]):
                 rows.append(ours(table, kind, name, params, iterations or args.iterations))
         for row in rows:

@@ -172,10 +172,25 @@ class SpecError(Exception):
         self.msg = msg
 
 
+def check_solver_supports(spec: ProblemSpec) -> None:
+    """Raise :class:`SpecError` when the solver does not handle the model type or a constraint type."""
+    algorithm = spec.solver.algorithm
+    if spec.model.type not in algorithm.supported_models:
+        raise SpecError(("model", "type"), f"solver {spec.solver.name!r} supports models "
+                                           f"{', '.join(algorithm.supported_models)}, not {spec.model.type!r}")
+    supported = algorithm.supported_constraints
+    for i, constraint in enumerate(spec.constraints):
+        kind = CONSTRAINTS.get(constraint.type).name
+        if supported is not None and kind not in supported:
+            raise SpecError(("constraints", i, "type"), f"solver {spec.solver.name!r} handles "
+                                                        f"{', '.join(supported)}, not {kind!r}")
+
+
 def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
     """Raise :class:`SpecError` when the spec cannot run on ``table``."""
     from .encoding import MISSING, build_groups, normalise_scalar, normalise_values
 
+    check_solver_supports(spec)
     columns = set(table.columns)
     if spec.target not in columns:
         raise SpecError(("target",), f"unknown column {spec.target!r}")

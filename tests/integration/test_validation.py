@@ -64,6 +64,9 @@ def dataset_id(embedded_stack):
     ({"solver": {"name": "plada", "params": {"no_such_param": 1}}}, ["body", "solver", "params"]),
     ({"dataset_id": "0" * 32}, ["body", "dataset_id"]),
     ({"split": {"test": 1.5}}, ["body", "split", "test"]),
+    ({"solver": {"name": "level_set"}}, ["body", "constraints", 0, "type"]),
+    ({"solver": {"name": "level_set"}, "model": {"type": "mlp"},
+      "constraints": [{"type": "auc_parity", "tolerance": 0.1}]}, ["body", "model", "type"]),
 ])
 def test_bad_specs_name_the_field(embedded_stack, dataset_id, override, loc):
     with embedded_stack.client() as client:
