@@ -191,7 +191,7 @@ def quadratic_rows(rows: PairwiseRows, X: Tensor, y: Tensor, group: Tensor, kapp
     delta = torch.empty((len(rows.terms), d), dtype=torch.float64, device=X.device)
     for t, (A, B) in enumerate(rows.terms):
         delta[t] = stats[A][0] - stats[B][0]
-        S[t] = torch.outer(delta[t], delta[t]) + stats[A][1]
+        S[t] = torch.outer(delta[t], delta[t]) + stats[A][1] + stats[B][1]
     M = torch.as_tensor(rows.M, dtype=torch.float64, device=X.device)
     H = torch.einsum("rt,tij->rij", M, S)
     g = M @ delta

@@ -9,13 +9,6 @@ from solvers.algorithms.partial_regularized import penalty, penalty_twins
 from solvers.partial import partial_dp, partial_sp
 
 
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def _problem(constraint, n=6000, seed=0, sparse=False):
     """n ≥ 4096 so the cached cell layouts (slice sums / matrix) are exercised, not index_add."""
@@ -34,7 +27,7 @@ PSP = {"type": "partial_statistical_parity", "tolerance": 0.1, "interval": [0.0,
 PDP = {"type": "partial_demographic_parity", "tolerance": 0.05, "interval": [0.3, 0.8]}
 
 
-def test_psp_penalty_is_max_deviation_from_the_grid(one_thread):
+def test_psp_penalty_is_max_deviation_from_the_grid():
     """(114): penalty/λ = 2/(β−α) max_{p∈Î,k} |S_{p,k} − p| with Î = α + j(β−α)/|Î| (brute force)."""
     problem = _problem(PSP, n=500)
     (twin,) = penalty_twins(problem)
@@ -51,7 +44,7 @@ def test_psp_penalty_is_max_deviation_from_the_grid(one_thread):
 
 
 @pytest.mark.parametrize("constraint,metric", [(PSP, "psp"), (PDP, "pdp")])
-def test_regularization_trades_accuracy_for_partial_fairness(constraint, metric, one_thread):
+def test_regularization_trades_accuracy_for_partial_fairness(constraint, metric):
     problem = _problem(constraint)
     iv = constraint["interval"]
 
@@ -69,7 +62,7 @@ def test_regularization_trades_accuracy_for_partial_fairness(constraint, metric,
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("constraint", [PSP, PDP])
-def test_fast_linear_path_matches_autograd(constraint, sparse, one_thread):
+def test_fast_linear_path_matches_autograd(constraint, sparse):
     """IDCA's score-space path (CSR X, group-sorted samples, slice-sum cell means) gives the iterates
     of the plain nn.Linear autograd path."""
     problem = _problem(constraint, sparse=sparse)

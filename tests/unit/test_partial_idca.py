@@ -8,13 +8,6 @@ from solvers import ConstraintSpec, Problem, RecordingObserver, solve
 from solvers.partial import partial_sp
 
 
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def _problem(constraint, n=800, seed=0):
     rng = np.random.default_rng(seed)
@@ -30,7 +23,7 @@ def _problem(constraint, n=800, seed=0):
     {"type": "partial_statistical_parity", "tolerance": 0.1, "interval": [0.0, 0.3]},
     {"type": "partial_demographic_parity", "tolerance": 0.02, "interval": [0.2, 0.6]},
 ])
-def test_idca_outer_iterates_feasible_and_monotone(constraint, one_thread):
+def test_idca_outer_iterates_feasible_and_monotone(constraint):
     problem = _problem(constraint)
     obs = RecordingObserver()
     eps = 1e-3
@@ -44,7 +37,7 @@ def test_idca_outer_iterates_feasible_and_monotone(constraint, one_thread):
     assert result.iterations == 12
 
 
-def test_idca_enforces_psp_where_erm_does_not(one_thread):
+def test_idca_enforces_psp_where_erm_does_not():
     c = {"type": "partial_statistical_parity", "tolerance": 0.05, "interval": [0.0, 0.3]}
     problem = _problem(c, n=1000)
     erm = solve(problem, {"name": "erm"}, max_iterations=200)
@@ -56,14 +49,14 @@ def test_idca_enforces_psp_where_erm_does_not(one_thread):
     assert before > 0.5 and after < before - 0.3
 
 
-def test_other_solvers_optimise_the_auxiliary_thresholds(one_thread):
+def test_other_solvers_optimise_the_auxiliary_thresholds():
     problem = _problem({"type": "partial_statistical_parity", "tolerance": 0.1, "interval": [0.0, 0.3]})
     fam = problem.constraints[0]
     solve(problem, {"name": "ssg", "params": {"output": "last"}}, max_iterations=30)
     assert not torch.allclose(fam.theta.detach(), fam.theta0)
 
 
-def test_auto_interval_picks_the_planted_unfair_interval(one_thread):
+def test_auto_interval_picks_the_planted_unfair_interval():
     """Two groups with identical score distributions except in the top-down band [0.4, 0.6] of
     group b (scores permuted inside the band): 'auto' must choose the band among candidates."""
     rng = np.random.default_rng(0)

@@ -14,13 +14,6 @@ from solvers.auc.metrics import fairness_gap
 VARIANTS = ("group", "inter", "intra")
 
 
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def _data(n, d, G, seed):
     rng = np.random.default_rng(seed)
@@ -123,7 +116,7 @@ def _gap(problem, model, variant):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_method_reduces_the_targeted_exact_auc_gap(variant, planted, one_thread):
+def test_method_reduces_the_targeted_exact_auc_gap(variant, planted):
     problem, erm = planted
     before = _gap(problem, erm, variant)
     r = solve(problem, {"name": "pairwise_auc_pg", "params": {"variant": variant, "kappa": 0.1}},
@@ -134,7 +127,7 @@ def test_method_reduces_the_targeted_exact_auc_gap(variant, planted, one_thread)
     assert len(r.last.duals["lambda"]) == 2 and max(r.last.duals["lambda"]) > 0   # the constraints bind
 
 
-def test_iterates_stay_feasible_and_loss_does_not_increase(planted, one_thread):
+def test_iterates_stay_feasible_and_loss_does_not_increase(planted):
     """w(0) = 0 is feasible, each projection keeps feasibility, and with η = 1/L projected gradient on the
     convex logistic loss over a convex set is monotone."""
     problem, _ = planted
