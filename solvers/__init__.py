@@ -8,7 +8,7 @@ constraint families G) → ``algorithms`` (ERM, penalty, PLADA; one shared drive
 loop reporting to an ``observer``) → ``metrics`` (exact fairness metrics).
 """
 from .algorithms import ALGORITHMS, Algorithm, AlgorithmConfig, SolveResult
-from .api import Prepared, RunOutput, list_constraints, list_solvers, prepare, run, solve
+from .api import Prepared, RunOutput, SolverDiverged, list_constraints, list_solvers, prepare, run, solve
 from .constraints import CONSTRAINTS, ConstraintFamily
 from .device import resolve_device
 from .encoding import TableEncoder, build_groups, encode_labels
@@ -22,7 +22,7 @@ from .splitting import split_indices
 __all__ = [
     "ALGORITHMS", "Algorithm", "AlgorithmConfig", "CONSTRAINTS", "ConstraintFamily", "ConstraintSpec",
     "GroupRule", "IterationRecord", "ModelSpec", "Observer", "Problem", "ProblemSpec", "RecordingObserver",
-    "Prepared", "RunOutput", "SolveResult", "SolverSpec", "SpecError", "SplitSpec", "TableEncoder", "build_groups",
+    "Prepared", "RunOutput", "SolveResult", "SolverDiverged", "SolverSpec", "SpecError", "SplitSpec", "TableEncoder", "build_groups",
     "check_spec_against_table", "classification_metrics", "encode_labels", "group_fairness", "list_constraints",
     "list_solvers", "prepare", "resolve_device", "run", "solve", "split_indices",
 ]

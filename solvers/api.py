@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from scipy.special import expit
 from torch import nn
 
 from .algorithms import ALGORITHMS, SolveResult, describe, run_algorithm
@@ -61,6 +62,10 @@ def solve(
         solver = SolverSpec(**solver)
     return run_algorithm(solver.algorithm, problem, solver.config(), observer, max_iterations=max_iterations,
                          time_limit_s=time_limit_s, seed=seed, model=model, validation=validation)
+
+
+class SolverDiverged(ArithmeticError):
+    """The iterates left the finite numbers (a step size too large for the problem)."""
 
 
 @dataclass
@@ -157,9 +162,12 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         model.load_state_dict(initial_state)
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model)
+    if not all(torch.isfinite(p).all() for p in result.model.parameters()):
+        raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
+                             f"{result.iterations} iterations; lower its step size")
 
     logits = predict_scores(result.model, X, problem.device)
-    proba = 1.0 / (1.0 + np.exp(-logits))
+    proba = expit(logits)
     constraints, train_counts = problem.constraints, data.train_counts
     options = _metric_options(spec, constraints, list(group_names), train_counts)
     metrics = {name: classification_metrics(y[idx], proba[idx], group[idx], list(group_names), logits=logits[idx],

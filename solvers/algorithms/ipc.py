@@ -57,7 +57,7 @@ import math
 from typing import Literal
 
 import torch
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from ..problem import Evaluation
 from .base import ALGORITHMS, Algorithm, AlgorithmConfig
@@ -77,6 +77,11 @@ class IPCConfig(AlgorithmConfig):
     output: Literal["random", "last_outer", "last"] = Field(
         "last", description="'last' = the last inner iterate (default; see the module docstring for why); "
         "'random' = Algorithm 1's x_R, R uniform on {0..T}; 'last_outer' = x_T.")
+
+    @model_validator(mode="after")
+    def _rho_below_rho_hat(self):
+        self.resolved_rho()  # ρ < ρ̂ (the subproblem must be strongly convex): a config error, not a runtime one
+        return self
 
     def resolved_rho(self) -> float:
         rho = self.rho if self.rho is not None else self.rho_hat / 2.0

@@ -60,3 +60,22 @@ def test_run_without_validation_and_mlp(table):
                            solver=SolverSpec(name="erm"), max_iterations=5))
     assert set(out.metrics) == {"train", "test"}
     json.dumps(out.metrics)
+
+
+def test_a_diverged_solver_is_reported_not_evaluated(monkeypatch):
+    import solvers.api as api
+    from tests.datagen import planted_table
+
+    real_solve = api.solve
+
+    def exploding(*args, **kwargs):  # a solver whose iterates overflowed
+        result = real_solve(*args, **kwargs)
+        with torch.no_grad():
+            next(result.model.parameters()).fill_(float("inf"))
+        return result
+
+    monkeypatch.setattr(api, "solve", exploding)
+    spec = ProblemSpec.model_validate({"target": "income", "positive_label": ">50K", "sensitive": ["sex"],
+                                       "solver": {"name": "erm"}, "max_iterations": 3, "device": "cpu"})
+    with pytest.raises(api.SolverDiverged, match="diverged.*after 3 iterations"):
+        api.run(planted_table(200), spec)
