@@ -63,7 +63,7 @@ def library_overhead(repeats: int) -> dict:
                 out = pair[which]()
                 (plain if which == 0 else persisted).append(out.solver_time_s)
             busy.append(observer.busy_s / persisted[-1])
-            observer.flush()
+            observer.close()
         t_plain, t_persist = statistics.median(plain), statistics.median(persisted)
         return {"solver_time_s_no_persistence": t_plain, "solver_time_s_with_persistence": t_persist,
                 "persistence_overhead_pct": 100 * (t_persist - t_plain) / t_plain,

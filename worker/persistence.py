@@ -1,13 +1,17 @@
 """Turns solver callbacks into batched trajectory writes, progress and cancellation.
 
-The solver calls :meth:`on_iteration` for every iterate; rows are buffered and
-written with one multi-row INSERT every ``flush_s`` seconds (or ``flush_rows``
-rows), together with the job's progress, and the job's cancel flag is read at the
-same moment. The hot loop therefore never waits on the database.
+The solver calls :meth:`on_iteration` for every iterate, which only appends a row
+to a buffer. A writer thread takes the buffer every ``flush_s`` seconds (sooner
+when ``flush_rows`` rows wait) and writes it with one multi-row INSERT, together
+with the job's progress and heartbeat, and reads the job's cancel flag at the same
+moment. The hot loop therefore never waits on the database. :meth:`close` stops
+the thread and writes what is left; a write error is raised in the solver's
+thread at its next iteration (the job then fails with it).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from array import array
 from typing import Any
@@ -33,8 +37,12 @@ class PersistingObserver(Observer):
         self.device: str | None = None
         self.buffer: list[dict[str, Any]] = []
         self.last: IterationRecord | None = None
-        self._last_flush = time.monotonic()
         self._stop: str | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closing = False
+        self._error: BaseException | None = None
+        self._writer: threading.Thread | None = None
         self.rows_written = 0
         self.busy_s = 0.0  # time the solver spent inside this observer (the persistence overhead)
         self.objectives, self.violations = array("d"), array("d")
@@ -45,40 +53,66 @@ class PersistingObserver(Observer):
         self.max_iterations = int(info.get("max_iterations", 0))
         self.constraint_names = list(info.get("constraint_names", []))
         self.device = info.get("device")
+        self._writer = threading.Thread(target=self._write_loop, name=f"trajectory-{self.job_id}", daemon=True)
+        self._writer.start()
 
     def on_iteration(self, record: IterationRecord) -> None:
         entered = time.perf_counter()
-        self.buffer.append({
-            "job_id": self.job_id, "iteration": record.iteration, "elapsed_s": record.elapsed_s,
-            "samples_seen": record.samples_seen, "objective": record.objective,
-            "max_violation": record.max_violation, "constraints": list(record.constraints),
-            "duals": record.duals,
-        })
-        self.last = record
+        if self._error is not None:
+            raise self._error
+        row = {"job_id": self.job_id, "iteration": record.iteration, "elapsed_s": record.elapsed_s,
+               "samples_seen": record.samples_seen, "objective": record.objective,
+               "max_violation": record.max_violation, "constraints": list(record.constraints),
+               "duals": record.duals}
+        with self._lock:
+            self.buffer.append(row)
+            self.last = record
+            waiting = len(self.buffer)
         self.objectives.append(record.objective)
         self.violations.append(record.max_violation)
         self.last_iteration_at = time.time()
         if self.first_iteration_at is None:
             self.first_iteration_at = self.last_iteration_at
-        if len(self.buffer) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_s:
-            self.flush()
+        if waiting >= self.flush_rows:
+            self._wake.set()
         self.busy_s += time.perf_counter() - entered
 
     def should_stop(self) -> str | None:
         return self._stop
 
+    def _write_loop(self) -> None:
+        while not self._closing:
+            self._wake.wait(self.flush_s)
+            self._wake.clear()
+            if self._closing:
+                break
+            try:
+                self.flush()
+            except BaseException as exc:  # surfaced in the solver's thread
+                self._error = exc
+                return
+
+    def close(self) -> None:
+        """Stop the writer thread and write every remaining row (call once the solve has ended)."""
+        self._closing = True
+        self._wake.set()
+        if self._writer is not None:
+            self._writer.join()
+        self.flush()
+
     def flush(self) -> None:
         """Write buffered rows and progress in one transaction; pick up a cancel request."""
-        self._last_flush = time.monotonic()
+        with self._lock:
+            rows, self.buffer = self.buffer, []
+            progress = self.progress()
         with self.sessions() as session, session.begin():
-            if self.buffer:
-                session.execute(insert(TrajectoryPoint), self.buffer)
-                self.rows_written += len(self.buffer)
-                self.buffer = []
+            if rows:
+                session.execute(insert(TrajectoryPoint), rows)
             session.execute(update(Job).where(Job.id == self.job_id)
-                            .values(progress=self.progress(), heartbeat_at=utcnow()))
+                            .values(progress=progress, heartbeat_at=utcnow()))
             if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):
                 self._stop = "cancelled"
+        self.rows_written += len(rows)
 
     def progress(self) -> dict[str, Any]:
         last = self.last

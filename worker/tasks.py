@@ -148,15 +148,15 @@ def _run(job_id: str, attempt: int) -> str:
         path = settings.storage_dir / "datasets" / dataset.stored_name
         table = load_table(path, dataset.format, dataset.read_options, dataset.sha256)
         out = run(table, spec, observer, initial_state=initial_state)
-        observer.flush()
+        observer.close()
     except SpecError as exc:
-        observer.flush()
+        observer.close()
         _finish(job_id, status="failed", error=f"{'.'.join(map(str, exc.loc))}: {exc.msg}")
         return "failed"
     except Exception as exc:  # a solver error fails the job, never the worker
         log.error("job %s failed:\n%s", job_id, traceback.format_exc())
         try:
-            observer.flush()
+            observer.close()
         except Exception:  # pragma: no cover - the original error matters more
             pass
         _finish(job_id, status="failed", error=f"{type(exc).__name__}: {exc}")
