@@ -75,15 +75,21 @@ def _as_intervals(interval: Any, n_groups: int, group_names: Sequence[str] | Non
     if isinstance(interval, Intervals):
         return interval
     names = list(group_names) if group_names is not None else [str(k) for k in range(n_groups)]
-    return Intervals.build(interval, names)
+    return Intervals.build(list(interval) if isinstance(interval, tuple) else interval, names)
+
+
+def _inputs(scores, group, interval: Any, n_groups: int | None,
+            group_names: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray, int, Intervals]:
+    """Scores and groups as arrays, the number of groups G and the parsed interval(s)."""
+    scores, group = np.asarray(scores, np.float64), np.asarray(group, np.int64)
+    G = int(n_groups or (len(group_names) if group_names is not None else group.max() + 1))
+    return scores, group, G, _as_intervals(interval, G, group_names)
 
 
 def partial_sp(scores, group, interval: Any = (0.0, 1.0), n_groups: int | None = None,
                group_names: Sequence[str] | None = None) -> dict[str, Any]:
     """max_{k,k'} SP^I_{k,k'} (``value``) and the pair matrix (``pairs``)."""
-    scores, group = np.asarray(scores, np.float64), np.asarray(group, np.int64)
-    G = int(n_groups or (len(group_names) if group_names is not None else group.max() + 1))
-    iv = _as_intervals(list(interval) if isinstance(interval, tuple) else interval, G, group_names)
+    scores, group, G, iv = _inputs(scores, group, interval, n_groups, group_names)
     keep = kept_mask(scores, group, iv)
     s, g = scores[keep], group[keep]
     valid = np.bincount(g, minlength=G) > 0
@@ -113,9 +119,7 @@ def _rates_above(scores, group, keep, threshold, n_cells) -> tuple[np.ndarray, n
 def partial_dp(scores, group, interval: Any = (0.0, 1.0), threshold: float = 0.0, n_groups: int | None = None,
                group_names: Sequence[str] | None = None) -> dict[str, Any]:
     """max_{k,k'} DP^I_{k,k'} at θ̂ = ``threshold`` (``value``), per-group rates (``rates``)."""
-    scores, group = np.asarray(scores, np.float64), np.asarray(group, np.int64)
-    G = int(n_groups or (len(group_names) if group_names is not None else group.max() + 1))
-    iv = _as_intervals(list(interval) if isinstance(interval, tuple) else interval, G, group_names)
+    scores, group, G, iv = _inputs(scores, group, interval, n_groups, group_names)
     keep = kept_mask(scores, group, iv)
     rates, valid = _rates_above(scores, group, keep, threshold, G)
     value = float(rates[valid].max() - rates[valid].min()) if valid.sum() >= 2 else 0.0
@@ -130,9 +134,7 @@ def ks_distance(scores, group, n_groups: int | None = None) -> float:
 def partial_group_auc(scores, group, interval: Any = (0.0, 1.0), n_groups: int | None = None,
                       group_names: Sequence[str] | None = None) -> dict[str, Any]:
     """max over ordered pairs of GAUC^I_{k,k'} = |Pr(h_i ≥ h_j | i ∈ K_k, j ∈ K_{k'}) − 0.5|."""
-    scores, group = np.asarray(scores, np.float64), np.asarray(group, np.int64)
-    G = int(n_groups or (len(group_names) if group_names is not None else group.max() + 1))
-    iv = _as_intervals(list(interval) if isinstance(interval, tuple) else interval, G, group_names)
+    scores, group, G, iv = _inputs(scores, group, interval, n_groups, group_names)
     keep = kept_mask(scores, group, iv)
     s, g = scores[keep], group[keep]
     n = np.bincount(g, minlength=G).astype(np.float64)
@@ -163,18 +165,16 @@ def _cell_dp(scores, group, y, label, iv: Intervals, threshold, G) -> tuple[floa
 def partial_equal_opportunity(scores, group, y, interval: Any = (0.0, 1.0), threshold: float = 0.0,
                               n_groups: int | None = None, group_names: Sequence[str] | None = None) -> float:
     """max_{k,k'} EOP^I_{k,k'} (Def. A.2): pDP among the positives (y = 1), ranks within (k, y=1)."""
-    scores, group, y = np.asarray(scores, np.float64), np.asarray(group, np.int64), np.asarray(y, np.int64)
-    G = int(n_groups or (len(group_names) if group_names is not None else group.max() + 1))
-    iv = _as_intervals(list(interval) if isinstance(interval, tuple) else interval, G, group_names)
+    scores, group, G, iv = _inputs(scores, group, interval, n_groups, group_names)
+    y = np.asarray(y, np.int64)
     return _cell_dp(scores, group, y, 1, iv, threshold, G)[0]
 
 
 def partial_equalized_odds(scores, group, y, interval: Any = (0.0, 1.0), threshold: float = 0.0,
                            n_groups: int | None = None, group_names: Sequence[str] | None = None) -> float:
     """max_{k,k'} EOD^I_{k,k'} (Def. A.3): max over y ∈ {0, 1} of the per-label pDP."""
-    scores, group, y = np.asarray(scores, np.float64), np.asarray(group, np.int64), np.asarray(y, np.int64)
-    G = int(n_groups or (len(group_names) if group_names is not None else group.max() + 1))
-    iv = _as_intervals(list(interval) if isinstance(interval, tuple) else interval, G, group_names)
+    scores, group, G, iv = _inputs(scores, group, interval, n_groups, group_names)
+    y = np.asarray(y, np.int64)
     return max(_cell_dp(scores, group, y, c, iv, threshold, G)[0] for c in (0, 1))
 
 
