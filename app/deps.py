@@ -1,15 +1,18 @@
-"""Injected dependencies: a database session per request, the settings."""
+"""Injected dependencies: a database session per request, the settings, the authenticated caller."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Annotated, TypeVar
 
-from fastapi import Depends, HTTPException
+from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
+from app.auth import Caller, authenticate, presented_key
 from app.db import session_factory
 from app.models import Base
+from app.ratelimit import TokenBuckets
 from app.settings import Settings, get_settings
 
 
@@ -26,8 +29,36 @@ AppSettings = Annotated[Settings, Depends(get_settings)]
 T = TypeVar("T", bound=Base)
 
 
-def get_or_404(db: Session, model: type[T], key: str, what: str) -> T:
+@lru_cache
+def rate_buckets() -> TokenBuckets:
+    settings = get_settings()
+    return TokenBuckets(settings.rate_limit_per_s, settings.rate_limit_burst)
+
+
+def current_caller(request: Request, db: DB) -> Caller:
+    """The key's owner (401 without a valid key), after the key's request-rate check (429)."""
+    caller = authenticate(db, presented_key(request))
+    wait = rate_buckets().take(caller.key_id)
+    if wait:
+        raise HTTPException(status_code=429, detail=f"rate limit of {rate_buckets().rate:g} requests/s exceeded",
+                            headers={"Retry-After": TokenBuckets.retry_after(wait)})
+    request.state.owner = caller.owner
+    return caller
+
+
+def admin_caller(caller: Annotated[Caller, Depends(current_caller)]) -> Caller:
+    if not caller.admin:
+        raise HTTPException(status_code=403, detail="this key may not manage keys")
+    return caller
+
+
+CurrentCaller = Annotated[Caller, Depends(current_caller)]
+AdminCaller = Annotated[Caller, Depends(admin_caller)]
+
+
+def get_or_404(db: Session, model: type[T], key: str, what: str, caller: Caller) -> T:
+    """The row if it exists and belongs to the caller; another owner's row is answered exactly like a missing one."""
     row = db.get(model, key)
-    if row is None:
+    if row is None or getattr(row, "owner") != caller.owner:
         raise HTTPException(status_code=404, detail=f"{what} {key!r} not found")
     return row

@@ -2,6 +2,9 @@
 
 Ctrl-C (SIGINT) or SIGTERM stops every process started here; if one of them dies,
 the others are stopped too and the launcher exits non-zero.
+
+Unless ``FAIRSOLVE_BOOTSTRAP_API_KEY`` is set, an admin key is made on the first run, kept in
+``$FAIRSOLVE_HOME/admin.key`` (mode 0600) and printed, so the embedded service can be used at once.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 
+from app.auth import new_key
 from app.settings import get_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,15 +40,30 @@ def commands(host: str, port: int, concurrency: int, home: Path) -> dict[str, li
     }
 
 
+def admin_key(settings) -> str:
+    """The bootstrap admin key: from the environment, else from (or new in) ``home/admin.key``."""
+    if settings.bootstrap_api_key:
+        return settings.bootstrap_api_key
+    path = settings.home / "admin.key"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(new_key() + "\n")
+    return path.read_text().strip()
+
+
 def main() -> int:
     settings = get_settings()
     migrate()
+    key = admin_key(settings)
+    os.environ["FAIRSOLVE_BOOTSTRAP_API_KEY"] = key
     host = os.environ.get("HOST", "127.0.0.1")
     concurrency = int(os.environ.get("FAIRSOLVE_WORKER_CONCURRENCY", "1"))
     procs = {name: subprocess.Popen(cmd, cwd=ROOT)
              for name, cmd in commands(host, settings.port, concurrency, settings.home.resolve()).items()}
     print(f"FairSolve on http://{host}:{settings.port}  (database {settings.database_url.split('://')[0]}, "
-          f"broker {settings.broker_url.split('://')[0]}); Ctrl-C stops it", flush=True)
+          f"broker {settings.broker_url.split('://')[0]}); Ctrl-C stops it\n"
+          f"admin API key ({settings.bootstrap_owner}): {key}", flush=True)
     stopping = False
 
     def stop(*_):

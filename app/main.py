@@ -3,23 +3,45 @@
 from __future__ import annotations
 
 import logging
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
-from app.db import get_engine
+from app.auth import ensure_key
+from app.db import get_engine, session_scope
+from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
-from app.routers import charts, datasets, jobs, solvers, sweeps
+from app.routers import charts, datasets, jobs, keys, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
 
 
+def register_bootstrap_key() -> None:
+    """``FAIRSOLVE_BOOTSTRAP_API_KEY``: an admin key for ``FAIRSOLVE_BOOTSTRAP_OWNER``, registered (hashed) at start-up."""
+    settings = get_settings()
+    if settings.bootstrap_api_key:
+        try:
+            with session_scope() as db:
+                ensure_key(db, settings.bootstrap_api_key, settings.bootstrap_owner, admin=True)
+        except IntegrityError:  # another API process registered it at the same moment
+            pass
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    register_bootstrap_key()
+    yield
+
+
 def create_app() -> FastAPI:
-    app = FastAPI(title="FairSolve", version="0.1.0",
-                  description="Train models under fairness constraints, as a service.")
-    for module in (datasets, jobs, charts, sweeps, solvers):
+    app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan,
+                  description="Train models under fairness constraints, as a service. Every `/api/v1` route "
+                              "needs an API key: `Authorization: Bearer <key>`.")
+    for module in (datasets, jobs, charts, sweeps, solvers, keys):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
 

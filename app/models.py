@@ -1,4 +1,8 @@
-"""SQLAlchemy ORM models: datasets, jobs, trajectory points and artifacts."""
+"""SQLAlchemy ORM models: API keys, datasets, sweeps, jobs, trajectory points, artifacts, idempotency records.
+
+Every resource a caller creates carries its ``owner`` (the owner of the API key); artifacts and
+trajectory points belong to their job's owner.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -25,12 +29,43 @@ class Base(DeclarativeBase):
     pass
 
 
+class ApiKey(Base):
+    """An API key, stored as the SHA-256 of the key; ``hint`` is its first characters, for lists."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    owner: Mapped[str] = mapped_column(String(255), index=True)
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    hint: Mapped[str] = mapped_column(String(16))
+    admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class IdempotencyRecord(Base):
+    """The first response to a POST that carried ``Idempotency-Key``; retries get it back."""
+
+    __tablename__ = "idempotency_records"
+    __table_args__ = (UniqueConstraint("owner", "key", name="uq_idempotency_owner_key"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    owner: Mapped[str] = mapped_column(String(255))
+    key: Mapped[str] = mapped_column(String(255))
+    route: Mapped[str] = mapped_column(String(64))
+    request_sha256: Mapped[str] = mapped_column(String(64))
+    status_code: Mapped[int] = mapped_column(Integer)
+    response: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Dataset(Base):
     """An uploaded table: the stored file (name chosen by the server), its inferred schema and hash."""
 
     __tablename__ = "datasets"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    owner: Mapped[str] = mapped_column(String(255), index=True)
     name: Mapped[str] = mapped_column(String(255))
     original_filename: Mapped[str | None] = mapped_column(String(255))
     format: Mapped[str] = mapped_column(String(16))  # csv | parquet
@@ -50,6 +85,7 @@ class Sweep(Base):
     __tablename__ = "sweeps"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    owner: Mapped[str] = mapped_column(String(255), index=True)
     dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"), index=True)
     spec: Mapped[dict[str, Any]] = mapped_column(JSONType)
     n_jobs: Mapped[int] = mapped_column(Integer)
@@ -62,6 +98,7 @@ class Job(Base):
     __tablename__ = "jobs"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    owner: Mapped[str] = mapped_column(String(255), index=True)
     dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"), index=True)
     sweep_id: Mapped[str | None] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"), index=True)
     sweep_point: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # solver, params, tolerance, seed

@@ -37,6 +37,25 @@ class Settings(BaseSettings):
     reap_every_s: float = Field(30.0, validation_alias="FAIRSOLVE_REAP_EVERY_S",
                                 description="How often Celery beat looks for jobs whose worker vanished.")
 
+    bootstrap_api_key: str | None = Field(None, validation_alias="FAIRSOLVE_BOOTSTRAP_API_KEY",
+                                         description="An admin API key registered at start-up (hashed).")
+    bootstrap_owner: str = Field("admin", validation_alias="FAIRSOLVE_BOOTSTRAP_OWNER",
+                                 description="The owner of the bootstrap key.")
+    rate_limit_per_s: float = Field(50.0, validation_alias="FAIRSOLVE_RATE_LIMIT_PER_S",
+                                    description="Sustained requests per second per API key (0: no limit).")
+    rate_limit_burst: float = Field(200.0, validation_alias="FAIRSOLVE_RATE_LIMIT_BURST",
+                                    description="Requests an idle API key may send at once.")
+    max_active_jobs: int = Field(1000, validation_alias="FAIRSOLVE_MAX_ACTIVE_JOBS",
+                                 description="Queued, waiting and running jobs one owner may have at once.")
+    max_iterations_cap: int = Field(10_000_000, validation_alias="FAIRSOLVE_MAX_ITERATIONS_CAP",
+                                    description="Largest max_iterations a job may ask for.")
+    time_limit_cap_s: float = Field(24 * 3600.0, validation_alias="FAIRSOLVE_TIME_LIMIT_CAP_S",
+                                    description="Largest time_limit_s a job may ask for.")
+    max_upload_rows: int = Field(50_000_000, validation_alias="FAIRSOLVE_MAX_UPLOAD_ROWS",
+                                 description="Most rows an uploaded table may have.")
+    max_upload_columns: int = Field(2000, validation_alias="FAIRSOLVE_MAX_UPLOAD_COLUMNS",
+                                    description="Most columns an uploaded table may have.")
+
     @property
     def database_url(self) -> str:
         return self.database_url_env or f"sqlite:///{(self.home / 'fairsolve.db').resolve()}"

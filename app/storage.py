@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 PARQUET_MAGIC = b"PAR1"
 DELIMITERS = ",;\t|"
@@ -77,8 +78,20 @@ def sniff_format(path: Path) -> tuple[str, dict[str, Any]]:
     return "csv", {"delimiter": delimiter}
 
 
-def _check_csv_shape(path: Path, delimiter: str) -> None:
-    """Reject duplicate or empty header names and ragged rows, naming the line."""
+@dataclass(frozen=True)
+class TableLimits:
+    max_rows: int = 50_000_000
+    max_columns: int = 2000
+
+    def check(self, n_rows: int | None, n_columns: int, where: str = "") -> None:
+        if n_columns > self.max_columns:
+            raise DatasetError(f"file: {n_columns} columns; the limit is {self.max_columns}")
+        if n_rows is not None and n_rows > self.max_rows:
+            raise DatasetError(f"file: more than the limit of {self.max_rows} rows{where}")
+
+
+def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits) -> None:
+    """Reject duplicate or empty header names, ragged rows and tables over the limits, naming the line."""
     with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
         try:
@@ -92,10 +105,13 @@ def _check_csv_shape(path: Path, delimiter: str) -> None:
                     raise DatasetError(f"file: duplicate column name {name!r} in the header")
                 seen.add(name)
             width, rows = len(names), 0
+            limits.check(None, width)
             for row in reader:
                 if not row or (len(row) == 1 and not row[0].strip()):
                     continue  # blank lines (UCI files end with one)
                 rows += 1
+                if rows > limits.max_rows:
+                    limits.check(rows, width, f" (line {reader.line_num})")
                 if len(row) != width:
                     raise DatasetError(
                         f"file: ragged CSV: line {reader.line_num} has {len(row)} fields, the header has {width}")
@@ -127,11 +143,22 @@ def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str) -> pd
     return _cached_table(str(path), fmt, options.get("delimiter"), sha256)
 
 
-def parse_upload(path: Path) -> tuple[str, dict[str, Any], pd.DataFrame]:
+def _check_parquet_shape(path: Path, limits: TableLimits) -> None:
+    """Rows and columns from the Parquet footer, before any data page is read."""
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except Exception as exc:
+        raise DatasetError(f"file: cannot be read as PARQUET: {exc}") from exc
+    limits.check(meta.num_rows, meta.num_columns)
+
+
+def parse_upload(path: Path, limits: TableLimits = TableLimits()) -> tuple[str, dict[str, Any], pd.DataFrame]:
     """Sniff, validate and read an uploaded file; raises :class:`DatasetError` with the reason."""
     fmt, options = sniff_format(path)
     if fmt == "csv":
-        _check_csv_shape(path, options["delimiter"])
+        _check_csv_shape(path, options["delimiter"], limits)
+    else:
+        _check_parquet_shape(path, limits)
     try:
         frame = read_table(path, fmt, options)
     except DatasetError:

@@ -48,14 +48,14 @@ def library_overhead(repeats: int) -> dict:
                        check=True, capture_output=True)
         sessions = sessionmaker(bind=make_engine(url))
         with sessions() as s, s.begin():
-            s.add(Dataset(id="d", name="adult", format="csv", stored_name="-", size_bytes=0, sha256="-",
+            s.add(Dataset(id="d", owner="bench", name="adult", format="csv", stored_name="-", size_bytes=0, sha256="-",
                           n_rows=len(table), n_columns=table.shape[1], columns=[]))
         run(table, spec.model_copy(update={"max_iterations": 20}), Observer())  # warm-up
         plain, persisted, busy, out = [], [], [], None
         for r in range(repeats):
             job_id = f"job{r}"
             with sessions() as s, s.begin():
-                s.add(Job(id=job_id, dataset_id="d", spec=SPEC, progress={}))
+                s.add(Job(id=job_id, owner="bench", dataset_id="d", spec=SPEC, progress={}))
             observer = PersistingObserver(job_id, sessions)
             pair = [lambda: run(table, spec, Observer()), lambda: run(table, spec, observer)]
             order = (0, 1) if r % 2 == 0 else (1, 0)  # alternate, so drift does not favour one side

@@ -35,9 +35,18 @@ class Stack:
     env: dict[str, str]
     home: Path
     procs: dict[str, subprocess.Popen]
+    admin_key: str
 
-    def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=30)
+    def client(self, key: str | None = None) -> httpx.Client:
+        """A client sending ``key`` (the stack's bootstrap admin key by default)."""
+        return httpx.Client(base_url=self.url, timeout=30,
+                            headers={"Authorization": f"Bearer {key or self.admin_key}"})
+
+    def new_key(self, owner: str) -> str:
+        with self.client() as admin:
+            response = admin.post("/api/v1/keys", json={"owner": owner})
+            assert response.status_code == 201, response.text
+            return response.json()["key"]
 
     def wait_job(self, client: httpx.Client, job_id: str, until: set[str], timeout: float = 180) -> dict:
         deadline = time.monotonic() + timeout
@@ -70,7 +79,9 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
                 workers: int = 1) -> Stack:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     port = free_port()
-    env.update({"FAIRSOLVE_HOME": str(home), "PORT": str(port), "FAIRSOLVE_TRAJECTORY_FLUSH_S": "0.25"})
+    admin_key = f"fsk_test_{uuid.uuid4().hex}"
+    env.update({"FAIRSOLVE_HOME": str(home), "PORT": str(port), "FAIRSOLVE_TRAJECTORY_FLUSH_S": "0.25",
+                "FAIRSOLVE_BOOTSTRAP_API_KEY": admin_key})
     if database_url:
         env["DATABASE_URL"] = database_url
     if broker_url:
@@ -86,7 +97,7 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
     for proc_name, cmd in commands.items():
         log = open(home / f"{proc_name}.log", "wb")
         procs[proc_name] = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    stack = Stack(name, f"http://127.0.0.1:{port}", env, home, procs)
+    stack = Stack(name, f"http://127.0.0.1:{port}", env, home, procs, admin_key)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

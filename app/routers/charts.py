@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
 from app.charts import CHARTS, ChartContext, ChartUnavailable
-from app.deps import DB, get_or_404
+from app.deps import DB, CurrentCaller, get_or_404
 from app.models import Job
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["charts"])
@@ -26,10 +26,10 @@ def figure_response(request: Request, fig_json: str, title: str, format: str) ->
 
 
 @router.get("/{job_id}/charts/{kind}")
-def job_chart(job_id: str, kind: str, request: Request, db: DB,
+def job_chart(job_id: str, kind: str, request: Request, db: DB, caller: CurrentCaller,
               format: Literal["json", "html"] = Query("json")) -> Response:
     """Chart ``kind`` of a job (see the registry: trajectory, scores, ...)."""
-    job = get_or_404(db, Job, job_id, "job")
+    job = get_or_404(db, Job, job_id, "job", caller)
     builder = CHARTS.get(kind)
     if builder is None:
         raise HTTPException(status_code=404, detail=f"kind: unknown chart {kind!r}; known: {', '.join(sorted(CHARTS))}")

@@ -7,10 +7,11 @@ import os
 from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
 from sqlalchemy import exists, select
 
-from app.deps import DB, AppSettings, get_or_404
+from app.deps import DB, AppSettings, CurrentCaller, get_or_404
 from app.models import Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut
-from app.storage import DatasetError, describe, infer_schema, load_table, parse_upload, remove_quietly, stream_to_disk
+from app.storage import (DatasetError, TableLimits, describe, infer_schema, load_table, parse_upload, remove_quietly,
+                         stream_to_disk)
 
 router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"])
 
@@ -20,14 +21,14 @@ def dataset_path(settings, dataset: Dataset):
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=DatasetOut)
-def upload_dataset(db: DB, settings: AppSettings, file: UploadFile = File(...),
+def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: UploadFile = File(...),
                    name: str | None = Form(None, max_length=255)) -> Dataset:
     """Store a CSV or Parquet file (format sniffed from its content) and infer its schema."""
     dataset_id = new_id()
     tmp = settings.storage_dir / "tmp" / f"{dataset_id}.upload"
     try:
         stored = stream_to_disk(file.file, tmp, settings.max_upload_bytes)
-        fmt, options, frame = parse_upload(tmp)
+        fmt, options, frame = parse_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns))
     except DatasetError as exc:
         remove_quietly(tmp)
         raise HTTPException(status_code=422, detail=str(exc)) from exc
@@ -36,7 +37,7 @@ def upload_dataset(db: DB, settings: AppSettings, file: UploadFile = File(...),
         raise
     stored_name = f"{dataset_id}.{fmt}"
     final = settings.storage_dir / "datasets" / stored_name
-    dataset = Dataset(id=dataset_id, name=name or os.path.basename(file.filename or "") or dataset_id,
+    dataset = Dataset(id=dataset_id, owner=caller.owner, name=name or os.path.basename(file.filename or "") or dataset_id,
                       original_filename=(file.filename or "")[:255] or None, format=fmt, read_options=options,
                       stored_name=stored_name, size_bytes=stored.size_bytes, sha256=stored.sha256,
                       n_rows=int(frame.shape[0]), n_columns=int(frame.shape[1]), columns=infer_schema(frame))
@@ -51,14 +52,15 @@ def upload_dataset(db: DB, settings: AppSettings, file: UploadFile = File(...),
 
 
 @router.get("", response_model=list[DatasetOut])
-def list_datasets(db: DB, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[Dataset]:
-    stmt = select(Dataset).order_by(Dataset.created_at.desc()).limit(limit).offset(offset)
+def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[Dataset]:
+    stmt = (select(Dataset).where(Dataset.owner == caller.owner).order_by(Dataset.created_at.desc())
+            .limit(limit).offset(offset))
     return list(db.scalars(stmt))
 
 
 @router.get("/{dataset_id}", response_model=DatasetDetail)
-def get_dataset(dataset_id: str, db: DB, settings: AppSettings) -> dict:
-    dataset = get_or_404(db, Dataset, dataset_id, "dataset")
+def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> dict:
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     frame = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
     out = DatasetOut.model_validate(dataset).model_dump()
     out["summary"] = describe(frame)
@@ -66,8 +68,8 @@ def get_dataset(dataset_id: str, db: DB, settings: AppSettings) -> dict:
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_dataset(dataset_id: str, db: DB, settings: AppSettings) -> None:
-    dataset = get_or_404(db, Dataset, dataset_id, "dataset")
+def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> None:
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     if db.scalar(select(exists().where(Job.dataset_id == dataset_id))):
         raise HTTPException(status_code=409, detail="dataset_id: jobs refer to this dataset; delete them first")
     path = dataset_path(settings, dataset)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 
 from fastapi import APIRouter, HTTPException, Query, status
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
+from app import idempotency
+from app.admission import check_active_jobs, check_caps
 from app.artifacts import artifact_path
-from app.deps import DB, AppSettings, get_or_404
-from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
+from app.auth import Caller
+from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import enqueue_job, queue_for
 from app.routers.datasets import dataset_path
 from app.schemas import JobCreate, JobOut, TrajectoryOut
@@ -33,48 +36,63 @@ def job_out(db: Session, job: Job) -> dict:
     return out
 
 
+def owned_dataset(db: Session, dataset_id: str, caller: Caller, loc: tuple) -> Dataset:
+    """The caller's dataset, or a 422 naming the field (another owner's dataset is not found)."""
+    dataset = db.get(Dataset, dataset_id)
+    if dataset is None or dataset.owner != caller.owner:
+        raise spec_error(loc, f"dataset {dataset_id!r} not found")
+    return dataset
+
+
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
-def submit_job(body: JobCreate, db: DB, settings: AppSettings) -> dict:
+def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCaller,
+               idempotency_key: idempotency.IdempotencyKey = None):
     """Validate the spec against the dataset, store the job and queue it (``device: cuda`` goes to ``gpu``)."""
-    dataset = db.get(Dataset, body.dataset_id)
-    if dataset is None:
-        raise spec_error(("dataset_id",), f"dataset {body.dataset_id!r} not found")
+    payload = body.model_dump(mode="json")
+    submission = idempotency.Submission(db, caller, idempotency_key, "jobs", payload)
+    if (replayed := submission.replayed()) is not None:
+        return replayed
+    check_caps(body, settings)
+    dataset = owned_dataset(db, body.dataset_id, caller, ("dataset_id",))
     table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
     try:
         check_spec_against_table(body, table)
     except SpecError as exc:
         raise spec_error(exc.loc, exc.msg) from exc
-    job = Job(dataset_id=dataset.id, spec=body.model_dump(mode="json"), status="queued",
+    check_active_jobs(db, caller.owner, 1, settings)
+    job = Job(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=payload, status="queued",
               queue=queue_for(body.device), progress={"iteration": 0, "max_iterations": body.max_iterations})
+    response = {"id": job.id, "status": job.status, "queue": job.queue}
     db.add(job)
-    db.commit()
+    if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
+        return replayed
     try:
         enqueue_job(job)
     except Exception as exc:
         job.status, job.error, job.finished_at = "failed", f"broker unavailable: {exc}", utcnow()
         db.commit()
         raise HTTPException(status_code=503, detail="the job queue is unavailable; try again later") from exc
-    return {"id": job.id, "status": job.status, "queue": job.queue}
+    return JSONResponse(response, status_code=status.HTTP_202_ACCEPTED)
 
 
 @router.get("", response_model=list[JobOut])
-def list_jobs(db: DB, status_: str | None = Query(None, alias="status"), limit: int = Query(100, ge=1, le=1000),
+def list_jobs(db: DB, caller: CurrentCaller, status_: str | None = Query(None, alias="status"), limit: int = Query(100, ge=1, le=1000),
               offset: int = Query(0, ge=0)) -> list[dict]:
-    stmt = select(Job).order_by(Job.created_at.desc()).limit(limit).offset(offset)
+    stmt = select(Job).where(Job.owner == caller.owner).order_by(Job.created_at.desc()).limit(limit).offset(offset)
     if status_:
         stmt = stmt.where(Job.status == status_)
     return [job_out(db, j) for j in db.scalars(stmt)]
 
 
 @router.get("/{job_id}", response_model=JobOut)
-def get_job(job_id: str, db: DB) -> dict:
-    return job_out(db, get_or_404(db, Job, job_id, "job"))
+def get_job(job_id: str, db: DB, caller: CurrentCaller) -> dict:
+    return job_out(db, get_or_404(db, Job, job_id, "job", caller))
 
 
 @router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
-def cancel_job(job_id: str, db: DB) -> dict:
+def cancel_job(job_id: str, db: DB, caller: CurrentCaller) -> dict:
     """Cooperative: a queued job is cancelled at once; a running one stops at its next check (≈1 s)."""
-    job = get_or_404(db, Job, job_id, "job")
+    job = get_or_404(db, Job, job_id, "job", caller)
     db.execute(update(Job).where(Job.id == job_id).values(cancel_requested=True))
     db.execute(update(Job).where(Job.id == job_id, Job.status.in_(("queued", "waiting")))
                .values(status="cancelled", finished_at=utcnow()))
@@ -86,9 +104,9 @@ def cancel_job(job_id: str, db: DB) -> dict:
 
 
 @router.get("/{job_id}/trajectory", response_model=TrajectoryOut)
-def get_trajectory(job_id: str, db: DB, max_points: int = Query(500, ge=2, le=100_000)) -> dict:
+def get_trajectory(job_id: str, db: DB, caller: CurrentCaller, max_points: int = Query(500, ge=2, le=100_000)) -> dict:
     """Iteration records, downsampled on read to at most ``max_points`` (first and last kept)."""
-    job = get_or_404(db, Job, job_id, "job")
+    job = get_or_404(db, Job, job_id, "job", caller)
     return {"job_id": job_id, **read_trajectory(db, job, max_points)}
 
 
@@ -110,8 +128,8 @@ def read_trajectory(db: Session, job: Job, max_points: int) -> dict:
 
 
 @router.get("/{job_id}/artifacts/{kind}")
-def download_artifact(job_id: str, kind: str, db: DB) -> FileResponse:
-    get_or_404(db, Job, job_id, "job")
+def download_artifact(job_id: str, kind: str, db: DB, caller: CurrentCaller) -> FileResponse:
+    get_or_404(db, Job, job_id, "job", caller)
     art = db.scalar(select(Artifact).where(Artifact.job_id == job_id, Artifact.kind == kind))
     if art is None:
         raise HTTPException(status_code=404, detail=f"job {job_id!r} has no {kind!r} artifact")

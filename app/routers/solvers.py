@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
+
+from app.deps import current_caller
 
 from solvers import list_constraints, list_solvers
 
-router = APIRouter(prefix="/api/v1", tags=["solvers"])
+router = APIRouter(prefix="/api/v1", tags=["solvers"], dependencies=[Depends(current_caller)])
 
 
 @router.get("/solvers")

@@ -6,17 +6,19 @@ from collections import defaultdict
 from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.charts import sweeps as sweep_charts
-from app.deps import DB, AppSettings, get_or_404
+from app import idempotency
+from app.admission import check_active_jobs, check_caps
+from app.deps import DB, AppSettings, CurrentCaller, get_or_404
 from app.models import Dataset, Job, Sweep, new_id
 from app.queue import enqueue_job, queue_for
 from app.routers.charts import figure_response
 from app.routers.datasets import dataset_path
-from app.routers.jobs import spec_error
+from app.routers.jobs import owned_dataset, spec_error
 from app.storage import load_table
 from app.sweeps import report
 from app.sweeps.grid import GridError, SweepCreate, expand
@@ -27,11 +29,15 @@ router = APIRouter(prefix="/api/v1/sweeps", tags=["sweeps"])
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
-def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings) -> dict:
+def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: CurrentCaller,
+                 idempotency_key: idempotency.IdempotencyKey = None):
     """Validate the base spec and every expanded job, store them, queue them (chains when warm-starting)."""
-    dataset = db.get(Dataset, body.base.dataset_id)
-    if dataset is None:
-        raise spec_error(("base", "dataset_id"), f"dataset {body.base.dataset_id!r} not found")
+    payload = body.model_dump(mode="json")
+    submission = idempotency.Submission(db, caller, idempotency_key, "sweeps", payload)
+    if (replayed := submission.replayed()) is not None:
+        return replayed
+    check_caps(body.base, settings, ("body", "base"))
+    dataset = owned_dataset(db, body.base.dataset_id, caller, ("base", "dataset_id"))
     table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
     try:
         check_spec_against_table(body.base, table)
@@ -40,26 +46,29 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings) -> dict:
         raise spec_error(("base", *exc.loc), exc.msg) from exc
     except GridError as exc:
         raise spec_error(exc.loc, exc.msg) from exc
-    sweep = Sweep(id=new_id(), dataset_id=dataset.id, spec=body.model_dump(mode="json"), n_jobs=len(planned))
+    check_active_jobs(db, caller.owner, len(planned), settings)
+    sweep = Sweep(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=payload, n_jobs=len(planned))
     db.add(sweep)
     db.flush()
     chains: dict[str | None, list[Job]] = defaultdict(list)
     for plan in planned:
         previous = chains[plan.chain][-1] if plan.chain is not None and chains[plan.chain] else None
-        job = Job(id=new_id(), dataset_id=dataset.id, sweep_id=sweep.id, sweep_point=plan.point,
+        job = Job(id=new_id(), owner=caller.owner, dataset_id=dataset.id, sweep_id=sweep.id, sweep_point=plan.point,
                   spec=plan.spec.model_dump(mode="json"), status="waiting" if previous else "queued",
                   queue=queue_for(plan.spec.device),
                   warm_start_from=previous.id if previous else None,
                   progress={"iteration": 0, "max_iterations": plan.spec.max_iterations})
         db.add(job)
         chains[plan.chain].append(job)
-    db.commit()
+    response = {"id": sweep.id, "n_jobs": len(planned), "status": "running"}
+    if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
+        return replayed
     try:
         for job in (j for jobs in chains.values() for j in jobs if j.status == "queued"):
             enqueue_job(job)  # chain heads; the rest are released by their predecessor (worker.tasks)
     except Exception as exc:
         raise HTTPException(status_code=503, detail="the job queue is unavailable; try again later") from exc
-    return {"id": sweep.id, "n_jobs": len(planned), "status": "running"}
+    return JSONResponse(response, status_code=status.HTTP_202_ACCEPTED)
 
 
 def sweep_jobs(db: Session, sweep_id: str) -> list[Job]:
@@ -72,16 +81,17 @@ def default_axes(sweep: Sweep) -> tuple[str, str]:
 
 
 @router.get("")
-def list_sweeps(db: DB, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[dict]:
-    rows = db.scalars(select(Sweep).order_by(Sweep.created_at.desc()).limit(limit).offset(offset))
+def list_sweeps(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[dict]:
+    rows = db.scalars(select(Sweep).where(Sweep.owner == caller.owner).order_by(Sweep.created_at.desc())
+                      .limit(limit).offset(offset))
     return [{"id": s.id, "dataset_id": s.dataset_id, "n_jobs": s.n_jobs, "created_at": s.created_at} for s in rows]
 
 
 @router.get("/{sweep_id}")
-def get_sweep(sweep_id: str, db: DB, x: str | None = None, y: str | None = None,
+def get_sweep(sweep_id: str, db: DB, caller: CurrentCaller, x: str | None = None, y: str | None = None,
               split: Literal["test", "validation"] = "test") -> dict:
     """Status, progress per status, failures, per-point mean and 95% CI over seeds, and the Pareto front."""
-    sweep = get_or_404(db, Sweep, sweep_id, "sweep")
+    sweep = get_or_404(db, Sweep, sweep_id, "sweep", caller)
     summary = summarize(sweep_jobs(db, sweep_id))
     dx, dy = default_axes(sweep)
     x, y = x or dx, y or dy
@@ -92,12 +102,12 @@ def get_sweep(sweep_id: str, db: DB, x: str | None = None, y: str | None = None,
 
 
 @router.get("/{sweep_id}/charts/{kind}")
-def sweep_chart(sweep_id: str, kind: str, request: Request, db: DB, format: Literal["json", "html"] = "json",
+def sweep_chart(sweep_id: str, kind: str, request: Request, db: DB, caller: CurrentCaller, format: Literal["json", "html"] = "json",
                 x: str | None = None, y: str | None = None, solver: str | None = None,
                 tolerance: float | None = None, metric: str | None = None,
                 metrics: str | None = Query(None, description="radar: comma-separated metric names")) -> Response:
     """``pareto``, ``trajectories`` (``?solver=`` or ``?tolerance=``), ``radar``, ``groups`` (``?metric=``)."""
-    sweep = get_or_404(db, Sweep, sweep_id, "sweep")
+    sweep = get_or_404(db, Sweep, sweep_id, "sweep", caller)
     jobs = sweep_jobs(db, sweep_id)
     summary = summarize(jobs)
     dx, dy = default_axes(sweep)
@@ -119,10 +129,10 @@ def sweep_chart(sweep_id: str, kind: str, request: Request, db: DB, format: Lite
 
 
 @router.get("/{sweep_id}/report")
-def sweep_report(sweep_id: str, db: DB, format: Literal["html", "csv", "json"] = "html") -> Response:
+def sweep_report(sweep_id: str, db: DB, caller: CurrentCaller, format: Literal["html", "csv", "json"] = "html") -> Response:
     """The sweep as one file: a self-contained HTML page (charts, tables, spec, dataset hash, code
     version, devices), a CSV of its jobs, or JSON."""
-    sweep = get_or_404(db, Sweep, sweep_id, "sweep")
+    sweep = get_or_404(db, Sweep, sweep_id, "sweep", caller)
     jobs = sweep_jobs(db, sweep_id)
     dataset = db.get(Dataset, sweep.dataset_id)
     summary = summarize(jobs)

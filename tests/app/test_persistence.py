@@ -19,9 +19,9 @@ def sessions(tmp_path):
     Base.metadata.create_all(engine)
     factory = sessionmaker(bind=engine)
     with factory() as s, s.begin():
-        s.add(Dataset(id="d", name="d", format="csv", stored_name="-", size_bytes=0, sha256="-", n_rows=1,
+        s.add(Dataset(id="d", owner="t", name="d", format="csv", stored_name="-", size_bytes=0, sha256="-", n_rows=1,
                       n_columns=1, columns=[]))
-        s.add(Job(id="j", dataset_id="d", spec={}, progress={}))
+        s.add(Job(id="j", owner="t", dataset_id="d", spec={}, progress={}))
     yield factory
     engine.dispose()
 

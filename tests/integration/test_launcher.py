@@ -15,7 +15,8 @@ from tests.stack import ROOT, alive, descendants, free_port
 
 def test_launcher_serves_and_ctrl_c_stops_everything(tmp_path):
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "FAIRSOLVE_BOOTSTRAP_API_KEY")}
     env.update({"FAIRSOLVE_HOME": str(tmp_path), "PORT": str(port)})
     launcher = subprocess.Popen([sys.executable, "-m", "app.launcher"], cwd=ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -30,6 +31,12 @@ def test_launcher_serves_and_ctrl_c_stops_everything(tmp_path):
         else:
             raise AssertionError("the launcher's API did not come up")
         assert (tmp_path / "fairsolve.db").exists()  # migrated the embedded database
+        key_file = tmp_path / "admin.key"
+        assert key_file.stat().st_mode & 0o077 == 0  # the printed admin key is readable by its owner only
+        base = f"http://127.0.0.1:{port}/api/v1/datasets"
+        assert httpx.get(base, timeout=5).status_code == 401
+        headers = {"Authorization": f"Bearer {key_file.read_text().strip()}"}
+        assert httpx.get(base, headers=headers, timeout=5).json() == []
         time.sleep(2)  # let the worker and beat finish starting
         children = descendants(launcher.pid)
         assert len(children) >= 3  # api, worker (+ its pool), beat

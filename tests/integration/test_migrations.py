@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
 from app.models import Base
@@ -28,6 +30,16 @@ def tables(url: str) -> set[str]:
         engine.dispose()
 
 
+def schema_drift(url: str) -> list:
+    """Alembic's autogenerate comparison of the migrated database with ``Base.metadata``."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
 def test_upgrade_then_downgrade(backend, tmp_path):
     if backend == "postgresql":
@@ -37,6 +49,7 @@ def test_upgrade_then_downgrade(backend, tmp_path):
     try:
         alembic(url, "upgrade", "head")
         assert tables(url) == TABLES
+        assert schema_drift(url) == []  # the migrations build exactly what the models declare
         alembic(url, "downgrade", "base")
         assert tables(url) == set()
     finally:

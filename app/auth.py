@@ -1,0 +1,86 @@
+"""API keys and the caller they identify.
+
+A key is ``fsk_`` followed by 32 random bytes (URL-safe base64), drawn from ``secrets``.
+Only ``sha256(key)`` is stored: with 256 bits of entropy a slow password hash buys nothing,
+and a hash lookup keeps authentication to one indexed read. A request names its key in
+``Authorization: Bearer <key>``, ``X-API-Key: <key>`` or the dashboard's session cookie
+``fairsolve_key`` (HttpOnly, SameSite=Strict, so other sites cannot send it); no key, an unknown key or a
+revoked one is 401. Every stored resource carries the ``owner`` of the key that created it,
+and another owner's resource is answered as if it did not exist (404).
+
+Admin keys (the bootstrap key of ``FAIRSOLVE_BOOTSTRAP_API_KEY``, or one created with
+``admin: true``) may also create and revoke keys; they see only their own resources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from fastapi import HTTPException, Request
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import ApiKey, utcnow
+
+KEY_PREFIX = "fsk_"
+SESSION_COOKIE = "fairsolve_key"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: the key's owner and whether the key may manage keys."""
+
+    owner: str
+    key_id: str
+    admin: bool
+
+
+def new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def create_key(db: Session, owner: str, admin: bool = False, key: str | None = None) -> tuple[ApiKey, str]:
+    """Store a new key for ``owner`` (hashed) and return the row and the plain key, shown once."""
+    key = key or new_key()
+    row = ApiKey(owner=owner, key_hash=key_hash(key), hint=key[:len(KEY_PREFIX) + 4], admin=admin)
+    db.add(row)
+    db.commit()
+    return row, key
+
+
+def ensure_key(db: Session, key: str, owner: str, admin: bool) -> ApiKey:
+    """Idempotently register ``key`` (the bootstrap key): an existing row is reactivated, not duplicated."""
+    row = db.scalar(select(ApiKey).where(ApiKey.key_hash == key_hash(key)))
+    if row is None:
+        return create_key(db, owner, admin=admin, key=key)[0]
+    row.revoked_at, row.admin = None, admin
+    db.commit()
+    return row
+
+
+def presented_key(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return request.headers.get("x-api-key") or request.cookies.get(SESSION_COOKIE) or None
+
+
+def authenticate(db: Session, key: str | None) -> Caller:
+    if not key:
+        raise HTTPException(status_code=401, detail="missing API key: send 'Authorization: Bearer <key>'",
+                            headers={"WWW-Authenticate": "Bearer"})
+    row = db.scalar(select(ApiKey).where(ApiKey.key_hash == key_hash(key), ApiKey.revoked_at.is_(None)))
+    if row is None:
+        raise HTTPException(status_code=401, detail="invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+    return Caller(owner=row.owner, key_id=row.id, admin=row.admin)
+
+
+def revoke(row: ApiKey) -> None:
+    row.revoked_at = row.revoked_at or utcnow()

@@ -1,0 +1,77 @@
+"""``Idempotency-Key`` on ``POST /jobs`` and ``POST /sweeps``: a retried request gets the first response.
+
+The record is written in the same transaction as the resources the request created, so a
+request either created them and its record, or neither. A retry with the same key and the
+same body is answered with the stored status and body (``Idempotent-Replayed: true``) and
+queues nothing; the same key with a different body is a 422. Two concurrent first requests
+race on the unique ``(owner, key)``: the loser rolls back and replays the winner's response.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from typing import Annotated
+
+from fastapi import Header, HTTPException
+from fastapi.responses import JSONResponse
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.auth import Caller
+from app.models import IdempotencyRecord
+
+MAX_KEY_LENGTH = 255
+IdempotencyKey = Annotated[str | None, Header(description="Retries with this key return the first response and "
+                                                          "queue nothing new.")]
+
+
+def request_digest(body: dict) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def check_key(key: str | None) -> None:
+    if key is not None and not (0 < len(key) <= MAX_KEY_LENGTH):
+        raise HTTPException(status_code=422, detail=[{"loc": ["header", "Idempotency-Key"], "type": "value_error",
+                                                      "msg": f"must be 1 to {MAX_KEY_LENGTH} characters"}])
+
+
+def replay(db: Session, caller: Caller, key: str | None, route: str, digest: str) -> JSONResponse | None:
+    """The stored response for this key, or None when the key is new (or absent)."""
+    check_key(key)
+    if key is None:
+        return None
+    record = db.scalar(select(IdempotencyRecord).where(IdempotencyRecord.owner == caller.owner,
+                                                       IdempotencyRecord.key == key))
+    if record is None:
+        return None
+    if record.route != route or record.request_sha256 != digest:
+        raise HTTPException(status_code=422, detail=[{
+            "loc": ["header", "Idempotency-Key"], "type": "value_error",
+            "msg": "this key was already used for a different request"}])
+    return JSONResponse(record.response, status_code=record.status_code, headers={"Idempotent-Replayed": "true"})
+
+
+class Submission:
+    """One POST that may carry an ``Idempotency-Key``: replay a stored response, or commit a new one."""
+
+    def __init__(self, db: Session, caller: Caller, key: str | None, route: str, body: dict) -> None:
+        self.db, self.caller, self.key, self.route = db, caller, key, route
+        self.digest = request_digest(body)
+
+    def replayed(self) -> JSONResponse | None:
+        return replay(self.db, self.caller, self.key, self.route, self.digest)
+
+    def commit(self, status_code: int, response: dict) -> JSONResponse | None:
+        """Commit the session's new rows with the record; on a lost race, the winner's response."""
+        if self.key is not None:
+            self.db.add(IdempotencyRecord(owner=self.caller.owner, key=self.key, route=self.route,
+                                          request_sha256=self.digest, status_code=status_code, response=response))
+        try:
+            self.db.commit()
+        except IntegrityError:  # a concurrent request with the same key committed first
+            self.db.rollback()
+            return self.replayed()
+        return None
