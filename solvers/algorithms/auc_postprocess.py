@@ -9,6 +9,11 @@ The shifted model needs γ at prediction time: it is read from the feature colum
 protected-group indicator on the training data (the one-hot of the sensitive column, present when the
 sensitive column is a model input — the default). If no such column exists the solve fails with a clear
 error. The returned model's ``net`` becomes a :class:`GroupShift` around the trained network.
+
+Reloading: the post-processed state_dict has the keys ``net.base.*`` (the trained network), ``net.omega``
+(ω₁, ω₂) and ``net.column`` (the indicator feature), so it does NOT load strictly into a bare
+``problem.make_model()``; :func:`restore_model` (``restore_model(problem.make_model(), state)``) rebuilds the
+shifted model and loads every other solver's state unchanged.
 """
 from __future__ import annotations
 
@@ -27,18 +32,44 @@ OMEGA2 = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.1), 1)
 
 
 class GroupShift(nn.Module):
-    """x ↦ ω₁ net(x) + ω₂ where x[:, column] > ½ (the protected group), net(x) elsewhere."""
+    """x ↦ ω₁ net(x) + ω₂ where x[:, column] > ½ (the protected group), net(x) elsewhere.
+
+    Everything it needs is in its state_dict (``base.*``, ``omega`` = (ω₁, ω₂), ``column``), so a saved
+    post-processed model is self-contained: :func:`restore_model` rebuilds it from the problem's own model
+    factory and the saved tensors (e.g. a ``model.safetensors`` artifact)."""
 
     def __init__(self, net: nn.Module, column: int, omega1: float, omega2: float) -> None:
         super().__init__()
         self.base = net
-        self.column = column
+        self.register_buffer("column", torch.tensor(int(column), dtype=torch.int64))
         self.register_buffer("omega", torch.tensor([omega1, omega2], dtype=torch.float32))
 
     def forward(self, x):
         h = self.base(x)
-        mask = (x[:, self.column] > 0.5).reshape(h.shape)
+        mask = (x[:, int(self.column)] > 0.5).reshape(h.shape)
         return torch.where(mask, self.omega[0] * h + self.omega[1], h)
+
+
+#: keys of a post-processed ScoreModel's state_dict besides the wrapped network's ``net.base.*``
+SHIFT_KEYS = ("net.omega", "net.column")
+
+
+def is_shifted_state(state: dict) -> bool:
+    """True when ``state`` is the state_dict of a post-processed (:class:`GroupShift`) score model."""
+    return all(k in state for k in SHIFT_KEYS)
+
+
+def restore_model(model: nn.Module, state: dict) -> nn.Module:
+    """Load a saved state into ``model``, a fresh model of the problem's architecture (``problem.make_model()``).
+
+    A post-processed state (``net.base.*``, ``net.omega``, ``net.column``) first wraps ``model.net`` in a
+    :class:`GroupShift`, so the reloaded model applies the protected group's score shift to new data; any
+    other state is loaded as it is (strictly). Returns ``model``."""
+    if is_shifted_state(state):
+        device = next(model.parameters()).device
+        model.net = GroupShift(model.net, int(state["net.column"]), 1.0, 0.0).to(device)
+    model.load_state_dict(state)
+    return model
 
 
 class AUCPostprocessConfig(AlgorithmConfig):
@@ -46,19 +77,79 @@ class AUCPostprocessConfig(AlgorithmConfig):
     lr: PositiveFloat = Field(0.1, description="SGD step of the unconstrained AUC training.")
 
 
+def _wins(a: np.ndarray, b_sorted: np.ndarray, shifts: np.ndarray, scale: float) -> np.ndarray:
+    """Σ_i Σ_j 1[scale·a_i + s > b_j] + ½·1[=] for every shift s (vector over ``shifts``); ``b_sorted`` sorted.
+    O(|shifts| |a| log |b|) by ``searchsorted``; the shifted values are formed as ``scale*a + s`` — the same
+    floating-point operations as the post-processed scores, so ties are those of the scores themselves."""
+    if a.size == 0 or b_sorted.size == 0:
+        return np.zeros(len(shifts))
+    q = (scale * a)[None, :] + shifts[:, None]
+    lt = np.searchsorted(b_sorted, q, side="left").sum(1)
+    le = np.searchsorted(b_sorted, q, side="right").sum(1)
+    return lt + 0.5 * (le - lt)
+
+
+def _shifted_auc(h, prot, in_g, in_gp, w1, shifts) -> np.ndarray | None:
+    """AUĈ(G, G') (ties ½, self-pairs excluded, as :func:`solvers.auc.metrics.auc_between`) of the scores
+    ω₁h + s on the protected rows and h elsewhere, for every s in ``shifts``; None when no pair exists.
+
+    Pairs inside one group keep their order when ω₁ > 0 (all ties when ω₁ = 0); only cross-group pairs
+    depend on the shift: (protected i, other j) wins when ω₁h_i + s > h_j, (other i, protected j) when
+    −(ω₁h_j + s) > −h_i (negation is exact in floating point)."""
+    ga, gb, gpa, gpb = in_g & prot, in_g & ~prot, in_gp & prot, in_gp & ~prot
+    both = int(np.count_nonzero(in_g & in_gp))
+    pairs = int(in_g.sum()) * int(in_gp.sum()) - both
+    if pairs <= 0:
+        return None
+    zero = np.zeros(1)
+    within_a = (_wins(h[ga], np.sort(h[gpa]), zero, 1.0)[0] if w1 > 0
+                else 0.5 * np.count_nonzero(ga) * np.count_nonzero(gpa))
+    within_b = _wins(h[gb], np.sort(h[gpb]), zero, 1.0)[0]
+    cross = _wins(h[ga], np.sort(h[gpb]), shifts, w1) + _wins(-h[gpa], np.sort(-h[gb]), -shifts, w1)
+    return (within_a + within_b + cross - 0.5 * both) / pairs
+
+
+def shift_table(y, h, protected, variant) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (AUĈ(D+, D−), fairness gap) of the post-processed scores on the whole (ω₁, ω₂) grid, arrays of
+    shape (|ω₁|, |ω₂|) (NaN where undefined). Vectorised over ω₂: O(|ω₁| |ω₂| n log n) in ``searchsorted``
+    calls instead of one sort per grid point."""
+    from ..auc.metrics import GROUP_SETS, set_mask
+
+    y, h = np.asarray(y), np.asarray(h, dtype=np.float64)
+    prot = np.asarray(protected, dtype=bool)
+    pos = y > 0.5
+    g1, g1p, g2, g2p = GROUP_SETS[variant]
+    sets = [(set_mask(y, prot, g1), set_mask(y, prot, g1p))]
+    if g2 is not None:
+        sets.append((set_mask(y, prot, g2), set_mask(y, prot, g2p)))
+    nan = np.full(len(OMEGA2), np.nan)
+    auc_t, gap_t = [], []
+    for w1 in OMEGA1:              # 101 rows; each row is vectorised over the 61 values of ω₂ and the samples
+        a = _shifted_auc(h, prot, pos, ~pos, w1, OMEGA2)
+        firsts = [_shifted_auc(h, prot, g, gp, w1, OMEGA2) for g, gp in sets]
+        auc_t.append(nan if a is None else a)
+        if any(f is None for f in firsts):
+            gap_t.append(nan)
+        else:
+            gap_t.append(np.abs(firsts[0] - (firsts[1] if len(firsts) > 1 else 0.5)))
+    return np.vstack(auc_t), np.vstack(gap_t)
+
+
+def choose_shift(auc_t: np.ndarray, gap_t: np.ndarray, kappa: float) -> tuple[float, float, float, float]:
+    """(ω₁, ω₂, AUC, gap) of the grid point feasible (gap ≤ κ) with the best AUC (first in grid order on ties),
+    else of the smallest gap."""
+    ok = np.isfinite(auc_t) & np.isfinite(gap_t)
+    feasible = ok & (gap_t <= kappa)
+    if feasible.any():
+        i, j = np.unravel_index(np.argmax(np.where(feasible, auc_t, -np.inf)), auc_t.shape)
+    else:
+        i, j = np.unravel_index(np.argmin(np.where(ok, gap_t, np.inf)), auc_t.shape)
+    return float(OMEGA1[i]), float(OMEGA2[j]), float(auc_t[i, j]), float(gap_t[i, j])
+
+
 def best_shift(y, h, protected, variant, kappa) -> tuple[float, float, float, float]:
-    """Grid search: (ω₁, ω₂, AUC, gap) feasible with best AUC, else smallest gap. O(|grid| n log n)."""
-    best, best_key = None, None
-    for w1 in OMEGA1:          # 101 × 61 grid points; each evaluation is vectorised over rows
-        for w2 in OMEGA2:
-            s = np.where(protected, w1 * h + w2, h)
-            a, g = exact_auc(y, s), fairness_gap(y, s, protected, variant)
-            if a is None or g is None:
-                continue
-            key = (1, a) if g <= kappa else (0, -g)
-            if best_key is None or key > best_key:
-                best_key, best = key, (float(w1), float(w2), a, g)
-    return best
+    """Grid search: (ω₁, ω₂, AUC, gap) feasible with best AUC, else smallest gap (:func:`shift_table`)."""
+    return choose_shift(*shift_table(y, h, protected, variant), kappa)
 
 
 @ALGORITHMS.register(
@@ -85,6 +176,8 @@ class AUCPostprocess(Algorithm):
             raise ValueError("auc_postprocess needs the protected-group indicator among the features "
                              "(include the sensitive column in the model's features)")
         self.column = int(match[0])
+        if isinstance(self.model.net, GroupShift):   # warm start from a post-processed model: its network
+            self.model.net = self.model.net.base
 
     def step(self, k, current):
         p, c = self.problem, self.config

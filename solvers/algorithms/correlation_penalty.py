@@ -5,7 +5,8 @@ r"""Correlation-penalty baseline (Beutel et al. 2019a), as in Yao, Lin & Yang (2
 F_AUC the square AUC surrogate c₁[(m₊ − m₋ − c₂)² + Var₊ + Var₋] (``auc_square``), corr the Pearson
 correlation between the score and γ ∈ {+1, −1} on the mini-batch; plain SGD (step ``lr``), batch 100.
 It targets Ex. 1 (group AUC fairness) only — Ex. 2/3 have no equivalent correlation form. λ comes from a
-candidate set in the paper (values not given): sweep ``lam``. Output: the validation-selected iterate
+candidate set in the paper (values not given): sweep ``lam``; ``select_tolerances`` applies the selection
+rule for a whole κ grid within one run per λ. Output: the validation-selected iterate
 (same rule as ``level_set``).
 """
 from __future__ import annotations
@@ -24,6 +25,10 @@ class CorrelationPenaltyConfig(AlgorithmConfig):
     lam: float = Field(1.0, ge=0.0, description="Penalty weight λ on |corr(h, γ)|.")
     lr: PositiveFloat = Field(0.1, description="SGD step size (paper grid {0.01, 0.1, 1}).")
     select_every: PositiveInt = Field(50, description="Model-selection evaluation period (steps).")
+    select_tolerances: list[float] = Field(
+        default_factory=list, description="Further κ values for which the selection rule is applied to the same "
+        "iterates (one run per λ serves a whole κ grid); the returned model carries "
+        "``selected_by_tolerance`` = {κ: {'state_dict', 'selection_auc', 'selection_gap', 'feasible', 'step'}}.")
 
 
 def correlation(h: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
@@ -50,7 +55,8 @@ class CorrelationPenalty(Algorithm):
         self.c2 = self.family.config.c2 if self.family else 1.0
         k = self.family.protected_index() if self.family else 0
         self.gamma = torch.where(self.problem.group == k, 1.0, -1.0)
-        self.selector = IterateSelector(self.family, self.family.tolerance if self.family else 0.0)
+        self.selector = IterateSelector(self.family, self.family.tolerance if self.family else 0.0,
+                                        self.config.select_tolerances)
         self.steps = 0
 
     def step(self, k, current):
@@ -73,5 +79,8 @@ class CorrelationPenalty(Algorithm):
     def finish(self):
         self.selector.consider(self.model, self.validation or self.problem, self.steps)
         self.selector.restore(self.model)
+        self.model.selected_by_tolerance = {
+            k: {"state_dict": slot["state"], **(slot["info"] or {})}
+            for k, slot in self.selector.by_kappa.items() if slot["state"] is not None}
         with torch.no_grad():
             return self.problem.evaluate(self.model)

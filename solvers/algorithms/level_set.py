@@ -266,11 +266,24 @@ class LevelSet(Algorithm):
 class IterateSelector:
     """Model selection of the paper (App. E.3): keep the iterate feasible for the exact AUC constraint
     (exact gap ≤ κ) on the selection data with the best exact AUC; if none is feasible, the one with
-    the smallest exact gap. Only the best state_dict is stored."""
+    the smallest exact gap. Only the best state_dict is stored.
 
-    def __init__(self, family: AUCParity | None, kappa: float) -> None:
+    ``extra_kappas``: further tolerances for which the same rule is applied on the same iterates (one
+    penalised run serves a whole κ grid, e.g. ``correlation_penalty``); :attr:`by_kappa` maps each of them
+    to ``{"state": state_dict, "info": {...}}``."""
+
+    def __init__(self, family: AUCParity | None, kappa: float, extra_kappas=()) -> None:
         self.family, self.kappa = family, kappa
-        self.key, self.state, self.info = None, None, None
+        self.by_kappa: dict[float, dict] = {float(k): {"key": None, "state": None, "info": None}
+                                            for k in (kappa, *extra_kappas)}
+
+    @property
+    def state(self):
+        return self.by_kappa[float(self.kappa)]["state"]
+
+    @property
+    def info(self):
+        return self.by_kappa[float(self.kappa)]["info"]
 
     @torch.no_grad()
     def consider(self, model, data, step: int = 0) -> None:
@@ -283,11 +296,13 @@ class IterateSelector:
         if auc_v is None:
             return
         gap_v = 0.0 if gap_v is None else gap_v
-        key = (1, auc_v) if gap_v <= self.kappa else (0, -gap_v)
-        if self.key is None or key > self.key:
-            self.key = key
-            self.state = copy.deepcopy(model.state_dict())
-            self.info = {"selection_auc": auc_v, "selection_gap": gap_v, "step": step, "feasible": gap_v <= self.kappa}
+        state = None
+        for kappa, slot in self.by_kappa.items():
+            key = (1, auc_v) if gap_v <= kappa else (0, -gap_v)
+            if slot["key"] is None or key > slot["key"]:
+                state = copy.deepcopy(model.state_dict()) if state is None else state   # one copy per iterate
+                slot.update(key=key, state=state, info={"selection_auc": auc_v, "selection_gap": gap_v,
+                                                        "step": step, "feasible": gap_v <= kappa})
 
     def restore(self, model) -> None:
         if self.state is not None:
