@@ -1,4 +1,4 @@
-"""The FastAPI application: routers, error handling, the locally served plotly.js."""
+"""The FastAPI application: routers, request context and metrics, error handling, the locally served plotly.js."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from app.auth import ensure_key
-from app.db import get_engine, session_scope
+from app.db import session_factory, session_scope
+from app.observability import REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
-from app.routers import charts, datasets, jobs, keys, solvers, sweeps
+from app.routers import charts, datasets, health, jobs, keys, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
 
@@ -34,29 +34,22 @@ def register_bootstrap_key() -> None:
 @asynccontextmanager
 async def lifespan(app: FastAPI):
     register_bootstrap_key()
+    collector = JobsCollector(session_factory())
+    REGISTRY.register(collector)
     yield
+    REGISTRY.unregister(collector)
 
 
 def create_app() -> FastAPI:
+    settings = get_settings()
+    configure_logging(settings.log_format, settings.log_level)
     app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan,
                   description="Train models under fairness constraints, as a service. Every `/api/v1` route "
                               "needs an API key: `Authorization: Bearer <key>`.")
-    for module in (datasets, jobs, charts, sweeps, solvers, keys):
+    for module in (health, datasets, jobs, charts, sweeps, solvers, keys):
         app.include_router(module.router)
+    app.add_middleware(RequestContext)
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
-
-    @app.get("/healthz", tags=["health"])
-    def healthz() -> dict:
-        return {"status": "ok"}
-
-    @app.get("/readyz", tags=["health"])
-    def readyz() -> JSONResponse:
-        try:
-            with get_engine().connect() as conn:
-                conn.execute(text("SELECT 1"))
-        except Exception as exc:  # report, never raise
-            return JSONResponse({"status": "unavailable", "database": str(exc)}, status_code=503)
-        return JSONResponse({"status": "ok", "database": "ok"})
 
     @app.exception_handler(Exception)
     async def unhandled(request: Request, exc: Exception) -> JSONResponse:

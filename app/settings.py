@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     max_upload_columns: int = Field(2000, validation_alias="FAIRSOLVE_MAX_UPLOAD_COLUMNS",
                                     description="Most columns an uploaded table may have.")
 
+    log_format: str = Field("json", validation_alias="FAIRSOLVE_LOG_FORMAT", pattern="^(json|text)$",
+                            description="Log lines as JSON objects (json) or plain text (text).")
+    log_level: str = Field("INFO", validation_alias="FAIRSOLVE_LOG_LEVEL")
+
     @property
     def database_url(self) -> str:
         return self.database_url_env or f"sqlite:///{(self.home / 'fairsolve.db').resolve()}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import setup_logging, worker_process_init
 
 from app.settings import get_settings
 
@@ -36,6 +36,14 @@ celery_app.conf.update(
 )
 
 QUEUE_FOR_DEVICE = {"cuda": "gpu", "cpu": "cpu", "auto": "cpu"}
+
+
+@setup_logging.connect
+def _structured_logs(**_) -> None:
+    """Workers and beat log like the API (JSON lines with the job id; see ``app.observability``)."""
+    from app.observability import configure_logging
+
+    configure_logging(settings.log_format, settings.log_level)
 
 
 @worker_process_init.connect

@@ -28,6 +28,7 @@ from sqlalchemy import delete, select, update
 from app.artifacts import artifact_path, write_artifacts
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
+from app.observability import job_id_var
 from app.queue import send_job
 from app.settings import get_settings
 from app.storage import load_table
@@ -88,10 +89,12 @@ def _finish(job_id: str, **values) -> None:
 
 @celery_app.task(name="fairsolve.run_job")
 def run_job(job_id: str, attempt: int = 1) -> str:
+    token = job_id_var.set(job_id)  # every log line of this job carries its id
     try:
         return _run(job_id, attempt)
     finally:
         release_successors(job_id)
+        job_id_var.reset(token)
 
 
 def release_successors(job_id: str) -> None:
@@ -139,6 +142,7 @@ def _run(job_id: str, attempt: int) -> str:
     if started is None:
         return "skipped"
     spec, dataset, initial_state = started
+    log.info("job started: solver %s, attempt %s", spec.solver.name, attempt)
     settings = get_settings()
     observer = PersistingObserver(job_id, session_factory(), flush_s=settings.trajectory_flush_s,
                                   flush_rows=settings.trajectory_flush_rows)
@@ -179,4 +183,5 @@ def _run(job_id: str, attempt: int) -> str:
         job = s.get(Job, job_id)
         job.status, job.error, job.metrics, job.result = status, error, out.metrics, result
         job.device, job.finished_at, job.progress = out.device, utcnow(), observer.progress()
+    log.info("job %s after %s iterations in %.2f s", status, out.iterations, out.solver_time_s)
     return status

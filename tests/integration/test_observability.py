@@ -1,0 +1,49 @@
+"""``/metrics``, ``/readyz`` and structured logs on a real stack."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.datagen import planted_table
+from tests.integration.test_job_flow import job_spec, upload
+
+
+def sample(text: str, name: str, **labels: str) -> float | None:
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            found = dict(re.findall(r'(\w+)="([^"]*)"', line.split(" ")[0]))
+            if all(found.get(k) == v for k, v in labels.items()):
+                return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_metrics_readiness_and_json_logs(postgres_stack):
+    stack = postgres_stack
+    with stack.client() as client:
+        ready = client.get("/readyz")
+        assert ready.status_code == 200 and ready.json() == {"status": "ok", "database": "ok", "broker": "ok"}
+        dataset = upload(client, planted_table(500))
+        job = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=20),
+                          headers={"X-Request-ID": "req-observability-1"})
+        assert job.headers["x-request-id"] == "req-observability-1"
+        stack.wait_job(client, job.json()["id"], {"succeeded"})
+        assert len(client.get("/api/v1/jobs/nope").headers["x-request-id"]) == 32  # generated when absent
+
+        text = client.get("/metrics").text
+    assert sample(text, "fairsolve_http_requests_total", method="POST", route="/api/v1/jobs", status="202") >= 1
+    assert sample(text, "fairsolve_http_requests_total", method="GET", route="/api/v1/jobs/{job_id}",
+                  status="404") >= 1
+    assert sample(text, "fairsolve_http_request_duration_seconds_count", method="POST",
+                  route="/api/v1/datasets") >= 1
+    assert sample(text, "fairsolve_jobs", status="succeeded") >= 1
+    assert "fairsolve_queue_depth" in text and "fairsolve_solver_iterations_per_second" in text
+
+    api_lines = [json.loads(line) for line in (stack.home / "api.log").read_text().splitlines()
+                 if line.startswith("{")]
+    submit = [r for r in api_lines if r.get("request_id") == "req-observability-1"]
+    assert submit and submit[-1]["path"] == "/api/v1/jobs" and submit[-1]["status"] == 202
+    assert submit[-1]["owner"] == "admin" and submit[-1]["duration_ms"] > 0
+    worker_lines = [json.loads(line) for line in (stack.home / "worker.log").read_text().splitlines()
+                    if line.startswith("{")]
+    assert any(r.get("job_id") == job.json()["id"] for r in worker_lines)
