@@ -5,13 +5,23 @@ CSV files are UTF-8 (a BOM is accepted), the delimiter is sniffed among ``, ; \\
 blank space after a delimiter is skipped (UCI files use ``", "``), empty cells are
 missing. Parquet is detected by its ``PAR1`` magic bytes, never by the file name,
 and read with pyarrow (no code is executed, nothing is unpickled).
+
+Hostile input is refused with a :class:`DatasetError` naming the problem (and the line, for CSV):
+archives, pickles and UTF-16/32 text by their first bytes; CSV lines are read and decoded one at a
+time (a line is at most ``MAX_LINE_BYTES``, so a file with one huge line never sits in memory as
+one string); Parquet by its footer (rows, columns, scalar column types, uncompressed size) before
+any data page is read, then decoded batch by batch under a byte cap. The ``pandas`` schema metadata
+of a Parquet file is never interpreted beyond naming the index columns to drop.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import json
+import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,15 +29,34 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 PARQUET_MAGIC = b"PAR1"
 DELIMITERS = ",;\t|"
 EXAMPLES = 5
+EXAMPLE_CHARS = 200
+SNIFF_BYTES = 64 * 1024
+MAX_LINE_BYTES = 4 << 20  # one CSV line (a row, or one physical line of a quoted multi-line field)
+PARQUET_INFLATION = 4  # decoded Parquet data may be at most this many times the upload size limit
+NOT_ACCEPTED = {  # leading bytes of files that are never datasets, and what they are
+    b"PK\x03\x04": "a ZIP archive", b"PK\x05\x06": "a ZIP archive", b"\x1f\x8b": "a gzip file",
+    b"BZh": "a bzip2 file", b"\xfd7zXZ\x00": "an xz file", b"(\xb5/\xfd": "a zstd file",
+    b"7z\xbc\xaf\x27\x1c": "a 7z archive", b"\x80\x02": "a Python pickle", b"\x80\x03": "a Python pickle",
+    b"\x80\x04": "a Python pickle", b"\x80\x05": "a Python pickle", b"\xff\xfe\x00\x00": "UTF-32 text",
+    b"\x00\x00\xfe\xff": "UTF-32 text", b"\xff\xfe": "UTF-16 text", b"\xfe\xff": "UTF-16 text",
+    b"ARROW1": "an Arrow IPC file", b"ORC": "an ORC file", b"\x89HDF": "an HDF5 file",
+    b"\xd0\xcf\x11\xe0": "an OLE2 (old Excel) file", b"SQLite format 3": "a SQLite database",
+}
 
 
 class DatasetError(ValueError):
     """The uploaded file cannot be used; the message says why (answered as 422)."""
+
+
+class TooLarge(DatasetError):
+    """The upload is over the byte size limit (answered as 413)."""
 
 
 @dataclass
@@ -45,7 +74,7 @@ def stream_to_disk(source: BinaryIO, dest: Path, max_bytes: int, chunk: int = 1 
             while block := source.read(chunk):
                 size += len(block)
                 if size > max_bytes:
-                    raise DatasetError(f"file: larger than the limit of {max_bytes} bytes")
+                    raise TooLarge(f"file: larger than the limit of {max_bytes} bytes")
                 digest.update(block)
                 out.write(block)
     except BaseException:
@@ -54,34 +83,43 @@ def stream_to_disk(source: BinaryIO, dest: Path, max_bytes: int, chunk: int = 1 
     return StoredFile(dest, size, digest.hexdigest())
 
 
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
 def sniff_format(path: Path) -> tuple[str, dict[str, Any]]:
     """Return ``(format, read_options)`` from the content: Parquet magic, else a CSV dialect."""
     with open(path, "rb") as fh:
-        head = fh.read(64 * 1024)
+        head = fh.read(SNIFF_BYTES)
     if not head.strip():
         raise DatasetError("file: the file is empty")
     if head[:4] == PARQUET_MAGIC:
         return "parquet", {}
-    if b"\x00" in head:
-        raise DatasetError("file: not a CSV or Parquet file (binary content)")
-    try:
-        text = head.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        if len(head) < 64 * 1024 or exc.start < len(head) - 4:
-            raise DatasetError(f"file: not UTF-8 text (byte {exc.start}); upload CSV as UTF-8 or Parquet") from exc
-        text = head[: exc.start].decode("utf-8-sig")
-    sample = "\n".join(text.splitlines()[:50])
+    for magic, what in NOT_ACCEPTED.items():
+        if head.startswith(magic):
+            raise DatasetError(f"file: {what}, not a CSV or Parquet file (line 1); upload CSV as UTF-8, or Parquet")
+    if (nul := head.find(b"\x00")) >= 0:
+        utf16 = head[1::2].count(0) > len(head) // 4 and head[::2].count(0) < len(head) // 16
+        what = "UTF-16 text without a byte order mark" if utf16 else "binary content"
+        raise DatasetError(f"file: not a CSV or Parquet file: {what} (NUL byte at line {_line_of(head, nul)})")
+    text = head.decode("utf-8-sig", errors="ignore")  # the CSV check decodes every line strictly
+    newline = "\r" if "\r" in text and "\n" not in text else "\n"
+    sample = "\n".join(text.splitlines()[:50])[:16 * 1024]
     try:
         delimiter = csv.Sniffer().sniff(sample, delimiters=DELIMITERS).delimiter
     except csv.Error:
         delimiter = ","
-    return "csv", {"delimiter": delimiter}
+    options: dict[str, Any] = {"delimiter": delimiter}
+    if newline == "\r":
+        options["lineterminator"] = "\r"
+    return "csv", options
 
 
 @dataclass(frozen=True)
 class TableLimits:
     max_rows: int = 50_000_000
     max_columns: int = 2000
+    max_bytes: int = 1 << 30  # Parquet: the footer's uncompressed size; decoded data at most PARQUET_INFLATION x
 
     def check(self, n_rows: int | None, n_columns: int, where: str = "") -> None:
         if n_columns > self.max_columns:
@@ -90,22 +128,60 @@ class TableLimits:
             raise DatasetError(f"file: more than the limit of {self.max_rows} rows{where}")
 
 
-def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits) -> None:
-    """Reject duplicate or empty header names, ragged rows and tables over the limits, naming the line."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
+def _raw_lines(fh: BinaryIO, newline: bytes, max_line: int) -> Iterator[bytes]:
+    """Physical lines of ``fh`` (ending kept), none longer than ``max_line`` bytes, read in blocks."""
+    buf, n = bytearray(), 0
+    while block := fh.read(1 << 16):
+        scan_from = len(buf)
+        buf += block
+        start = 0
+        while (end := buf.find(newline, max(start, scan_from))) >= 0:
+            if end + 1 - start > max_line:
+                break
+            n += 1
+            yield bytes(buf[start:end + 1])
+            start = end + 1
+        del buf[:start]
+        if len(buf) > max_line:
+            raise DatasetError(f"file: line {n + 1} is longer than the limit of {max_line} bytes")
+    if buf:
+        yield bytes(buf)
+
+
+def _text_lines(fh: BinaryIO, newline: bytes, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """Lines decoded one by one as UTF-8 (a BOM on the first is dropped); errors name the line."""
+    for n, raw in enumerate(_raw_lines(fh, newline, max_line), start=1):
+        if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if b"\x00" in raw:
+            raise DatasetError(f"file: NUL byte at line {n}: not a text CSV file")
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"file: not UTF-8 text at line {n} (byte {exc.start} of the line); "
+                               "upload CSV as UTF-8 or Parquet") from exc
+
+
+def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits, newline: str = "\n") -> None:
+    """Reject bad encodings, duplicate or empty header names, ragged rows, dialect errors and tables
+    over the limits, naming the line."""
+    with open(path, "rb") as fh:
+        reader = csv.reader(_text_lines(fh, newline.encode()), delimiter=delimiter, skipinitialspace=True,
+                            strict=True)
         try:
             header = next(reader, None)
             if not header or all(not h.strip() for h in header):
-                raise DatasetError("file: the file has no header row")
+                raise DatasetError("file: the file has no header row (line 1)")
             names = [h.strip() for h in header]
+            limits.check(None, len(names))
             seen: set[str] = set()
-            for name in names:
+            for i, name in enumerate(names, start=1):
+                if not name:
+                    raise DatasetError(f"file: column {i} of the header (line 1) has no name")
                 if name in seen:
-                    raise DatasetError(f"file: duplicate column name {name!r} in the header")
+                    raise DatasetError(f"file: duplicate column name {name[:100]!r} in the header (line 1)")
                 seen.add(name)
             width, rows = len(names), 0
-            limits.check(None, width)
             for row in reader:
                 if not row or (len(row) == 1 and not row[0].strip()):
                     continue  # blank lines (UCI files end with one)
@@ -115,22 +191,65 @@ def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits) -> None:
                 if len(row) != width:
                     raise DatasetError(
                         f"file: ragged CSV: line {reader.line_num} has {len(row)} fields, the header has {width}")
-        except UnicodeDecodeError as exc:
-            raise DatasetError(f"file: not UTF-8 text (line {reader.line_num + 1})") from exc
         except csv.Error as exc:
             raise DatasetError(f"file: malformed CSV at line {reader.line_num}: {exc}") from exc
     if rows == 0:
         raise DatasetError("file: the file has a header but no data rows")
 
 
-def read_table(path: Path, fmt: str, options: dict[str, Any]) -> pd.DataFrame:
+def read_table(path: Path, fmt: str, options: dict[str, Any], max_decoded: int | None = None) -> pd.DataFrame:
     """Read a stored dataset exactly as the worker will train on it."""
     if fmt == "parquet":
-        return pd.read_parquet(path, engine="pyarrow")
+        return _read_parquet(path, max_decoded)
     frame = pd.read_csv(path, sep=options.get("delimiter", ","), skipinitialspace=True,
                         encoding="utf-8-sig", skip_blank_lines=True)
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame
+
+
+def _read_parquet(path: Path, max_decoded: int | None) -> pd.DataFrame:
+    """Decode in small batches, string columns as dictionaries so that their expanded size is counted
+    before it exists (a highly compressed file stops past ``max_decoded`` bytes), then convert
+    without the file's pandas metadata: only its list of index columns is used, to leave those out."""
+    schema = pq.ParquetFile(path).schema_arrow
+    strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    pf = pq.ParquetFile(path, read_dictionary=strings)
+    batches, decoded = [], 0
+    for batch in pf.iter_batches(batch_size=1024):
+        decoded += _decoded_nbytes(batch)
+        if max_decoded is not None and decoded > max_decoded:
+            raise TooLarge(f"file: the Parquet data decodes to more than the limit of {max_decoded} bytes")
+        batches.append(batch)
+    table = pa.Table.from_batches(batches, schema=pf.schema_arrow)
+    table = table.cast(pa.schema([schema.field(f.name) if f.name in strings else f for f in table.schema]))
+    table = table.replace_schema_metadata(None)
+    index_columns = _pandas_index_columns(schema.metadata or {})
+    return table.drop_columns([c for c in index_columns if c in table.column_names]).to_pandas()
+
+
+def _decoded_nbytes(batch: pa.RecordBatch) -> int:
+    """Bytes of ``batch`` once its dictionary columns are expanded."""
+    total = 0
+    for column in batch.columns:
+        if pa.types.is_dictionary(column.type) and column.dictionary.type not in (pa.null(),):
+            lengths = pc.binary_length(column.dictionary) if _is_text(column.dictionary.type) else None
+            total += column.indices.nbytes + (
+                int(pc.sum(lengths.take(column.indices)).as_py() or 0) if lengths is not None else column.nbytes)
+        else:
+            total += column.nbytes
+    return total
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+
+
+def _pandas_index_columns(metadata: dict[bytes, bytes]) -> list[str]:
+    try:
+        names = json.loads(metadata[b"pandas"])["index_columns"]
+    except Exception:  # absent or malformed: no index columns
+        return []
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
 
 @lru_cache(maxsize=4)
@@ -143,44 +262,69 @@ def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str) -> pd
     return _cached_table(str(path), fmt, options.get("delimiter"), sha256)
 
 
+def _scalar(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        return _scalar(t.value_type)
+    return (pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+            or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_temporal(t)
+            or pa.types.is_null(t) or getattr(pa.types, "is_string_view", lambda _: False)(t))
+
+
 def _check_parquet_shape(path: Path, limits: TableLimits) -> None:
-    """Rows and columns from the Parquet footer, before any data page is read."""
+    """Rows, columns, column names and types, and the uncompressed size from the Parquet footer,
+    before any data page is read."""
     try:
-        meta = pq.ParquetFile(path).metadata
+        pf = pq.ParquetFile(path)
+        meta, schema = pf.metadata, pf.schema_arrow
+        uncompressed = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     except Exception as exc:
         raise DatasetError(f"file: cannot be read as PARQUET: {exc}") from exc
-    limits.check(meta.num_rows, meta.num_columns)
+    limits.check(meta.num_rows, max(meta.num_columns, len(schema)))
+    if uncompressed > limits.max_bytes:
+        raise TooLarge(f"file: the Parquet data is {uncompressed} bytes uncompressed (footer); "
+                       f"the limit is {limits.max_bytes}")
+    seen: set[str] = set()
+    for i, field in enumerate(schema, start=1):
+        if not field.name.strip() or "\x00" in field.name:
+            raise DatasetError(f"file: Parquet column {i} has an empty or invalid name")
+        if field.name in seen:
+            raise DatasetError(f"file: duplicate column name {field.name[:100]!r}")
+        seen.add(field.name)
+        if not _scalar(field.type):
+            raise DatasetError(f"file: Parquet column {field.name[:100]!r} has type {field.type}; "
+                               "only scalar columns (numbers, booleans, strings, dates and times) are supported")
 
 
 def parse_upload(path: Path, limits: TableLimits = TableLimits()) -> tuple[str, dict[str, Any], pd.DataFrame]:
     """Sniff, validate and read an uploaded file; raises :class:`DatasetError` with the reason."""
     fmt, options = sniff_format(path)
     if fmt == "csv":
-        _check_csv_shape(path, options["delimiter"], limits)
+        _check_csv_shape(path, options["delimiter"], limits, options.get("lineterminator", "\n"))
     else:
         _check_parquet_shape(path, limits)
     try:
-        frame = read_table(path, fmt, options)
+        frame = read_table(path, fmt, options, max_decoded=limits.max_bytes * PARQUET_INFLATION)
     except DatasetError:
         raise
     except Exception as exc:  # pyarrow / pandas parse errors: report, never a 500
-        raise DatasetError(f"file: cannot be read as {fmt.upper()}: {exc}") from exc
-    if fmt == "parquet":
-        names = [str(c) for c in frame.columns]
-        dupes = {n for n in names if names.count(n) > 1}
-        if dupes:
-            raise DatasetError(f"file: duplicate column name {sorted(dupes)[0]!r}")
+        raise DatasetError(f"file: cannot be read as {fmt.upper()}: {str(exc)[:500]}") from exc
     if frame.shape[1] == 0 or frame.shape[0] == 0:
         raise DatasetError("file: the table has no rows or no columns")
     return fmt, options, frame
 
 
 def _jsonable(value: Any) -> Any:
+    """A JSON (and PostgreSQL JSONB) safe example: no NaN or infinity, no NUL, long text cut."""
     if isinstance(value, (np.generic,)):
-        return value.item()
+        value = value.item()
     if isinstance(value, (pd.Timestamp,)):
         return value.isoformat()
-    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (int, float, bool)):
+        return value
+    text = value if isinstance(value, str) else str(value)
+    return text[:EXAMPLE_CHARS].replace("\x00", "\ufffd")
 
 
 def _kind(series: pd.Series) -> str:
@@ -239,5 +383,5 @@ def remove_quietly(path: Path) -> None:
         pass
 
 
-__all__ = ["DatasetError", "StoredFile", "stream_to_disk", "parse_upload", "infer_schema", "describe",
+__all__ = ["DatasetError", "TooLarge", "StoredFile", "stream_to_disk", "parse_upload", "infer_schema", "describe",
            "read_table", "load_table", "remove_quietly"]

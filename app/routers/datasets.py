@@ -10,14 +10,19 @@ from sqlalchemy import exists, select
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
 from app.models import Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut
-from app.storage import (DatasetError, TableLimits, describe, infer_schema, load_table, parse_upload, remove_quietly,
-                         stream_to_disk)
+from app.storage import (DatasetError, TableLimits, TooLarge, describe, infer_schema, load_table, parse_upload,
+                         remove_quietly, stream_to_disk)
 
 router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"])
 
 
 def dataset_path(settings, dataset: Dataset):
     return settings.storage_dir / "datasets" / dataset.stored_name
+
+
+def printable(text: str | None) -> str:
+    """Client-given names are labels only (never paths): control characters (NUL included) dropped."""
+    return "".join(ch for ch in text or "" if ch.isprintable())
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=DatasetOut)
@@ -28,19 +33,23 @@ def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: U
     tmp = settings.storage_dir / "tmp" / f"{dataset_id}.upload"
     try:
         stored = stream_to_disk(file.file, tmp, settings.max_upload_bytes)
-        fmt, options, frame = parse_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns))
+        fmt, options, frame = parse_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
+                                                            settings.max_upload_bytes))
+        columns = infer_schema(frame)
     except DatasetError as exc:
         remove_quietly(tmp)
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+        raise HTTPException(status_code=413 if isinstance(exc, TooLarge) else 422, detail=str(exc)) from exc
     except BaseException:
         remove_quietly(tmp)
         raise
     stored_name = f"{dataset_id}.{fmt}"
     final = settings.storage_dir / "datasets" / stored_name
-    dataset = Dataset(id=dataset_id, owner=caller.owner, name=name or os.path.basename(file.filename or "") or dataset_id,
-                      original_filename=(file.filename or "")[:255] or None, format=fmt, read_options=options,
+    filename = printable(file.filename)[:255]
+    label = printable(name) or os.path.basename(filename.replace("\\", "/"))[:255] or dataset_id
+    dataset = Dataset(id=dataset_id, owner=caller.owner, name=label,
+                      original_filename=filename or None, format=fmt, read_options=options,
                       stored_name=stored_name, size_bytes=stored.size_bytes, sha256=stored.sha256,
-                      n_rows=int(frame.shape[0]), n_columns=int(frame.shape[1]), columns=infer_schema(frame))
+                      n_rows=int(frame.shape[0]), n_columns=int(frame.shape[1]), columns=columns)
     os.replace(tmp, final)
     try:
         db.add(dataset)
