@@ -24,6 +24,13 @@ the strongly convex subproblem (31)
 (the shared :func:`~solvers.algorithms.switching.switching_step` with center w^(k), ρ̂ = μ and the
 normalised objective step). The Jacobian of f⁻ at w^(k) is taken once per outer iteration.
 
+Fast linear path (linear model, full batch, ``fast_linear``): the same iteration in score space on one
+flat vector v = (weight, bias, θ): per inner step one product h = Xv_w + v_b (CSR X), the f⁺ rows with
+no autograd graph (a reused buffer), and either ∇g_0 = Xᵀ∂f0/∂h + μ(v − w^(k)) or the active row's
+closed-form subgradient from its group only (``dc_plus_row_grad``, pulled back through that group's
+block of Xᵀ) − J_r + μ(v − w^(k)); J = ∂f⁻(w^(k)) in closed form (``dc_minus_jacobian``) where the
+family has it. Families without these oracles fall back to autograd on their rows.
+
 Properties by construction (tested): if w^(k) is ε-feasible then t = 0 ∈ T, so
 f0(w^(k+1)) ≤ g_0(w^(k+1)) ≤ g_0(w^(k)) = f0(w^(k)) (f0 non-increasing) and
 f_i(w^(k+1)) ≤ g_i(w^(k+1)) ≤ ε (every outer iterate ε-feasible; Lemma E.3 gives ≤ 0 under its
@@ -83,6 +90,27 @@ class IDCAConfig(AlgorithmConfig):
         "Same iterates as the plain autograd path up to float rounding.")
 
 
+def _plus_rows(family, scores: Tensor, data) -> Tensor:
+    """f⁺ rows of one family (its surrogate G when it has no DC split)."""
+    split = getattr(family, "dc_parts", None)
+    return split(scores, data)[0] if split is not None else family.surrogate(scores, data)
+
+
+def _jacobian_rows(out: Tensor, inputs: list[Tensor], like: list[Tensor]) -> list[Tensor]:
+    """∂out_i/∂input for every row i of ``out`` (m,): (m, *input.shape) per input (zeros when unused)."""
+    m = out.numel()
+    if not out.requires_grad:
+        return [torch.zeros((m, *p.shape), dtype=p.dtype, device=p.device) for p in like]
+    eye = torch.eye(m, dtype=out.dtype, device=out.device)
+    try:
+        jac = torch.autograd.grad(out, inputs, grad_outputs=eye, is_grads_batched=True, allow_unused=True)
+    except RuntimeError:  # an op without a batching rule: one backward per row
+        rows = [torch.autograd.grad(out[i], inputs, retain_graph=True, allow_unused=True) for i in range(m)]
+        jac = [None if rows[0][j] is None else torch.stack([r[j] for r in rows]) for j in range(len(inputs))]
+    return [torch.zeros((m, *p.shape), dtype=p.dtype, device=p.device) if g is None else g.detach()
+            for p, g in zip(like, jac)]
+
+
 def dc_parts(problem, scores: Tensor, data) -> tuple[Tensor, Tensor]:
     """(f⁺, f⁻) of every constraint row of ``problem`` (f⁺ − f⁻ = G)."""
     plus, minus = [], []
@@ -124,6 +152,148 @@ class IDCA(Algorithm):
         self.fast = None
         if self.config.fast_linear and LinearScores.applicable(self.model, getattr(self.problem, "model_type", "")):
             self.fast = LinearScores(self.model, self.problem)
+            self._flatten()
+
+    # -- fast linear path: one flat parameter vector, score-space oracles ---------------------
+    def _flatten(self) -> None:
+        """Make every parameter a view of ONE flat vector v = (weight, bias, θ...) (``.data`` swap), so
+        the inner SSG updates, norms and the linear term J(v − w^(k)) are single vector operations.
+        Also maps constraint rows to their family and each family's auxiliary variables to their
+        slice of v."""
+        sizes = [p.numel() for p in self.params]
+        flat = torch.cat([p.detach().reshape(-1) for p in self.params])
+        with torch.no_grad():
+            for p, view in zip(self.params, flat.split(sizes)):
+                p.data = view.view_as(p)
+        self.flat = flat
+        offsets = [0]
+        for size in sizes:
+            offsets.append(offsets[-1] + size)
+        where = {id(p): (offsets[i], offsets[i + 1]) for i, p in enumerate(self.params)}
+        self.n_model = sizes[0] + sizes[1]                        # weight (1, d) then bias (1,)
+        self.rows = []                                            # global row -> (family, local row)
+        self.aux = []                                             # per family: [(param, (start, end))]
+        for family in self.problem.constraints:
+            own = [(p, where[id(p)]) for p in (family.parameters() if hasattr(family, "parameters") else [])
+                   if id(p) in where]
+            self.aux.append(own)
+            self.rows += [(family, r, len(self.aux) - 1) for r in range(len(family.names))]
+
+    def _model_grad(self, gh: Tensor, out: Tensor) -> None:
+        """out[:d+1] = (Xᵀ g_h, Σ g_h): the pull-back of a score-space gradient g_h (h = Xw + b)."""
+        d = self.n_model - 1
+        torch.mv(self.fast.XT, gh, out=out[:d])
+        out[d] = gh.sum()
+
+    def _linearise_fast(self) -> tuple[Tensor, Tensor]:
+        """f⁻(w^(k)) (m,) and its Jacobian (m, D) in v's layout: families with ``dc_minus_jacobian``
+        give it in closed form, others by autograd in score space (one backward per row)."""
+        fast = self.fast
+        with torch.no_grad():
+            h = torch.mv(fast.X, self.flat[:self.n_model - 1]) + self.flat[self.n_model - 1]
+        values, blocks = [], []
+        for family, own in zip(self.problem.constraints, self.aux):
+            params = [p for p, _ in own]
+            jac = getattr(family, "dc_minus_jacobian", None)
+            if jac is not None:
+                with torch.no_grad():
+                    minus = family.dc_parts(h, fast.data)[1]
+                    Jh, Jaux = jac(h, fast.data)
+            else:
+                hl = h.detach().requires_grad_(True)
+                split = getattr(family, "dc_parts", None)
+                minus = split(hl, fast.data)[1] if split is not None else hl.new_zeros(len(family.names))
+                Jh, *Jaux = _jacobian_rows(minus, [hl] + params, [hl] + params)
+                minus = minus.detach()
+            J = h.new_zeros(minus.numel(), self.flat.numel())
+            J[:, :self.n_model] = torch.cat([g.reshape(minus.numel(), -1) for g in fast.pullback(Jh)], 1)
+            for (_, (a, b)), Ja in zip(own, Jaux):
+                J[:, a:b] = Ja.reshape(minus.numel(), -1)
+            values.append(minus)
+            blocks.append(J)
+        if not values:
+            return self.flat.new_zeros(0), self.flat.new_zeros(0, self.flat.numel())
+        return torch.cat(values), torch.cat(blocks)
+
+    def _ssg_fast(self, c: Tensor, J: Tensor) -> None:
+        r"""Algorithm 2 on subproblem (31), same iterates as :meth:`_ssg` (up to float rounding), in score
+        space: per step ONE product h = Xv_w + v_b, the f⁺ rows with no graph, then either
+        ∇g_0 = (Xᵀ∂f0/∂h, Σ∂f0/∂h, 0) + μ(v − w^(k)) with the normalised step ε/‖∇g_0‖², or the active
+        row's ∇f⁺_r (``dc_plus_row_grad``, only group k's samples) − J_r + μ(v − w^(k)) with Polyak's
+        step g(v)/‖·‖² — one more product Xᵀg_h. g(v) = max_i [f⁺_i(v) − f⁻_i(w^(k)) − J_i(v − w^(k))]
+        + μ/2‖v − w^(k)‖²."""
+        cfg, problem, fast = self.config, self.problem, self.fast
+        v, mu, eps = self.flat, cfg.mu, cfg.epsilon
+        d = self.n_model - 1
+        center = v.clone()
+        best, best_val = v.clone(), None
+        grad = torch.empty_like(v)
+        tiny = torch.finfo(v.dtype).tiny
+        m = c.numel()
+        for _ in range(cfg.inner_iterations):
+            with torch.no_grad():
+                diff = v - center
+                prox = 0.5 * mu * diff.dot(diff)
+                h = torch.mv(fast.X, v[:d]) + v[d]
+                if m:
+                    plus = torch.cat([f.dc_parts(h, fast.data)[0] if hasattr(f, "dc_parts")
+                                      else f.surrogate(h, fast.data) for f in problem.constraints])
+                    gv = plus - c - J @ diff
+                    g_max, r = gv.max(0)
+                    value = g_max + prox
+                    objective_step = bool(value.item() <= eps)   # the one host sync of the switch
+                else:
+                    objective_step = True
+            hl = h.requires_grad_(True)
+            if objective_step:
+                f0 = problem.objective(hl, fast.y)
+                (gh,) = torch.autograd.grad(f0, hl)
+                with torch.no_grad():
+                    val = f0.detach() + prox
+                    if best_val is None:
+                        best_val = val
+                        best.copy_(v)
+                    else:
+                        better = val < best_val
+                        best_val = torch.where(better, val, best_val)
+                        best.copy_(torch.where(better, v, best))
+                    grad.zero_()
+                    self._model_grad(gh, grad)
+                    grad.add_(diff, alpha=mu)
+                    step = eps / grad.dot(grad).clamp_min(tiny)
+            else:
+                family, local, fi = self.rows[int(r)]
+                own = self.aux[fi]
+                row_grad = getattr(family, "dc_plus_row_grad", None)
+                with torch.no_grad():
+                    grad.zero_()
+                if row_grad is not None:  # closed form, from the row's group only
+                    cell, gh, grads = row_grad(h, fast.data, local)
+                    with torch.no_grad():
+                        grad[:d], grad[d] = fast.pullback_cell(cell, gh)
+                else:
+                    params = [p for p, _ in own]
+                    grads = torch.autograd.grad(_plus_rows(family, hl, fast.data)[local], [hl] + params,
+                                                allow_unused=True)
+                    with torch.no_grad():
+                        if grads[0] is not None:
+                            self._model_grad(grads[0], grad)
+                    grads = grads[1:]
+                with torch.no_grad():
+                    for (_, (a, b)), g in zip(own, grads):
+                        if g is not None:
+                            grad[a:b] += g.reshape(-1)
+                    grad.sub_(J[int(r)])
+                    grad.add_(diff, alpha=mu)
+                    step = value.clamp_min(0.0) / grad.dot(grad).clamp_min(tiny)
+            with torch.no_grad():
+                v.sub_(step * grad)
+                if problem.domain is not None:
+                    problem.project_(self.params)
+            self.inner_steps += 1
+        if best_val is not None:
+            with torch.no_grad():
+                v.copy_(best)
 
 
     # -- subproblem (31) -----------------------------------------------------------------
@@ -138,23 +308,12 @@ class IDCA(Algorithm):
             scores = self.model(problem.X)
             inputs = self.params
         _, minus = dc_parts(problem, scores, problem.data if fast is None else fast.data)
-        m = minus.numel()
         center = [p.detach().clone() for p in self.params]
-        if m == 0:
+        if minus.numel() == 0:
             return minus.detach(), [], center
-        if not minus.requires_grad:
-            return minus.detach(), [torch.zeros((m, *p.shape), dtype=p.dtype, device=p.device) for p in self.params], center
-        eye = torch.eye(m, dtype=minus.dtype, device=minus.device)
-        try:
-            jac = torch.autograd.grad(minus, inputs, grad_outputs=eye, is_grads_batched=True, allow_unused=True)
-        except RuntimeError:  # an op without a batching rule: one backward per row
-            rows = [torch.autograd.grad(minus[i], inputs, retain_graph=True, allow_unused=True) for i in range(m)]
-            jac = [None if rows[0][j] is None else torch.stack([r[j] for r in rows]) for j in range(len(inputs))]
+        jac = _jacobian_rows(minus, inputs, inputs)
         if fast is not None:
-            Jh = torch.zeros((m, scores.numel()), dtype=minus.dtype, device=minus.device) if jac[0] is None else jac[0]
-            jac = fast.pullback(Jh.detach()) + list(jac[1:])
-        jac = [torch.zeros((m, *p.shape), dtype=p.dtype, device=p.device) if g is None else g.detach()
-               for p, g in zip(self.params, jac)]
+            jac = fast.pullback(jac[0]) + list(jac[1:])
         return minus.detach(), jac, center
 
     def _subproblem(self, c: Tensor, jac: list[Tensor], center: list[Tensor], idx: Tensor | None = None) -> Evaluation:
@@ -230,6 +389,14 @@ class IDCA(Algorithm):
             self.inner_steps += 1
 
     def step(self, k: int, current: Evaluation):
+        if self.fast is not None and self.config.inner == "ssg":
+            self._ssg_fast(*self._linearise_fast())
+            with torch.no_grad():  # the new iterate, in the fast path's sample order (sums only)
+                h = self.fast.scores()
+                nxt = Evaluation(h, self.problem.objective(h, self.fast.y),
+                                 self.problem.constraint_values_on(h, self.fast.data))
+            steps = torch.full((1,), float(self.inner_steps), dtype=nxt.objective.dtype)
+            return nxt, {"inner_steps": steps}
         c, jac, center = self._linearise()
         if self.config.inner == "ssg":
             self._ssg(c, jac, center)

@@ -105,6 +105,25 @@ def _cell_means(values: Tensor, cells) -> Tensor:
     return values @ lay[1]
 
 
+def _cell_slice(values: Tensor, cells, c: int) -> Tensor:
+    """``values[..., i]`` for the samples i of cell ``c``: a slice (no copy) when the samples are
+    sorted by cell (IDCA's fast linear path), else a boolean selection."""
+    if cells.index.numel() >= _FAST_MIN_N:
+        lay = _layout(cells, values)
+        if lay[0] == "sorted":
+            start = sum(lay[1][:c])
+            return values[..., start:start + lay[1][c]]
+    return values[..., cells.index == c]
+
+
+def _cell_weights(cells, like: Tensor) -> Tensor:
+    """(C, n) matrix with entry 1/n_c where sample i is in cell c (0 elsewhere, and for empty cells):
+    row c is ∂/∂v of the cell mean (1/n_c) Σ_{i∈c} v_i."""
+    onehot = F_.one_hot(cells.index, cells.n_cells).t().to(like.dtype)
+    inv = torch.where(cells.valid, 1.0 / cells.counts.clamp_min(1.0), 0.0).to(like.dtype)
+    return onehot * inv[:, None]
+
+
 class PartialFamily(ConstraintFamily):
     """Shared machinery: interval resolution (including 'auto'), exact metrics, DC interface.
 
@@ -233,13 +252,17 @@ class PartialStatisticalParity(PartialFamily):
         self._require_rows()
         cells = data.by_group
         theta = self.theta.to(scores.device, scores.dtype)
-        x = scores[None, :] - theta[:, None]                           # (P, n)
+        graph = torch.is_grad_enabled() and (scores.requires_grad or theta.requires_grad)
+        x = scores[None, :] - theta[:, None] if graph or self.config.surrogate != "clipped_linear" else None  # (P, n)
         L = self._cached("L", self.L, scores)
         U = self._cached("U", self.U, scores)
         valid = cells.valid[None, :]
         if self.config.surrogate == "clipped_linear":
-            P = x.shape[0]                                             # one product for σ⁺ and σ⁻
-            A = _cell_means(F_.relu(torch.cat([x + 0.5, x - 0.5])), cells)
+            P = theta.shape[0]                                         # one product for σ⁺ and σ⁻
+            if graph:
+                A = _cell_means(F_.relu(torch.cat([x + 0.5, x - 0.5])), cells)
+            else:  # values only (IDCA's inner switching test): in place in a reused buffer
+                A = self._ramp_means(scores, torch.cat([theta - 0.5, theta + 0.5]), cells)
             A_plus, A_minus = A[:P], A[P:]                              # (P, G) each
             lo_plus, lo_minus = A_minus, A_plus - L
             up_plus, up_minus = A_plus, A_minus + U
@@ -251,6 +274,76 @@ class PartialStatisticalParity(PartialFamily):
         minus = torch.cat([torch.where(valid, lo_minus, 1.0).reshape(-1),
                            torch.where(valid, up_minus, 1.0).reshape(-1)])
         return plus, minus
+
+    def _ramp_means(self, scores: Tensor, t: Tensor, cells) -> Tensor:
+        """(R, C) cell means of max{h_i − t_r, 0} with no autograd graph: h − t written into a reused
+        (R, n) buffer, clamped in place, then the cell sums (3 passes, no allocation of the (R, n)
+        block — its fresh allocation and page faults dominated the values-only call)."""
+        shape = (t.numel(), scores.numel())
+        buf = getattr(self, "_ramp_buffer", None)
+        if buf is None or buf.shape != shape or buf.dtype != scores.dtype or buf.device != scores.device:
+            buf = self._ramp_buffer = scores.new_empty(shape)
+        torch.sub(scores[None, :], t[:, None], out=buf)
+        return _cell_means(buf.clamp_min_(0.0), cells)
+
+    def _row(self, row: int) -> tuple[int, int, int]:
+        """Row index of :meth:`dc_parts` → (side: 0 lower / 1 upper, grid index j, group k)."""
+        P, G = self.L.shape
+        side, rest = divmod(row, P * G)
+        return side, rest // G, rest % G
+
+    def dc_plus_row_grad(self, scores: Tensor, data: FairnessData, row: int) -> tuple[int, Tensor, list[Tensor]]:
+        r"""Subgradient of ONE row of f⁺ (the active row of IDCA's switching step), in closed form from
+        group k's samples only: returns (k, ∂f⁺/∂h on ``_cell_slice(h, cells, k)`` (n_k,), [∂f⁺/∂θ (|Î|,)]).
+        With x_i = h_i − θ_j, i ∈ k:
+
+            clipped linear: lower f⁺ = A⁻_{j,k}: ∂/∂h_i = 1[x_i − 0.5 > 0]/n_k;  upper f⁺ = A⁺_{j,k}: 1[x_i + 0.5 > 0]/n_k
+            sigmoid:        lower f⁺ = 0;  upper f⁺ = S_{j,k}: s(x_i)(1 − s(x_i))/n_k
+
+        and ∂/∂θ_j = −Σ_i ∂/∂h_i (other θ: 0); relu'(0) = 0 as in autograd."""
+        self._require_rows()
+        side, j, k = self._row(row)
+        h = _cell_slice(scores.detach(), data.by_group, k)
+        theta = self.theta.detach().to(scores.device, scores.dtype)
+        g_theta = torch.zeros_like(theta)
+        if h.numel() == 0 or (self.config.surrogate == "sigmoid" and side == 0):
+            return k, torch.zeros_like(h), [g_theta]
+        x = h - theta[j]
+        if self.config.surrogate == "clipped_linear":
+            gh = ((x - 0.5 > 0) if side == 0 else (x + 0.5 > 0)).to(h.dtype)
+        else:
+            s = torch.sigmoid(x)
+            gh = s * (1.0 - s)
+        gh = gh / h.numel()
+        g_theta[j] = -gh.sum()
+        return k, gh, [g_theta]
+
+    def dc_minus_jacobian(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, list[Tensor]]:
+        r"""Jacobian of f⁻ (rows of :meth:`dc_parts`) w.r.t. the scores h (m, n) and θ (m, |Î|), in
+        closed form (IDCA's linearisation (32), once per outer iteration). With x_{j,i} = h_i − θ_j
+        and w_{k,i} = 1[i ∈ k]/n_k:
+
+            clipped linear: ∂f⁻_{lower,j,k}/∂h_i = w_{k,i} 1[x_{j,i} + 0.5 > 0]   (f⁻ = A⁺ − L)
+                            ∂f⁻_{upper,j,k}/∂h_i = w_{k,i} 1[x_{j,i} − 0.5 > 0]   (f⁻ = A⁻ + U)
+            sigmoid:        ∂f⁻_{lower,j,k}/∂h_i = w_{k,i} s(x_{j,i})(1 − s(x_{j,i})),  upper rows 0,
+
+        and ∂f⁻_{·,j,k}/∂θ_{j'} = −δ_{jj'} Σ_i ∂f⁻_{·,j,k}/∂h_i. The subgradient at a kink is that of
+        autograd (relu'(0) = 0)."""
+        self._require_rows()
+        theta = self.theta.to(scores.device, scores.dtype).detach()
+        x = scores.detach()[None, :] - theta[:, None]                            # (P, n)
+        if self.config.surrogate == "clipped_linear":
+            d = torch.stack([(x + 0.5 > 0).to(x.dtype), (x - 0.5 > 0).to(x.dtype)])
+        else:
+            s = torch.sigmoid(x)
+            d = torch.stack([s * (1.0 - s), torch.zeros_like(s)])
+        W = _cell_weights(data.by_group, x)                                     # (G, n)
+        Jh = d[:, :, None, :] * W[None, None]                                    # (2, P, G, n)
+        P = x.shape[0]
+        eye = torch.eye(P, dtype=x.dtype, device=x.device)
+        Jtheta = -Jh.sum(-1)[..., None] * eye[:, None, :]                        # (2, P, G, P)
+        m = Jh.shape[0] * P * Jh.shape[2]
+        return Jh.reshape(m, -1), [Jtheta.reshape(m, P)]
 
 
 @CONSTRAINTS.register(

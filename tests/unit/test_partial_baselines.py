@@ -77,3 +77,33 @@ def test_fast_linear_path_matches_autograd(constraint, sparse):
     # by ~1 % or more), so few steps, agreeing to 1 % of the scale (a wrong permutation, cell mean or pull-back
     # is off by O(1) of it)
     assert float((ws[0] - ws[1]).abs().max()) <= 1e-2 * float(ws[1].abs().max())
+
+
+@pytest.mark.parametrize("surrogate", ["clipped_linear", "sigmoid"])
+@pytest.mark.parametrize("n", [500, 6000])
+def test_psp_closed_form_oracles_match_autograd(surrogate, n):
+    """IDCA's fast path: dc_minus_jacobian (∂f⁻/∂h, ∂f⁻/∂θ in closed form) and dc_plus_row_grad (one row of f⁺
+    from its group's samples) equal autograd on dc_parts; the values-only dc_parts equals the graph one."""
+    problem = _problem({**PSP, "surrogate": surrogate}, n=n)
+    fam = problem.constraints[0]
+    fast = LinearScores(problem.make_model(), problem)
+    with torch.no_grad():
+        fam.theta.copy_(torch.linspace(-0.8, 0.8, fam.theta.numel()))
+    h = torch.randn(n).requires_grad_(True)
+    plus, minus = fam.dc_parts(h, fast.data)
+    m = minus.numel()
+    rows = [torch.autograd.grad(minus[i], [h, fam.theta], retain_graph=True) for i in range(m)]
+    Jh, (Jt,) = fam.dc_minus_jacobian(h, fast.data)
+    assert torch.allclose(Jh, torch.stack([r[0] for r in rows]), atol=1e-7)
+    assert torch.allclose(Jt, torch.stack([r[1] for r in rows]), atol=1e-6)
+    with torch.no_grad():
+        p0, m0 = fam.dc_parts(h, fast.data)
+    assert torch.allclose(p0, plus, atol=1e-6) and torch.allclose(m0, minus, atol=1e-6)
+    sizes = torch.bincount(fast.data.group).tolist()
+    for r in range(m):
+        k, gh, (gt,) = fam.dc_plus_row_grad(h, fast.data, r)
+        want = torch.autograd.grad(plus[r], [h, fam.theta], retain_graph=True, allow_unused=True)
+        full = torch.zeros(n)
+        full[sum(sizes[:k]):sum(sizes[:k + 1])] = gh              # fast.data is sorted by group
+        assert torch.allclose(full, want[0], atol=1e-7)
+        assert torch.allclose(gt, want[1], atol=1e-6)
