@@ -60,6 +60,24 @@ class Settings(BaseSettings):
                             description="Log lines as JSON objects (json) or plain text (text).")
     log_level: str = Field("INFO", validation_alias="FAIRSOLVE_LOG_LEVEL")
 
+    audit_sources_env: str = Field("", validation_alias="FAIRSOLVE_AUDIT_SOURCES",
+                                   description="Comma-separated directories and URL prefixes audits may read "
+                                   "`source` data from (empty: sources are refused).")
+    audit_trigger_every_s: float = Field(15.0, validation_alias="FAIRSOLVE_AUDIT_TRIGGER_EVERY_S",
+                                         description="How often Celery beat looks for due audits.")
+    audit_webhook_retries: int = Field(5, validation_alias="FAIRSOLVE_AUDIT_WEBHOOK_RETRIES",
+                                       description="Retries of a failed alert webhook POST (after the first try).")
+    audit_webhook_backoff_s: int = Field(2, validation_alias="FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S",
+                                         description="First retry delay of a webhook; doubles each retry (max 600 s).")
+
+    @property
+    def audit_sources(self) -> list[str]:
+        return [s.strip() for s in self.audit_sources_env.split(",") if s.strip()]
+
+    checkpoint_every_s: float = Field(30.0, validation_alias="FAIRSOLVE_CHECKPOINT_EVERY_S",
+                                      description="Seconds between checkpoints of a running solve (model and "
+                                                  "solver state); a redelivered job resumes from the last one.")
+
     @property
     def database_url(self) -> str:
         return self.database_url_env or f"sqlite:///{(self.home / 'fairsolve.db').resolve()}"

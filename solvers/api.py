@@ -12,6 +12,7 @@ from scipy.special import expit
 from torch import nn
 
 from .algorithms import ALGORITHMS, SolveResult, describe, run_algorithm
+from .checkpoint import Checkpoint
 from .constraints import CONSTRAINTS
 from .encoding import TableEncoder, build_groups, encode_labels
 from .metrics import classification_metrics
@@ -46,6 +47,7 @@ def solve(
     seed: int = 0,
     model: nn.Module | None = None,
     validation: Problem | None = None,
+    resume: Checkpoint | None = None,
 ) -> SolveResult:
     """Run the named algorithm (default PLADA with paper defaults) on a built :class:`Problem`.
 
@@ -53,6 +55,7 @@ def solve(
     ``model``: optional warm start (otherwise ``problem.make_model()`` under ``seed``).
     ``validation``: optional held-out :class:`Problem` (same features and groups, no constraints
     needed) for algorithms whose output rule selects an iterate on validation data (``level_set``, ``iqrc``).
+    ``resume``: a :class:`~solvers.checkpoint.Checkpoint` of this same solve to continue from.
     """
     if solver is None:
         solver = SolverSpec()
@@ -61,7 +64,7 @@ def solve(
     elif isinstance(solver, dict):
         solver = SolverSpec(**solver)
     return run_algorithm(solver.algorithm, problem, solver.config(), observer, max_iterations=max_iterations,
-                         time_limit_s=time_limit_s, seed=seed, model=model, validation=validation)
+                         time_limit_s=time_limit_s, seed=seed, model=model, validation=validation, resume=resume)
 
 
 class SolverDiverged(ArithmeticError):
@@ -138,11 +141,12 @@ def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], trai
 
 
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None,
-        initial_state: dict[str, torch.Tensor] | None = None) -> RunOutput:
+        initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None) -> RunOutput:
     """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
 
     ``initial_state``: a state dict of the same model architecture to start from (a warm
-    start, e.g. the solution at a looser tolerance); None = the seeded initialisation."""
+    start, e.g. the solution at a looser tolerance); None = the seeded initialisation.
+    ``resume``: a checkpoint of this same run (same table and spec) to continue from."""
     data = prepare(table, spec)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
     train = splits["train"]
@@ -161,7 +165,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         model = problem.make_model()
         model.load_state_dict(initial_state)
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
-                   time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model)
+                   time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model, resume=resume)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")

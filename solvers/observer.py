@@ -43,6 +43,13 @@ class Observer:
         """Return a reason (e.g. ``"cancelled"``) to stop after the current iterate."""
         return None
 
+    def checkpoint_due(self) -> bool:
+        """Return True to be handed a :class:`~solvers.checkpoint.Checkpoint` of the current iterate."""
+        return False
+
+    def on_checkpoint(self, checkpoint) -> None:
+        """Called with the run's state when :meth:`checkpoint_due` said so."""
+
 
 @dataclass
 class RecordingObserver(Observer):

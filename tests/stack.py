@@ -76,12 +76,13 @@ def pg_database() -> tuple[str, Callable[[], None]]:
 
 
 def start_stack(name: str, home: Path, database_url: str | None, broker_url: str | None,
-                workers: int = 1) -> Stack:
+                workers: int = 1, extra_env: dict[str, str] | None = None, beat: bool = False) -> Stack:
+    """API and ``workers`` Celery workers; with ``beat``, Celery beat too (its schedule file in ``home``)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     port = free_port()
     admin_key = f"fsk_test_{uuid.uuid4().hex}"
     env.update({"FAIRSOLVE_HOME": str(home), "PORT": str(port), "FAIRSOLVE_TRAJECTORY_FLUSH_S": "0.25",
-                "FAIRSOLVE_BOOTSTRAP_API_KEY": admin_key})
+                "FAIRSOLVE_BOOTSTRAP_API_KEY": admin_key, **(extra_env or {})})
     if database_url:
         env["DATABASE_URL"] = database_url
     if broker_url:
@@ -93,6 +94,9 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
         commands["worker" if i == 0 else f"worker{i + 1}"] = [
             sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu", "-c", "1",
             "-n", f"test-{name}-{i}-{uuid.uuid4().hex[:6]}@%h", "--loglevel", "INFO"]
+    if beat:
+        commands["beat"] = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "beat", "--loglevel", "INFO",
+                            "-s", str(home / "celerybeat-schedule")]
     procs = {}
     for proc_name, cmd in commands.items():
         log = open(home / f"{proc_name}.log", "wb")

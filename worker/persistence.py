@@ -7,6 +7,11 @@ with the job's progress and heartbeat, and reads the job's cancel flag at the sa
 moment. The hot loop therefore never waits on the database. :meth:`close` stops
 the thread and writes what is left; a write error is raised in the solver's
 thread at its next iteration (the job then fails with it).
+
+Every ``checkpoint_every_s`` seconds the solver hands over its whole state
+(:mod:`solvers.checkpoint`); the observer first writes the buffered rows (so the
+database holds every iterate up to the checkpoint), then replaces the job's checkpoint
+file atomically. A redelivered job resumes from it (``worker.tasks``).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from array import array
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,12 +28,14 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.models import Job, TrajectoryPoint, utcnow
+from solvers import checkpoint as ckpt
 from solvers.observer import IterationRecord, Observer
 
 
 class PersistingObserver(Observer):
     def __init__(self, job_id: str, sessions: sessionmaker[Session], *, flush_s: float = 1.0,
-                 flush_rows: int = 1000) -> None:
+                 flush_rows: int = 1000, checkpoint_path: Path | None = None, checkpoint_every_s: float = 30.0,
+                 resumed_from: int = 0) -> None:
         self.job_id = job_id
         self.sessions = sessions
         self.flush_s = flush_s
@@ -48,6 +56,9 @@ class PersistingObserver(Observer):
         self.objectives, self.violations = array("d"), array("d")
         self.first_iteration_at: float | None = None  # wall clock (epoch s) of the first and last iterate
         self.last_iteration_at: float | None = None
+        self.checkpoint_path, self.checkpoint_every_s = checkpoint_path, checkpoint_every_s
+        self.checkpoint_iteration = self.resumed_from = resumed_from
+        self._last_checkpoint = time.monotonic()
 
     def on_start(self, info: dict) -> None:
         self.max_iterations = int(info.get("max_iterations", 0))
@@ -79,6 +90,15 @@ class PersistingObserver(Observer):
 
     def should_stop(self) -> str | None:
         return self._stop
+
+    def checkpoint_due(self) -> bool:
+        return self.checkpoint_path is not None and time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s
+
+    def on_checkpoint(self, checkpoint: ckpt.Checkpoint) -> None:
+        self.flush()  # every iterate up to the checkpoint is stored before the checkpoint names it
+        ckpt.save(self.checkpoint_path, checkpoint)
+        self.checkpoint_iteration = checkpoint.iteration
+        self._last_checkpoint = time.monotonic()
 
     def _write_loop(self) -> None:
         while not self._closing:
@@ -120,12 +140,13 @@ class PersistingObserver(Observer):
                 "elapsed_s": round(last.elapsed_s, 4) if last else 0.0,
                 "samples_seen": last.samples_seen if last else 0,
                 "constraint_names": self.constraint_names, "device": self.device,
-                "first_iteration_at": self.first_iteration_at, "last_iteration_at": self.last_iteration_at}
+                "first_iteration_at": self.first_iteration_at, "last_iteration_at": self.last_iteration_at,
+                "checkpoint_iteration": self.checkpoint_iteration, "resumed_from": self.resumed_from}
 
     def iterations_to_target(self, vtol: float = 1e-3, rtol: float = 1e-3) -> int | None:
         """First iteration k from which on max_violation ≤ vtol and |F_k − F_final| ≤ rtol·max(1, |F_final|):
-        the iterations a run needed to settle (compares cold and warm starts)."""
-        if not self.objectives:
+        the iterations a run needed to settle (compares cold and warm starts); None after a resume."""
+        if not self.objectives or self.resumed_from:
             return None
         obj, viol = np.frombuffer(self.objectives), np.frombuffer(self.violations)
         ok = (viol <= vtol) & (np.abs(obj - obj[-1]) <= rtol * max(1.0, abs(obj[-1])))

@@ -4,8 +4,9 @@ Delivery rules of ``run_job(job_id, attempt)`` (at-least-once delivery made safe
 
 * a message carries the attempt it starts; a ``queued`` job accepts attempt n+1
   (n = starts so far), a ``running`` job accepts only its current attempt n again —
-  the broker's redelivery after the worker running it died — and restarts from a
-  clean trajectory; any other message is a stale duplicate and is dropped;
+  the broker's redelivery after the worker running it died — and resumes from the
+  job's last checkpoint (its trajectory cut back to the checkpoint's iteration), or from
+  the start when it has none; any other message is a stale duplicate and is dropped;
 * jobs waiting on a warm start (status ``waiting``) are released by their
   predecessor when it ends, with an atomic ``waiting → queued`` update, so each is
   sent once, whatever the redeliveries;
@@ -20,6 +21,7 @@ import logging
 import socket
 import traceback
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
@@ -33,6 +35,7 @@ from app.queue import send_job
 from app.settings import get_settings
 from app.storage import load_table
 from solvers import ProblemSpec, SpecError, run
+from solvers import checkpoint as ckpt
 from worker.celery_app import celery_app
 from worker.persistence import PersistingObserver
 
@@ -44,8 +47,26 @@ def problem_spec(job_spec: dict) -> ProblemSpec:
     return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
 
 
-def _start(job_id: str, attempt: int) -> tuple[ProblemSpec, Dataset, dict | None] | None:
-    """Mark the job running (or cancelled if asked before start); None when there is nothing to do."""
+def checkpoint_path(job_id: str) -> Path:
+    return get_settings().storage_dir / "checkpoints" / f"{job_id}.safetensors"
+
+
+def _saved_checkpoint(job_id: str) -> ckpt.Checkpoint | None:
+    path = checkpoint_path(job_id)
+    if not path.exists():
+        return None
+    try:
+        return ckpt.load(path)
+    except Exception:  # a damaged file: start over rather than fail the job
+        log.warning("job %s: unreadable checkpoint; restarting from iteration 0", job_id)
+        return None
+
+
+def _start(job_id: str, attempt: int) -> tuple[ProblemSpec, Dataset, dict | None, ckpt.Checkpoint | None] | None:
+    """Mark the job running (or cancelled if asked before start); None when there is nothing to do.
+
+    A job started again (redelivered, or re-queued by the reaper) resumes from its checkpoint when
+    it has one: trajectory rows after the checkpoint's iteration are dropped, earlier ones kept."""
     with session_scope() as s:
         job = s.get(Job, job_id, with_for_update=True)
         if job is None or job.status in TERMINAL or job.status == "waiting":
@@ -59,8 +80,9 @@ def _start(job_id: str, attempt: int) -> tuple[ProblemSpec, Dataset, dict | None
         if job.cancel_requested:
             job.status, job.finished_at = "cancelled", utcnow()
             return None
-        # A redelivery after a worker died: start again from a clean slate.
-        s.execute(delete(TrajectoryPoint).where(TrajectoryPoint.job_id == job_id))
+        resume = _saved_checkpoint(job_id) if job.starts else None
+        after = resume.iteration if resume is not None else 0
+        s.execute(delete(TrajectoryPoint).where(TrajectoryPoint.job_id == job_id, TrajectoryPoint.iteration > after))
         s.execute(delete(Artifact).where(Artifact.job_id == job_id))
         job.status, job.started_at, job.attempts, job.heartbeat_at = "running", utcnow(), attempt, utcnow()
         job.starts += 1
@@ -68,7 +90,7 @@ def _start(job_id: str, attempt: int) -> tuple[ProblemSpec, Dataset, dict | None
         job.error = None
         dataset = s.get(Dataset, job.dataset_id)
         s.expunge(dataset)
-        return problem_spec(job.spec), dataset, _warm_start_weights(s, job)
+        return problem_spec(job.spec), dataset, _warm_start_weights(s, job), resume
 
 
 def _warm_start_weights(s, job: Job) -> dict | None:
@@ -91,7 +113,10 @@ def _finish(job_id: str, **values) -> None:
 def run_job(job_id: str, attempt: int = 1) -> str:
     token = job_id_var.set(job_id)  # every log line of this job carries its id
     try:
-        return _run(job_id, attempt)
+        outcome = _run(job_id, attempt)
+        if outcome != "skipped":
+            checkpoint_path(job_id).unlink(missing_ok=True)  # the job ended: its checkpoint is spent
+        return outcome
     finally:
         release_successors(job_id)
         job_id_var.reset(token)
@@ -141,17 +166,22 @@ def _run(job_id: str, attempt: int) -> str:
     started = _start(job_id, attempt)
     if started is None:
         return "skipped"
-    spec, dataset, initial_state = started
-    log.info("job started: solver %s, attempt %s", spec.solver.name, attempt)
+    spec, dataset, initial_state, resume = started
+    resumed_from = resume.iteration if resume is not None else 0
+    log.info("job started: solver %s, attempt %s%s", spec.solver.name, attempt,
+             f", resuming after iteration {resumed_from}" if resume is not None else "")
     settings = get_settings()
+    path = checkpoint_path(job_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
     observer = PersistingObserver(job_id, session_factory(), flush_s=settings.trajectory_flush_s,
-                                  flush_rows=settings.trajectory_flush_rows)
+                                  flush_rows=settings.trajectory_flush_rows, checkpoint_path=path,
+                                  checkpoint_every_s=settings.checkpoint_every_s, resumed_from=resumed_from)
     try:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
         path = settings.storage_dir / "datasets" / dataset.stored_name
         table = load_table(path, dataset.format, dataset.read_options, dataset.sha256)
-        out = run(table, spec, observer, initial_state=initial_state)
+        out = run(table, spec, observer, initial_state=initial_state, resume=resume)
         observer.close()
     except SpecError as exc:
         observer.close()
@@ -176,7 +206,8 @@ def _run(job_id: str, attempt: int) -> str:
         status, error = "failed", f"time limit of {spec.time_limit_s} s reached after {out.iterations} iterations"
     result = {"iterations": out.iterations, "solver_time_s": out.solver_time_s, "stop_reason": out.stop_reason,
               "constraint_names": out.constraint_names, "tolerances": out.tolerances, "groups": out.groups,
-              "n_features": len(out.feature_names), "trajectory_rows": observer.rows_written,
+              "n_features": len(out.feature_names), "trajectory_rows": observer.rows_written + resumed_from,
+              "resumed_from": resumed_from,
               "iterations_to_target": observer.iterations_to_target(), "warm_started": initial_state is not None}
     with session_scope() as s:
         s.add_all(artifacts)

@@ -84,8 +84,11 @@ class Algorithm:
         return None if size is None or size >= self.problem.n_samples else self.sampler.uniform(size)
 
     def evaluate(self) -> Evaluation:
-        """F and G at the current θ on the next batch (the whole training set when full batch)."""
-        return self.problem.evaluate(self.model, self.batch())
+        """F and G at the current θ on the next batch (the whole training set when full batch).
+
+        The batch is kept as ``last_batch`` so a resumed run re-evaluates the same point (checkpoints)."""
+        self.last_batch = self.batch()
+        return self.problem.evaluate(self.model, self.last_batch)
 
     @classmethod
     def resolve_config(cls, config: AlgorithmConfig, problem: Problem) -> AlgorithmConfig:

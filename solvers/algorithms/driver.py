@@ -3,7 +3,9 @@
 Per iteration: ``algorithm.step`` → ONE host sync (``tolist`` of objective,
 constraints and duals concatenated) → ``observer.on_iteration`` →
 ``observer.should_stop`` → time-limit check. The algorithm learns the budget as
-``algorithm.horizon`` before ``start``; after the loop ``algorithm.finish()`` may swap in the
+``algorithm.horizon`` before ``start``. When ``observer.checkpoint_due()``, the observer is
+handed the run's whole state (:mod:`solvers.checkpoint`); ``resume`` restarts from such a
+checkpoint, continuing its iteration count, samples seen and solver time. After the loop ``algorithm.finish()`` may swap in the
 paper's output point (random/averaged iterate), and the result's ``last`` record then describes it.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 import torch
 from torch import nn
 
+from .. import checkpoint as ckpt
 from ..observer import IterationRecord, Observer
 from ..problem import Problem
 from .base import Algorithm, AlgorithmConfig, SolveResult
@@ -30,11 +33,13 @@ def run_algorithm(
     seed: int = 0,
     model: nn.Module | None = None,
     validation: Problem | None = None,
+    resume: ckpt.Checkpoint | None = None,
 ) -> SolveResult:
     """Build the model (seeded) and iterate until ``max_iterations``, a stop request or the time limit.
 
     ``model``: optional warm start (used in place, moved to the problem's device).
     ``validation``: optional held-out Problem, given to the algorithm as ``algorithm.validation``.
+    ``resume``: a checkpoint of this same run to continue from (iteration ``resume.iteration + 1`` on).
     """
     observer = observer or Observer()
     with torch.random.fork_rng(devices=[]):
@@ -57,8 +62,12 @@ def run_algorithm(
     t0 = time.perf_counter()
     current = algorithm.evaluate()
     algorithm.start(current)
-    status, stop_reason, record, seen, k = "completed", None, None, 0, 0
-    for k in range(max_iterations):
+    status, stop_reason, record, seen, k, first = "completed", None, None, 0, 0, 0
+    if resume is not None:
+        ckpt.restore(algorithm, resume)
+        current = problem.evaluate(model, getattr(algorithm, "last_batch", None))
+        t0, seen, first = time.perf_counter() - resume.elapsed_s, resume.samples_seen, resume.iteration
+    for k in range(first, max_iterations):
         current, duals = algorithm.step(k, current)
         parts = [current.objective.detach().reshape(1), current.constraints.detach().reshape(-1)]
         parts += [d.detach().reshape(-1).to(current.objective.dtype) for d in (duals or {}).values()]
@@ -77,6 +86,8 @@ def run_algorithm(
             constraints=constraints, max_violation=max([0.0, *constraints]), duals=dual_lists,
         )
         observer.on_iteration(record)
+        if observer.checkpoint_due():
+            observer.on_checkpoint(ckpt.capture(algorithm, k + 1, seen, elapsed))
         reason = observer.should_stop()
         if reason is None and elapsed >= time_limit_s and k + 1 < max_iterations:
             reason = "time_limit"
@@ -92,6 +103,6 @@ def run_algorithm(
                                      max_violation=max([0.0, *values[1:]]))
     model.eval()
     return SolveResult(
-        model=model, status=status, stop_reason=stop_reason, iterations=record.iteration if record else 0,
+        model=model, status=status, stop_reason=stop_reason, iterations=record.iteration if record else first,
         solver_time_s=time.perf_counter() - t0, samples_seen=seen, last=record, config=algorithm.config,
     )

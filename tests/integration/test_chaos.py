@@ -1,0 +1,74 @@
+"""Chaos: 20 jobs while the worker's pool process is SIGKILLed twice. Every job ends `succeeded`
+exactly once (one trajectory row per iteration, one set of artifacts), and a killed job resumes
+from its checkpoint instead of starting over."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import redis
+
+from tests.datagen import planted_table
+from tests.integration.test_job_flow import job_spec, upload
+from tests.stack import REDIS_URL, alive, descendants, pg_database, start_stack, stop_stack
+
+N_JOBS, ITERATIONS = 20, 1000
+
+
+@pytest.fixture
+def chaos_stack(tmp_path):
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    url, drop = pg_database()
+    stack = start_stack("chaos", tmp_path, url, REDIS_URL, extra_env={"FAIRSOLVE_CHECKPOINT_EVERY_S": "0.3"})
+    yield stack
+    stop_stack(stack)
+    drop()
+
+
+def kill_pool_while_running(stack, client, ids: list[str], killed: list[str]) -> None:
+    """Wait until a job is past a checkpoint, then SIGKILL the pool process running it."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        jobs = client.get("/api/v1/jobs", params={"status": "running"}).json()
+        ready = [j for j in jobs if j["id"] in ids and j["id"] not in killed
+                 and (j["progress"].get("checkpoint_iteration") or 0) > 0
+                 and j["progress"].get("iteration", 0) < ITERATIONS - 200]
+        if ready:
+            pool = descendants(stack.procs["worker"].pid)
+            assert pool, "the worker has no pool process"
+            for pid in pool:
+                os.kill(pid, signal.SIGKILL)
+            killed.append(ready[0]["id"])
+            deadline = time.monotonic() + 10
+            while any(alive(pid) for pid in pool) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return
+        time.sleep(0.05)
+    raise AssertionError("no job reached a checkpoint")
+
+
+def test_twenty_jobs_survive_two_sigkills(chaos_stack):
+    stack = chaos_stack
+    with stack.client() as client:
+        dataset = upload(client, planted_table(1500, seed=5))
+        ids = [client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=ITERATIONS, seed=i)).json()["id"]
+               for i in range(N_JOBS)]
+        killed: list[str] = []
+        kill_pool_while_running(stack, client, ids, killed)
+        kill_pool_while_running(stack, client, ids, killed)
+        jobs = [stack.wait_job(client, job_id, {"succeeded", "failed", "cancelled"}, timeout=300) for job_id in ids]
+        assert [j["status"] for j in jobs] == ["succeeded"] * N_JOBS, [j["error"] for j in jobs]
+        for job in jobs:
+            traj = client.get(f"/api/v1/jobs/{job['id']}/trajectory", params={"max_points": 100_000}).json()
+            assert [p["iteration"] for p in traj["points"]] == list(range(1, ITERATIONS + 1)), job["id"]
+            assert sorted(a["kind"] for a in job["artifacts"]) == ["predictions", "weights"]
+            assert job["result"]["iterations"] == ITERATIONS
+        by_id = {j["id"]: j for j in jobs}
+        for job_id in killed:
+            assert by_id[job_id]["starts"] == 2, by_id[job_id]
+            assert 0 < by_id[job_id]["result"]["resumed_from"] < ITERATIONS
+        assert all(by_id[i]["starts"] == 1 for i in ids if i not in killed)
+        assert not list((stack.home / "storage" / "checkpoints").glob("*.safetensors"))  # spent when jobs end
