@@ -69,6 +69,52 @@ def keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+
+AUDIT_HELP = """Audit a model on a table without a server; prints the report, exits 1 on a breach, 0 otherwise
+(2: bad input). --model is an audit model file: a job's weights with its spec and fitted encoder in the
+safetensors metadata, from GET /api/v1/jobs/{job_id}/audit-model (a plain weights artifact lacks the
+encoder and is refused). --metrics is a JSON list of {type, threshold, ...} (or a file holding it);
+types as in GET /api/v1/audits/metrics. CIs: 200 bootstrap resamples, seed 0."""
+
+
+@command("audit")
+def add_audit(sub: argparse._SubParsersAction) -> None:
+    audit = sub.add_parser("audit", help="batch audits of a model").add_subparsers(dest="action", required=True)
+    run = audit.add_parser("run", help="audit a model on a CSV / Parquet file", description=AUDIT_HELP)
+    run.add_argument("--model", required=True, help="audit model file (.safetensors) of a job")
+    run.add_argument("--data", required=True, help="CSV or Parquet file with the model's columns and the label")
+    run.add_argument("--metrics", required=True, help="JSON list of {type, threshold, ...}, or a file holding it")
+    run.add_argument("--format", choices=("table", "json"), default="table")
+    run.set_defaults(run=audit_run)
+
+
+def audit_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from app.audits.metrics import MetricSpec
+    from app.audits.model import AuditModel, ModelError
+    from app.audits.report import evaluate, format_table
+    from app.storage import DatasetError, parse_upload
+
+    try:
+        text = args.metrics if args.metrics.lstrip().startswith("[") else Path(args.metrics).read_text()
+        specs = TypeAdapter(list[MetricSpec]).validate_json(text)
+        model = AuditModel.from_file(Path(args.model))
+        _, _, table = parse_upload(Path(args.data))
+        report = evaluate(specs, model.score(table))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        print(f"--metrics: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
+        return 2
+    except (ModelError, DatasetError, OSError, ValueError) as exc:
+        print(f"fairsolve audit run: {exc}", file=sys.stderr)
+        return 2
+    report["n_rows"] = len(table)
+    print(json.dumps(report, indent=2) if args.format == "json" else format_table(report))
+    return 1 if report["breached"] else 0
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fairsolve", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

@@ -149,3 +149,63 @@ class Artifact(Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Audit(Base):
+    """A scheduled re-check of a job's model on a dataset (or an allow-listed source) against metric thresholds."""
+
+    __tablename__ = "audits"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    owner: Mapped[str] = mapped_column(String(255), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    dataset_id: Mapped[str | None] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    source: Mapped[str | None] = mapped_column(String(2048))  # a server path or URL on FAIRSOLVE_AUDIT_SOURCES
+    metrics: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)  # [{type, threshold, ...options}]
+    schedule: Mapped[str | None] = mapped_column(String(255))  # cron, UTC; None = runs only when asked
+    webhook_url: Mapped[str | None] = mapped_column(String(2048))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    next_run_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AuditRun(Base):
+    """One evaluation of an audit: the data's hash, every metric with its CI, pass/fail and drift."""
+
+    __tablename__ = "audit_runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    owner: Mapped[str] = mapped_column(String(255), index=True)
+    audit_id: Mapped[str] = mapped_column(ForeignKey("audits.id", ondelete="CASCADE"), index=True)
+    trigger: Mapped[str] = mapped_column(String(16))  # schedule | manual
+    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | running | succeeded | failed
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    data_sha256: Mapped[str | None] = mapped_column(String(64))
+    n_rows: Mapped[int | None] = mapped_column(Integer)
+    group_sizes: Mapped[dict[str, int] | None] = mapped_column(JSONType)
+    results: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
+    previous_run_id: Mapped[str | None] = mapped_column(String(32))
+    breached: Mapped[list[str] | None] = mapped_column(JSONType)
+    passed: Mapped[bool | None] = mapped_column(Boolean)
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class Alert(Base):
+    """A breached audit run, and the delivery of its webhook."""
+
+    __tablename__ = "alerts"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    owner: Mapped[str] = mapped_column(String(255), index=True)
+    audit_id: Mapped[str] = mapped_column(ForeignKey("audits.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("audit_runs.id", ondelete="CASCADE"), unique=True)
+    message: Mapped[str] = mapped_column(Text)
+    breached: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    webhook_status: Mapped[str] = mapped_column(String(16), default="none")  # none|pending|retrying|delivered|failed
+    webhook_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    webhook_last_error: Mapped[str | None] = mapped_column(Text)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -18,7 +18,7 @@ from app.settings import get_settings
 
 settings = get_settings()
 
-celery_app = Celery("fairsolve", broker=settings.broker_url, include=["worker.tasks"])
+celery_app = Celery("fairsolve", broker=settings.broker_url, include=["worker.tasks", "worker.audits"])
 celery_app.conf.update(
     task_default_queue="cpu",
     task_acks_late=True,
@@ -32,7 +32,9 @@ celery_app.conf.update(
     broker_transport_options={} if settings.broker_url.startswith("sqla+") else {"visibility_timeout": 6 * 3600},
     timezone="UTC",
     enable_utc=True,
-    beat_schedule={"reap-stale-jobs": {"task": "fairsolve.reap_stale_jobs", "schedule": settings.reap_every_s}},
+    beat_schedule={"reap-stale-jobs": {"task": "fairsolve.reap_stale_jobs", "schedule": settings.reap_every_s},
+                   "trigger-due-audits": {"task": "fairsolve.trigger_due_audits",
+                                          "schedule": settings.audit_trigger_every_s}},
 )
 
 QUEUE_FOR_DEVICE = {"cuda": "gpu", "cpu": "cpu", "auto": "cpu"}

@@ -4,6 +4,7 @@ resources on every route of the OpenAPI document, key revocation, idempotent sub
 from __future__ import annotations
 
 import re
+import time
 import uuid
 
 import pytest
@@ -30,8 +31,25 @@ def owned(postgres_stack):
         assert "id" in sweep, sweep
     with stack.client() as admin:
         key_id = next(k["id"] for k in admin.get("/api/v1/keys").json() if key_b.startswith(k["hint"]))
-    ids = {"dataset_id": dataset["id"], "job_id": job["id"], "sweep_id": sweep["id"], "key_id": key_id}
+    ids = {"dataset_id": dataset["id"], "job_id": job["id"], "sweep_id": sweep["id"], "key_id": key_id,
+           **audit_ids(stack, key_a, dataset["id"], job["id"])}
     return stack, key_a, key_b, ids
+
+
+def audit_ids(stack, key: str, dataset_id: str, job_id: str) -> dict[str, str]:
+    """An audit of the job with one finished, breached run (so it has an alert)."""
+    with stack.client(key) as a:
+        audit = a.post("/api/v1/audits", json={"job_id": job_id, "dataset_id": dataset_id,
+                                               "metrics": [{"type": "demographic_parity", "threshold": 0.0}]})
+        assert audit.status_code == 201, audit.text
+        audit_id = audit.json()["id"]
+        run_id = a.post(f"/api/v1/audits/{audit_id}/run").json()["id"]
+        deadline = time.monotonic() + 60
+        while a.get(f"/api/v1/audits/{audit_id}/runs/{run_id}").json()["status"] != "succeeded":
+            assert time.monotonic() < deadline, a.get(f"/api/v1/audits/{audit_id}/runs/{run_id}").text
+            time.sleep(0.3)
+        alert_id = a.get("/api/v1/alerts").json()[0]["id"]
+    return {"audit_id": audit_id, "run_id": run_id, "alert_id": alert_id}
 
 
 def operations(client) -> list[tuple[str, str]]:
@@ -80,7 +98,8 @@ def test_another_owners_resources_are_not_found_on_every_route(owned):
         # the owner still sees everything (the 404s above were not missing resources) and B's lists are empty
         assert a.get(f"/api/v1/jobs/{ids['job_id']}").status_code == 200
         assert a.get(f"/api/v1/jobs/{ids['job_id']}/artifacts/weights").status_code == 200
-        for listing in ("datasets", "jobs", "sweeps"):
+        assert a.get(f"/api/v1/audits/{ids['audit_id']}").status_code == 200  # B's DELETE did nothing
+        for listing in ("datasets", "jobs", "sweeps", "audits", "alerts"):
             assert b.get(f"/api/v1/{listing}").json() == [], listing
             assert len(a.get(f"/api/v1/{listing}").json()) >= 1, listing
         # B cannot train on A's dataset: the body field is answered as not found

@@ -1,0 +1,12 @@
+"""Scheduled batch audits: re-check a trained model on fresh data against metric thresholds.
+
+* :mod:`app.audits.metrics` — the registry of exact metrics an audit can check, their spec
+  validation and the bootstrap confidence intervals;
+* :mod:`app.audits.model` — a job's model with its own preprocessing, applied to a table;
+* :mod:`app.audits.sources` — where audit data comes from (a dataset, or an allow-listed path / URL);
+* :mod:`app.audits.schedule` — cron schedules (UTC);
+* :mod:`app.audits.report` — one audit run's report: values, CIs, pass/fail, drift, the table;
+* :mod:`app.audits.schemas` — request and response bodies of ``/api/v1/audits`` and ``/api/v1/alerts``.
+
+The Celery side (beat trigger, the run, the webhook) is :mod:`worker.audits`.
+"""

@@ -1,0 +1,368 @@
+r"""The exact metrics an audit checks, computed from raw scores f(x), labels and groups.
+
+Every metric is one small class registered in :data:`AUDIT_METRICS` (the solver library's
+:class:`~solvers.registry.Registry`), with
+
+* ``direction``: ``"max"`` — the threshold is an upper bound (a gap: pass iff value ≤ threshold) —
+  or ``"min"`` — a lower bound (accuracy, AUC, the minority's share: pass iff value ≥ threshold);
+* ``Options``: the metric's extra spec fields (pydantic, unknown fields are errors);
+* ``compute(scored, options) -> (value, by_group)``: the overall value and, per group, the
+  metric's per-group statistics ``{stat: {group: value}}`` (selection rate, TPR, ...).
+
+The math is the solver library's: :func:`solvers.metrics.group_fairness`, ``loss_gap``,
+``minority_rate``; :mod:`solvers.partial.metrics` (pSP, pDP and the partial EOp / EOdds / group AUC
+on a percentile ``interval``, scores = raw f as in training); :mod:`solvers.auc.metrics` (AUĈ and
+the AUC-fairness ``variant``); accuracy, balanced accuracy and log loss are scikit-learn's. Predictions
+are ŷ = 1{f > 0} = 1{σ(f) > ½}, as everywhere in FairSolve.
+
+**Confidence intervals** (:func:`bootstrap`): percentile bootstrap 95% intervals over
+``N_BOOT = 200`` row resamples drawn at once as one (B, n) index matrix from
+``numpy.random.default_rng(SEED = 0)``, so a report is reproducible; every metric of a run is
+evaluated on the same resamples. A resample where a value is undefined (e.g. a group with no
+positives) is left out of that value's interval.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from scipy.special import expit
+from sklearn import metrics as skm
+
+from solvers.auc.metrics import VARIANTS, auc, fairness_gap, protected_index
+from solvers.metrics import group_fairness, loss_gap, minority_rate
+from solvers.partial.intervals import validate_interval
+from solvers.partial.metrics import (partial_dp, partial_equal_opportunity, partial_equalized_odds,
+                                     partial_group_auc, partial_sp)
+from solvers.registry import Registry
+
+N_BOOT = 200
+SEED = 0
+LEVEL = 0.95
+
+AUDIT_METRICS: Registry = Registry("metric type")
+ByGroup = dict[str, dict[str, float | None]]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What every metric reads: labels y ∈ {0, 1}, raw scores f, group index per row and the group names."""
+
+    y: np.ndarray
+    logits: np.ndarray
+    group: np.ndarray
+    group_names: list[str]
+
+    def take(self, rows: np.ndarray) -> "Scored":
+        return Scored(self.y[rows], self.logits[rows], self.group[rows], self.group_names)
+
+    @property
+    def proba(self) -> np.ndarray:
+        return expit(self.logits)
+
+    @property
+    def pred(self) -> np.ndarray:
+        return (self.logits > 0).astype(np.int64)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.group_names)
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def _per_group(scored: Scored, stat: Callable[[Scored], float | None]) -> dict[str, float | None]:
+    """``stat`` on each group's rows (a loop over the K groups, each call vectorised over rows)."""
+    return {name: _num(stat(scored.take(scored.group == g))) if np.any(scored.group == g) else None
+            for g, name in enumerate(scored.group_names)}
+
+
+class MetricOptions(BaseModel):
+    """Extra fields of a metric spec; none by default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class AuditMetric:
+    """One metric: see the module docstring."""
+
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]]
+    description: ClassVar[str]
+    direction: ClassVar[Literal["max", "min"]]
+    Options: ClassVar[type[MetricOptions]] = MetricOptions
+
+    @staticmethod
+    def compute(scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
+        raise NotImplementedError
+
+
+# -- performance ---------------------------------------------------------------------------------------------
+
+def _accuracy(s: Scored) -> float | None:
+    return float(np.mean(s.y == s.pred)) if s.y.size else None  # skm.accuracy_score, without its checks' cost
+
+
+def _balanced_accuracy(s: Scored) -> float | None:
+    return skm.balanced_accuracy_score(s.y, s.pred) if 0 < s.y.sum() < s.y.size else None
+
+
+def _log_loss(s: Scored) -> float | None:
+    return skm.log_loss(s.y, np.clip(s.proba, 1e-15, 1 - 1e-15), labels=[0, 1]) if s.y.size else None
+
+
+def _auc(s: Scored) -> float | None:
+    return auc(s.y, s.logits)
+
+
+def _performance(name: str, stat: Callable[[Scored], float | None], direction: str, description: str,
+                 aliases: tuple[str, ...] = ()) -> None:
+    """Register an overall performance metric whose per-group statistic is itself on the group's rows."""
+
+    @AUDIT_METRICS.register(name, aliases=aliases, description=description, direction=direction)
+    class Performance(AuditMetric):
+        @staticmethod
+        def compute(scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
+            return _num(stat(scored)), {name: _per_group(scored, stat)}
+
+
+_performance("accuracy", _accuracy, "min", "Share of correct predictions 1{f > 0} = y.")
+_performance("balanced_accuracy", _balanced_accuracy, "min", "Mean of TPR and TNR.")
+_performance("roc_auc", _auc, "min", "ROC AUC AUĈ(D+, D−) of the raw scores (ties ½).", aliases=("auc",))
+_performance("log_loss", _log_loss, "max", "Mean binary cross-entropy of σ(f).")
+
+
+# -- group fairness of predictions ---------------------------------------------------------------------------
+
+def _group_fairness(name: str, stats: dict[str, Callable[[Any], Any]], description: str) -> None:
+    """Register one gap of :func:`solvers.metrics.group_fairness` with its per-group rates."""
+
+    @AUDIT_METRICS.register(name, description=description, direction="max")
+    class GroupGap(AuditMetric):
+        @staticmethod
+        def compute(scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
+            out = group_fairness(scored.y, scored.pred, scored.group, scored.group_names)
+            rows = out[f"{name}_by_group"]
+            return out[name], {stat: {g: pick(rows.get(g)) for g in scored.group_names} for stat, pick in stats.items()}
+
+
+def _value(v: Any) -> Any:
+    return v
+
+
+_group_fairness("demographic_parity", {"selection_rate": _value},
+                "max_g Pr(ŷ=1 | g) − min_g Pr(ŷ=1 | g).")
+_group_fairness("equal_opportunity", {"tpr": _value}, "max_g TPR_g − min_g TPR_g.")
+_group_fairness("equalized_odds", {"tpr": lambda d: d and d["tpr"], "fpr": lambda d: d and d["fpr"]},
+                "max(TPR gap, FPR gap) over groups.")
+
+
+class LossOptions(MetricOptions):
+    loss: Literal["bce", "logistic", "hinge", "truncated_logistic"] = Field(
+        "bce", description="Per-sample loss ℓ(f, y) of the groups' mean losses.")
+
+
+@AUDIT_METRICS.register("loss_gap", description="max_g (L_g − L): a group's mean loss above the overall mean.",
+                        direction="max")
+class LossGap(AuditMetric):
+    Options = LossOptions
+
+    @staticmethod
+    def compute(scored: Scored, options: LossOptions) -> tuple[float | None, ByGroup]:
+        out = loss_gap(scored.y, scored.logits, scored.group, scored.group_names, options.loss)
+        return out["loss_gap"], {"loss_gap": {g: out["loss_gap_by_group"].get(g) for g in scored.group_names}}
+
+
+class MinorityOptions(MetricOptions):
+    minority: str | None = Field(None, description="The minority group's name (None: the smallest group present).")
+
+
+@AUDIT_METRICS.register("minority_rate", description="The minority's share of the positive predictions "
+                        "P_min / P (a lower bound).", direction="min")
+class MinorityRate(AuditMetric):
+    Options = MinorityOptions
+
+    @staticmethod
+    def compute(scored: Scored, options: MinorityOptions) -> tuple[float | None, ByGroup]:
+        out = minority_rate(scored.pred, scored.group, scored.group_names, options.minority)
+        return out["minority_rate"], {"share": {g: out["minority_rate_by_group"].get(g) for g in scored.group_names}}
+
+
+# -- partial fairness on percentile intervals ----------------------------------------------------------------
+
+class IntervalOptions(MetricOptions):
+    interval: Any = Field([0.0, 1.0], description="Percentile interval I (top-down within each group): [a, b], a "
+                          "union [[a1, b1], ...] or per group {group: [a, b], '*': [a, b]}. 'auto' is a training "
+                          "rule and is not accepted here.")
+    score_threshold: float = Field(0.0, description="Decision threshold θ̂ on the raw score f for the pDP-type "
+                                   "metrics (FairSolve's partial families' `threshold`).")
+
+    @field_validator("interval")
+    @classmethod
+    def _interval(cls, value: Any) -> Any:
+        if value == "auto":
+            raise ValueError("'auto' is resolved when training; give the interval the job resolved")
+        return validate_interval(value)
+
+
+def _partial(name: str, aliases: tuple[str, ...], description: str,
+             value: Callable[[Scored, IntervalOptions], float]) -> None:
+    @AUDIT_METRICS.register(name, aliases=aliases, description=description, direction="max")
+    class Partial(AuditMetric):
+        Options = IntervalOptions
+
+        @staticmethod
+        def compute(scored: Scored, options: IntervalOptions) -> tuple[float | None, ByGroup]:
+            result = value(scored, options)
+            if isinstance(result, dict):  # pdp: also the per-group rates above θ̂
+                return _num(result["value"]), {"rate_above_threshold": {
+                    g: _num(r) if np.any(scored.group == k) else None
+                    for k, (g, r) in enumerate(zip(scored.group_names, result["rates"]))}}
+            return _num(result), {}
+
+
+def _psp(s: Scored, o: IntervalOptions) -> float:
+    return partial_sp(s.logits, s.group, o.interval, s.n_groups, s.group_names)["value"]
+
+
+def _pdp(s: Scored, o: IntervalOptions) -> dict:
+    return partial_dp(s.logits, s.group, o.interval, o.score_threshold, s.n_groups, s.group_names)
+
+
+def _pgauc(s: Scored, o: IntervalOptions) -> float:
+    return partial_group_auc(s.logits, s.group, o.interval, s.n_groups, s.group_names)["value"]
+
+
+def _peop(s: Scored, o: IntervalOptions) -> float:
+    return partial_equal_opportunity(s.logits, s.group, s.y, o.interval, o.score_threshold, s.n_groups, s.group_names)
+
+
+def _peod(s: Scored, o: IntervalOptions) -> float:
+    return partial_equalized_odds(s.logits, s.group, s.y, o.interval, o.score_threshold, s.n_groups, s.group_names)
+
+
+_partial("partial_statistical_parity", ("psp", "partial_sp"),
+         "pSP: max over group pairs of the KS distance of the scores kept in each group's interval.", _psp)
+_partial("partial_demographic_parity", ("pdp", "partial_dp"),
+         "pDP: max over group pairs of |Pr(f > θ̂)| differences among the scores kept in the interval.", _pdp)
+_partial("partial_group_auc", (), "max over group pairs of |Pr(f_i ≥ f_j) − ½| on the kept scores.", _pgauc)
+_partial("partial_equal_opportunity", (), "pDP among the positives (y = 1), ranks within (group, y=1).", _peop)
+_partial("partial_equalized_odds", (), "max over y ∈ {0, 1} of the per-label pDP.", _peod)
+
+
+# -- AUC fairness --------------------------------------------------------------------------------------------
+
+class AUCOptions(MetricOptions):
+    variant: Literal[VARIANTS] = Field("group", description="AUC fairness variant: " + ", ".join(VARIANTS) + ".")  # type: ignore[valid-type]
+    protected: str | None = Field(None, description="The group taking γ = +1 (None: the first group).")
+
+
+@AUDIT_METRICS.register("auc_parity", aliases=("auc_fairness",), direction="max",
+                        description="|AUĈ(G1, G1') − AUĈ(G2, G2')| of the variant, protected group vs the rest; "
+                        "per group: the same with each group as the protected one.")
+class AUCParity(AuditMetric):
+    Options = AUCOptions
+
+    @staticmethod
+    def compute(scored: Scored, options: AUCOptions) -> tuple[float | None, ByGroup]:
+        k = protected_index(scored.group_names, options.protected)
+        value = fairness_gap(scored.y, scored.logits, scored.group == k, options.variant)
+        by_group = {g: _num(fairness_gap(scored.y, scored.logits, scored.group == i, options.variant))
+                    if np.any(scored.group == i) else None for i, g in enumerate(scored.group_names)}
+        return _num(value), {"one_vs_rest": by_group}
+
+
+# -- specs ---------------------------------------------------------------------------------------------------
+
+class MetricSpec(BaseModel):
+    """``{"type": ..., "threshold": ..., **options}``; ``threshold`` None = reported, never breached."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(description="A metric type of GET /api/v1/audits/metrics (or an alias).")
+    threshold: float | None = Field(None, allow_inf_nan=False, description="Upper bound for 'max' metrics, lower "
+                                    "bound for 'min' metrics.")
+
+    @field_validator("type")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in AUDIT_METRICS:
+            raise ValueError(f"unknown metric type {value!r}; known: {', '.join(AUDIT_METRICS.names())}")
+        return AUDIT_METRICS.get(value).name
+
+    @model_validator(mode="after")
+    def _options(self) -> "MetricSpec":
+        metric = AUDIT_METRICS.get(self.type)
+        try:
+            metric.Options.model_validate(self.model_extra or {})
+        except Exception as exc:
+            errors = getattr(exc, "errors", lambda: [{"loc": (), "msg": str(exc)}])()
+            first = errors[0]
+            field = ".".join(map(str, first["loc"])) or "options"
+            raise ValueError(f"{self.type}: field {field!r}: {first['msg']}") from None
+        return self
+
+    @property
+    def metric(self) -> type[AuditMetric]:
+        return AUDIT_METRICS.get(self.type)
+
+    @property
+    def options(self) -> MetricOptions:
+        return self.metric.Options.model_validate(self.model_extra or {})
+
+    @property
+    def key(self) -> str:
+        """The metric's identity within an audit (type plus non-default options), e.g. ``psp[interval=[0, 0.2]]``."""
+        opts = self.options.model_dump(exclude_defaults=True)
+        return self.type + ("[" + ", ".join(f"{k}={v}" for k, v in sorted(opts.items())) + "]" if opts else "")
+
+
+def describe_metrics() -> list[dict[str, Any]]:
+    """The catalog: every metric type with aliases, direction, description and its options' JSON schema."""
+    return [{"type": m.name, "aliases": list(m.aliases), "direction": m.direction, "description": m.description,
+             "options_schema": m.Options.model_json_schema()} for m in AUDIT_METRICS.classes()]
+
+
+# -- bootstrap -----------------------------------------------------------------------------------------------
+
+def resamples(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
+    """The (n_boot, n) row indices of all bootstrap resamples, drawn at once."""
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n)) if n else np.zeros((0, 0), dtype=np.int64)
+
+
+def percentile_ci(values: list[float | None], level: float = LEVEL) -> list[float] | None:
+    """Percentile interval of the defined values (None when none is defined)."""
+    defined = np.array([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if defined.size == 0:
+        return None
+    lo, hi = np.quantile(defined, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return [float(lo), float(hi)]
+
+
+def bootstrap(spec: MetricSpec, scored: Scored, rows: np.ndarray) -> dict[str, Any]:
+    """The metric on all rows and its 95% intervals over the resamples ``rows`` (see :func:`resamples`):
+    ``{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}``."""
+    metric, options = spec.metric, spec.options
+    value, by_group = metric.compute(scored, options)
+    replicates = [metric.compute(scored.take(r), options) for r in rows]  # loop over replicates, each vectorised
+    return {
+        "value": _num(value),
+        "ci": percentile_ci([v for v, _ in replicates]),
+        "by_group": {stat: {g: {"value": _num(v),
+                                "ci": percentile_ci([b.get(stat, {}).get(g) for _, b in replicates])}
+                            for g, v in groups.items()}
+                     for stat, groups in by_group.items()},
+    }
+
+
+def passes(direction: str, value: float | None, threshold: float | None) -> bool | None:
+    """True / False against the threshold; None without a threshold. An undefined value fails a threshold."""
+    if threshold is None:
+        return None
+    if value is None:
+        return False
+    return value <= threshold if direction == "max" else value >= threshold

@@ -1,0 +1,103 @@
+"""A job's trained model with the job's own preprocessing, applied to a table.
+
+The preprocessing is the job's: groups and labels from its spec (``build_groups``,
+``encode_labels``), features through its :class:`~solvers.encoding.TableEncoder`, which
+:func:`solvers.prepare` fits on the job's train split (the split is seeded, so refitting on the
+job's dataset gives the encoder the job trained with). Weights are the job's ``weights`` artifact
+(safetensors, never a pickle), reloaded with :func:`~solvers.algorithms.auc_postprocess.restore_model`
+so post-processed models keep their group shift.
+
+**Audit model file** (what ``fairsolve audit run --model`` reads, served by
+``GET /api/v1/jobs/{job_id}/audit-model``): the weights as safetensors whose metadata carries
+``fairsolve_audit_model`` (format version), ``spec`` (the job's problem spec, JSON), ``encoder``
+(the fitted encoder, JSON), ``groups`` (the training groups) and ``job_id``. A job's plain weights
+artifact carries no encoder, so it cannot be audited on its own.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save
+
+from solvers import ProblemSpec
+from solvers.api import predict_scores, prepare
+from solvers.algorithms.auc_postprocess import restore_model
+from solvers.encoding import TableEncoder, build_groups, encode_labels
+from solvers.models import model_factory
+
+from .metrics import Scored
+
+FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
+
+
+class ModelError(ValueError):
+    """The model cannot be loaded or applied; the message says why."""
+
+
+def problem_spec(job_spec: dict) -> ProblemSpec:
+    """A job's stored spec (the API body) as the solver library's :class:`ProblemSpec`."""
+    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
+
+
+@dataclass
+class AuditModel:
+    spec: ProblemSpec
+    encoder: TableEncoder
+    state: dict[str, torch.Tensor]
+    groups: list[str]
+    job_id: str | None = None
+
+    @classmethod
+    def from_job(cls, job_id: str, job_spec: dict, weights_path: Path, training_table: pd.DataFrame) -> "AuditModel":
+        """The job's weights with the encoder refitted by :func:`solvers.prepare` on its training table."""
+        spec = problem_spec(job_spec)
+        prepared = prepare(training_table, spec)
+        return cls(spec, prepared.encoder, load_file(str(weights_path)), prepared.group_names, job_id)
+
+    @classmethod
+    def from_file(cls, path: Path) -> "AuditModel":
+        """An audit model file (see the module docstring)."""
+        try:
+            with safe_open(str(path), framework="pt") as fh:
+                meta = fh.metadata() or {}
+                state = {k: fh.get_tensor(k) for k in fh.keys()}
+        except (OSError, SafetensorError) as exc:
+            raise ModelError(f"--model: not a safetensors file: {exc}") from exc
+        if meta.get(FORMAT_KEY) != FORMAT_VERSION or "encoder" not in meta or "spec" not in meta:
+            raise ModelError("--model: a safetensors file without the audit metadata (spec, encoder); download "
+                             "the job's audit model from GET /api/v1/jobs/{job_id}/audit-model")
+        return cls(problem_spec(json.loads(meta["spec"])), TableEncoder.from_dict(json.loads(meta["encoder"])),
+                   state, json.loads(meta.get("groups", "[]")), meta.get("job_id") or None)
+
+    def to_bytes(self) -> bytes:
+        metadata = {FORMAT_KEY: FORMAT_VERSION, "spec": self.spec.model_dump_json(),
+                    "encoder": json.dumps(self.encoder.to_dict()), "groups": json.dumps(self.groups),
+                    "job_id": self.job_id or ""}
+        return save({k: v.contiguous() for k, v in self.state.items()}, metadata=metadata)
+
+    def required_columns(self) -> list[str]:
+        return list(dict.fromkeys([self.spec.target, *self.spec.sensitive, *self.encoder.columns]))
+
+    def score(self, table: pd.DataFrame) -> Scored:
+        """Labels, raw scores f(x) and groups of every row of ``table`` (ModelError on a missing column)."""
+        missing = [c for c in self.required_columns() if c not in table.columns]
+        if missing:
+            raise ModelError(f"the data lacks the model's column(s) {', '.join(map(repr, missing))}")
+        if len(table) == 0:
+            raise ModelError("the data has no rows")
+        group, names = build_groups(table, self.spec.sensitive, self.spec.group_rules)
+        y = encode_labels(table[self.spec.target], self.spec.positive_label)
+        X = self.encoder.transform(table)
+        try:
+            model = restore_model(model_factory(self.spec.model)(X.shape[1]), self.state)
+        except RuntimeError as exc:
+            raise ModelError(f"the weights do not fit the model of {X.shape[1]} features: {exc}") from exc
+        model.eval()
+        logits = predict_scores(model, X, torch.device("cpu")).reshape(-1)
+        return Scored(np.asarray(y, np.int64), logits, np.asarray(group, np.int64), [str(n) for n in names])

@@ -1,0 +1,193 @@
+"""Audits: scheduled re-checks of a job's model on fresh data; their runs, alerts and the audit model file."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Query, Response, status
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.audits.metrics import describe_metrics
+from app.audits.model import AuditModel, problem_spec
+from app.audits.runs import new_run, next_run_at, start_run
+from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
+from app.audits.sources import SourceError, check_source
+from app.artifacts import artifact_path
+from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, new_id, utcnow
+from app.routers.datasets import dataset_path
+from app.routers.jobs import owned_dataset, spec_error
+from app.storage import load_table
+from solvers import SpecError
+
+router = APIRouter(tags=["audits"])
+
+
+def weights_of(db: Session, job_id: str) -> Artifact | None:
+    return db.scalar(select(Artifact).where(Artifact.job_id == job_id, Artifact.kind == "weights"))
+
+
+def audited_job(db: Session, job_id: str | None, caller) -> Job:
+    """The caller's succeeded job with weights, or a 422 naming ``job_id``."""
+    if job_id is None:
+        raise spec_error(("job_id",), "job_id is required (the model of a succeeded job)")
+    job = db.get(Job, job_id)
+    if job is None or job.owner != caller.owner:
+        raise spec_error(("job_id",), f"job {job_id!r} not found")
+    if job.status != "succeeded" or weights_of(db, job_id) is None:
+        raise spec_error(("job_id",), f"job {job_id!r} has {job.status}; only a succeeded job's model can be audited")
+    return job
+
+
+def check_columns(job: Job, dataset: Dataset) -> None:
+    """The dataset has every column the job's model reads (target, sensitive, features)."""
+    spec = problem_spec(job.spec)
+    have = {c["name"] for c in dataset.columns}
+    training = job.spec.get("features") or []
+    needed = [spec.target, *spec.sensitive, *training]
+    missing = [c for c in dict.fromkeys(needed) if c not in have]
+    if missing:
+        raise spec_error(("dataset_id",), f"dataset {dataset.id!r} lacks the model's column(s) "
+                                          f"{', '.join(map(repr, missing))}")
+
+
+def audit_out(db: Session, audit: Audit) -> dict:
+    out = AuditOut.model_validate(audit).model_dump()
+    last = db.scalar(select(AuditRun).where(AuditRun.audit_id == audit.id).order_by(AuditRun.created_at.desc())
+                     .limit(1))
+    out["last_run"] = RunSummary.model_validate(last).model_dump() if last is not None else None
+    return out
+
+
+@router.get("/api/v1/audits/metrics")
+def list_audit_metrics(caller: CurrentCaller) -> list[dict]:
+    """Every metric type an audit can check: aliases, direction (``max``: threshold is an upper bound,
+    ``min``: a lower bound), description, and the JSON schema of its extra fields."""
+    return describe_metrics()
+
+
+@router.post("/api/v1/audits", status_code=status.HTTP_201_CREATED, response_model=AuditOut)
+def create_audit(body: AuditCreate, db: DB, settings: AppSettings, caller: CurrentCaller) -> dict:
+    """Create an audit of a succeeded job's model on a dataset or an allow-listed source."""
+    if body.model_artifact_id is not None:
+        raise spec_error(("model_artifact_id",), "uploaded models are not supported; audit a job's model (job_id)")
+    job = audited_job(db, body.job_id, caller)
+    if (body.dataset_id is None) == (body.source is None):
+        raise spec_error(("dataset_id",), "give exactly one of dataset_id or source")
+    if body.dataset_id is not None:
+        check_columns(job, owned_dataset(db, body.dataset_id, caller, ("dataset_id",)))
+    else:
+        try:
+            check_source(body.source, settings.audit_sources)
+        except SourceError as exc:
+            raise spec_error(("source",), str(exc)) from exc
+    audit = Audit(id=new_id(), owner=caller.owner, name=body.name or f"audit of job {job.id}", job_id=job.id,
+                  dataset_id=body.dataset_id, source=body.source,
+                  metrics=[m.model_dump(mode="json", exclude_none=False) for m in body.metrics],
+                  schedule=body.schedule, webhook_url=body.webhook_url, enabled=body.enabled,
+                  next_run_at=next_run_at(body.schedule, body.enabled), created_at=utcnow())
+    db.add(audit)
+    db.commit()
+    return audit_out(db, audit)
+
+
+@router.get("/api/v1/audits", response_model=list[AuditOut])
+def list_audits(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000),
+                offset: int = Query(0, ge=0)) -> list[dict]:
+    stmt = (select(Audit).where(Audit.owner == caller.owner).order_by(Audit.created_at.desc())
+            .limit(limit).offset(offset))
+    return [audit_out(db, a) for a in db.scalars(stmt)]
+
+
+@router.get("/api/v1/audits/{audit_id}", response_model=AuditOut)
+def get_audit(audit_id: str, db: DB, caller: CurrentCaller) -> dict:
+    return audit_out(db, get_or_404(db, Audit, audit_id, "audit", caller))
+
+
+@router.patch("/api/v1/audits/{audit_id}", response_model=AuditOut)
+def update_audit(audit_id: str, db: DB, caller: CurrentCaller, body: AuditUpdate | None = None) -> dict:
+    """Change the name, metrics, schedule, webhook or enabled flag; the next run time follows the schedule."""
+    audit = get_or_404(db, Audit, audit_id, "audit", caller)
+    changes = body.model_dump(exclude_unset=True) if body is not None else {}
+    if "metrics" in changes:
+        if body.metrics is None:
+            raise spec_error(("metrics",), "metrics cannot be null")
+        changes["metrics"] = [m.model_dump(mode="json") for m in body.metrics]
+    for key in ("name", "enabled"):
+        if key in changes and changes[key] is None:
+            raise spec_error((key,), f"{key} cannot be null")
+    for key, value in changes.items():
+        setattr(audit, key, value)
+    if {"schedule", "enabled"} & changes.keys():
+        audit.next_run_at = next_run_at(audit.schedule, audit.enabled)
+    db.commit()
+    return audit_out(db, audit)
+
+
+@router.delete("/api/v1/audits/{audit_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_audit(audit_id: str, db: DB, caller: CurrentCaller) -> Response:
+    """Delete an audit with its runs and alerts."""
+    db.delete(get_or_404(db, Audit, audit_id, "audit", caller))
+    db.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/api/v1/audits/{audit_id}/run", status_code=status.HTTP_202_ACCEPTED)
+def run_audit_now(audit_id: str, db: DB, caller: CurrentCaller) -> dict:
+    """Queue a run now (besides the schedule); follow it at ``GET /api/v1/audits/{id}/runs/{run_id}``."""
+    audit = get_or_404(db, Audit, audit_id, "audit", caller)
+    run = new_run(audit, trigger="manual")
+    try:
+        start_run(db, run)
+    except Exception as exc:
+        raise HTTPException(status_code=503, detail="the job queue is unavailable; try again later") from exc
+    return {"id": run.id, "audit_id": audit.id, "status": run.status}
+
+
+@router.get("/api/v1/audits/{audit_id}/runs", response_model=list[RunOut])
+def list_runs(audit_id: str, db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000),
+              offset: int = Query(0, ge=0)) -> list[AuditRun]:
+    """The audit's runs, newest first, with their full reports (for history charts)."""
+    get_or_404(db, Audit, audit_id, "audit", caller)
+    return list(db.scalars(select(AuditRun).where(AuditRun.audit_id == audit_id)
+                           .order_by(AuditRun.created_at.desc()).limit(limit).offset(offset)))
+
+
+@router.get("/api/v1/audits/{audit_id}/runs/{run_id}", response_model=RunOut)
+def get_run(audit_id: str, run_id: str, db: DB, caller: CurrentCaller) -> AuditRun:
+    run = get_or_404(db, AuditRun, run_id, "audit run", caller)
+    if run.audit_id != audit_id:
+        raise HTTPException(status_code=404, detail=f"audit run {run_id!r} not found")
+    return run
+
+
+@router.get("/api/v1/alerts", response_model=list[AlertOut], tags=["alerts"])
+def list_alerts(db: DB, caller: CurrentCaller, audit_id: str | None = None, limit: int = Query(100, ge=1, le=1000),
+                offset: int = Query(0, ge=0)) -> list[Alert]:
+    """Alerts of the caller's audits, newest first (``?audit_id=`` for one audit)."""
+    stmt = select(Alert).where(Alert.owner == caller.owner)
+    if audit_id is not None:
+        stmt = stmt.where(Alert.audit_id == audit_id)
+    return list(db.scalars(stmt.order_by(Alert.created_at.desc()).limit(limit).offset(offset)))
+
+
+@router.get("/api/v1/alerts/{alert_id}", response_model=AlertOut, tags=["alerts"])
+def get_alert(alert_id: str, db: DB, caller: CurrentCaller) -> Alert:
+    return get_or_404(db, Alert, alert_id, "alert", caller)
+
+
+@router.get("/api/v1/jobs/{job_id}/audit-model", tags=["audits"])
+def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> Response:
+    """The job's model as an audit model file (safetensors: weights + spec + fitted encoder) for
+    ``fairsolve audit run --model``."""
+    job = get_or_404(db, Job, job_id, "job", caller)
+    art = weights_of(db, job_id)
+    if job.status != "succeeded" or art is None:
+        raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
+    dataset = db.get(Dataset, job.dataset_id)
+    table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+    try:
+        model = AuditModel.from_job(job.id, job.spec, artifact_path(art.stored_name), table)
+    except SpecError as exc:
+        raise HTTPException(status_code=409, detail=f"the job's spec no longer fits its dataset: {exc}") from exc
+    return Response(model.to_bytes(), media_type="application/octet-stream",
+                    headers={"Content-Disposition": f'attachment; filename="{job_id}-audit-model.safetensors"'})

@@ -1,0 +1,68 @@
+"""``fairsolve audit run`` without a server: exit 0 when every threshold holds, 1 on a breach, 2 on bad
+input; the audit model file round-trips the job's spec, encoder and weights."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from safetensors.torch import save_file
+
+from app.audits.model import AuditModel
+from app.cli import main
+from solvers import ProblemSpec, run
+from solvers.encoding import TableEncoder
+from tests.datagen import planted_table
+from tests.stack import ROOT
+
+SPEC = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"], "model": {"type": "linear"},
+        "constraints": [{"type": "demographic_parity", "tolerance": 0.05}],
+        "solver": {"name": "plada", "params": {"eta": 0.05}}, "max_iterations": 30, "device": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("audit-cli")
+    spec = ProblemSpec.model_validate(SPEC)
+    out = run(planted_table(500), spec)
+    model = AuditModel(spec, TableEncoder.from_dict(out.encoder), out.state_dict, out.groups, "job-1")
+    (folder / "model.safetensors").write_bytes(model.to_bytes())
+    save_file(out.state_dict, str(folder / "plain.safetensors"), metadata={"job_id": "job-1"})
+    planted_table(300, seed=1).to_csv(folder / "fresh.csv", index=False)
+    return folder
+
+
+def test_model_file_round_trips(files):
+    model = AuditModel.from_file(files / "model.safetensors")
+    assert model.spec.target == "income" and model.job_id == "job-1" and model.groups == ["Female", "Male"]
+    scored = model.score(planted_table(50, seed=2))
+    assert scored.logits.shape == (50,) and set(scored.group_names) == {"Female", "Male"}
+
+
+def test_exit_codes_pass_breach_and_bad_input(files, capsys):
+    args = ["audit", "run", "--model", str(files / "model.safetensors"), "--data", str(files / "fresh.csv")]
+    assert main([*args, "--metrics", '[{"type": "accuracy", "threshold": 0.0}]']) == 0
+    assert "all thresholds hold" in capsys.readouterr().out
+    (files / "metrics.json").write_text(json.dumps([{"type": "demographic_parity", "threshold": 0.0},
+                                                    {"type": "psp", "interval": [0, 0.2], "threshold": 1.0}]))
+    assert main([*args, "--metrics", str(files / "metrics.json"), "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["breached"] == ["demographic_parity"] and report["n_rows"] == 300
+    assert report["results"][1]["passed"] is True and len(report["results"][0]["ci"]) == 2
+    assert main([*args, "--metrics", '[{"type": "nope"}]']) == 2
+    assert "--metrics: 0.type" in capsys.readouterr().err
+    plain = ["audit", "run", "--model", str(files / "plain.safetensors"), "--data", str(files / "fresh.csv")]
+    assert main([*plain, "--metrics", "[]"]) == 2
+    assert "audit-model" in capsys.readouterr().err
+
+
+def test_console_command_exit_code(files):
+    """The real process: a breach exits 1 and prints the table."""
+    done = subprocess.run([sys.executable, "-m", "app.cli", "audit", "run", "--model", str(files / "model.safetensors"),
+                           "--data", str(files / "fresh.csv"), "--metrics",
+                           '[{"type": "equal_opportunity", "threshold": 0.0}]'],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "BREACHED: equal_opportunity" in done.stdout

@@ -1,0 +1,179 @@
+"""Scheduled audits through real processes on PostgreSQL + Redis: an API, a Celery worker and a real
+Celery beat. An audit with a one-minute schedule runs by itself, stores its report, and a failing
+threshold raises an alert whose webhook (a local HTTP server; its first answer is a 500, so Celery's
+retry delivers it) receives the alert JSON. Also: validation errors name the field, run now, drift,
+allow-listed sources, and the audit model file driving ``fairsolve audit run``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import redis
+
+from tests.datagen import planted_table
+from tests.integration.test_job_flow import job_spec, upload
+from tests.stack import ROOT, pg_database, start_stack, stop_stack
+
+AUDIT_REDIS = "redis://127.0.0.1:6379/12"  # not the session stacks' database: their workers must not take these tasks
+
+
+class Hook(BaseHTTPRequestHandler):
+    received: list[dict] = []
+    answers: list[int] = []
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        code = Hook.answers.pop(0) if Hook.answers else 200
+        Hook.received.append({"code": code, "body": body})
+        self.send_response(code)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def hook():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def beat_stack(tmp_path_factory):
+    redis.Redis.from_url(AUDIT_REDIS).flushdb()
+    sources = tmp_path_factory.mktemp("audit-sources")
+    database_url, drop = pg_database()
+    stack = start_stack("audits", tmp_path_factory.mktemp("audit-home"), database_url, AUDIT_REDIS, beat=True,
+                        extra_env={"FAIRSOLVE_AUDIT_TRIGGER_EVERY_S": "2", "FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S": "1",
+                                   "FAIRSOLVE_AUDIT_SOURCES": str(sources)})
+    stack.sources = sources
+    yield stack
+    stop_stack(stack)
+    drop()
+
+
+@pytest.fixture(scope="module")
+def trained(beat_stack):
+    with beat_stack.client() as client:
+        dataset = upload(client, planted_table(600))
+        job = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=30)).json()
+        beat_stack.wait_job(client, job["id"], {"succeeded"})
+    return dataset, job
+
+
+def wait_for(check, timeout: float, stack, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        for name, proc in stack.procs.items():
+            assert proc.poll() is None, f"{name} died:\n{stack.log(name)}"
+        time.sleep(0.5)
+    raise AssertionError(f"{what} did not happen\n{stack.log('worker')}\n{stack.log('beat')}")
+
+
+def finished_runs(client, audit_id: str, trigger: str | None = None) -> list[dict]:
+    runs = client.get(f"/api/v1/audits/{audit_id}/runs").json()
+    return [r for r in runs if r["status"] in ("succeeded", "failed") and trigger in (None, r["trigger"])]
+
+
+def test_bad_audits_are_refused_naming_the_field(beat_stack, trained):
+    dataset, job = trained
+    base = {"job_id": job["id"], "dataset_id": dataset["id"], "metrics": [{"type": "accuracy", "threshold": 0.5}]}
+    cases = [({"schedule": "every minute"}, ["body", "schedule"]),
+             ({"metrics": [{"type": "vibes"}]}, ["body", "metrics", 0, "type"]),
+             ({"model_artifact_id": "m1"}, ["body", "model_artifact_id"]),
+             ({"job_id": "nope"}, ["body", "job_id"]),
+             ({"dataset_id": None, "source": "/etc/passwd"}, ["body", "source"]),
+             ({"source": str(beat_stack.sources / "x.csv")}, ["body", "dataset_id"]),
+             ({"webhook_url": "ftp://x"}, ["body", "webhook_url"])]
+    with beat_stack.client() as client:
+        for change, loc in cases:
+            response = client.post("/api/v1/audits", json={**base, **change})
+            assert response.status_code == 422, (change, response.text)
+            assert response.json()["detail"][0]["loc"] == loc, (change, response.text)
+        assert "demographic_parity" in client.post("/api/v1/audits", json={**base, "metrics": [{"type": "vibes"}]}).text
+        catalog = {m["type"]: m for m in client.get("/api/v1/audits/metrics").json()}
+        assert catalog["accuracy"]["direction"] == "min" and "interval" in str(catalog["partial_demographic_parity"])
+
+
+def test_scheduled_audit_runs_by_itself_and_alerts_the_webhook(beat_stack, trained, hook):
+    dataset, job = trained
+    Hook.answers[:] = [500]  # the first delivery fails; Celery retries it
+    with beat_stack.client() as client:
+        created = client.post("/api/v1/audits", json={
+            "name": "nightly", "job_id": job["id"], "dataset_id": dataset["id"], "schedule": "* * * * *",
+            "webhook_url": hook, "metrics": [{"type": "demographic_parity", "threshold": 0.0},
+                                             {"type": "accuracy", "threshold": 0.0},
+                                             {"type": "psp", "interval": [0, 0.3], "threshold": 1.0}]})
+        assert created.status_code == 201, created.text
+        audit = created.json()
+        assert audit["next_run_at"] and audit["enabled"] and audit["last_run"] is None
+
+        runs = wait_for(lambda: finished_runs(client, audit["id"], "schedule"), 150, beat_stack, "a scheduled run")
+        run = runs[0]
+        assert run["status"] == "succeeded", run
+        assert run["data_sha256"] == dataset["sha256"] and run["n_rows"] == 600
+        assert run["breached"] == ["demographic_parity"] and run["passed"] is False
+        dp, acc, psp = run["results"]
+        assert dp["value"] > 0 and dp["ci"][0] <= dp["value"] <= dp["ci"][1]
+        assert set(dp["by_group"]["selection_rate"]) == {"Female", "Male"}
+        assert acc["passed"] is True and psp["key"] == "partial_statistical_parity[interval=[0, 0.3]]"
+        assert sum(run["group_sizes"].values()) == 600
+
+        alerts = client.get("/api/v1/alerts", params={"audit_id": audit["id"]}).json()
+        assert len(alerts) == 1 and alerts[0]["run_id"] == run["id"]
+        assert alerts[0]["breached"][0]["key"] == "demographic_parity"
+        delivered = wait_for(lambda: [a for a in [client.get(f"/api/v1/alerts/{alerts[0]['id']}").json()]
+                                      if a["webhook_status"] == "delivered"], 60, beat_stack, "webhook delivery")
+        assert delivered[0]["webhook_attempts"] == 2 and delivered[0]["delivered_at"]
+        assert [r["code"] for r in Hook.received] == [500, 200]
+        body = Hook.received[-1]["body"]
+        assert body["alert_id"] == alerts[0]["id"] and body["audit_id"] == audit["id"]
+        assert body["breached"][0]["key"] == "demographic_parity" and body["run"]["n_rows"] == 600
+
+        # run now: a second report with drift against the first; the schedule is then switched off
+        assert client.patch(f"/api/v1/audits/{audit['id']}", json={"enabled": False}).json()["next_run_at"] is None
+        started = client.post(f"/api/v1/audits/{audit['id']}/run")
+        assert started.status_code == 202
+        now = wait_for(lambda: [r for r in finished_runs(client, audit["id"], "manual")], 60, beat_stack, "run now")[0]
+        assert now["previous_run_id"] is not None
+        assert now["results"][0]["drift"] == {"previous": now["results"][0]["value"], "delta": 0.0}
+        assert client.get(f"/api/v1/audits/{audit['id']}").json()["last_run"]["id"] == now["id"]
+
+
+def test_source_audit_and_cli_with_the_audit_model(beat_stack, trained, tmp_path):
+    dataset, job = trained
+    planted_table(400, seed=5).to_csv(beat_stack.sources / "fresh.csv", index=False)
+    with beat_stack.client() as client:
+        audit = client.post("/api/v1/audits", json={
+            "job_id": job["id"], "source": str(beat_stack.sources / "fresh.csv"),
+            "metrics": [{"type": "equalized_odds", "threshold": 1.0}]}).json()
+        assert audit["next_run_at"] is None  # no schedule: runs when asked
+        client.post(f"/api/v1/audits/{audit['id']}/run")
+        run = wait_for(lambda: finished_runs(client, audit["id"]), 60, beat_stack, "source run")[0]
+        assert run["status"] == "succeeded" and run["n_rows"] == 400 and run["passed"] is True, run
+
+        model = client.get(f"/api/v1/jobs/{job['id']}/audit-model")
+        assert model.status_code == 200
+        (tmp_path / "model.safetensors").write_bytes(model.content)
+        assert client.delete(f"/api/v1/audits/{audit['id']}").status_code == 204
+        assert client.get(f"/api/v1/audits/{audit['id']}").status_code == 404
+    cli = [sys.executable, "-m", "app.cli", "audit", "run", "--model", str(tmp_path / "model.safetensors"),
+           "--data", str(beat_stack.sources / "fresh.csv"), "--metrics"]
+    ok = subprocess.run([*cli, '[{"type": "equalized_odds", "threshold": 1.0}]'], cwd=ROOT, capture_output=True,
+                        text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    breach = subprocess.run([*cli, '[{"type": "equalized_odds", "threshold": 0.0}]', "--format", "json"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert breach.returncode == 1 and json.loads(breach.stdout)["results"][0]["value"] == pytest.approx(
+        run["results"][0]["value"])

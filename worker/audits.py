@@ -1,0 +1,184 @@
+"""Celery tasks of scheduled audits.
+
+* ``trigger_due_audits`` (Celery beat, every ``FAIRSOLVE_AUDIT_TRIGGER_EVERY_S``): every enabled audit
+  whose ``next_run_at`` has passed is claimed with a compare-and-set on ``next_run_at`` (``UPDATE ...
+  WHERE next_run_at = <the value read>``): of two beats, a redelivered trigger or a retry, exactly one
+  moves it to the next cron time and creates the run, in the same transaction; the run is then sent.
+  Missed times (downtime) give one run, not a burst. Audits are read from the database at every tick,
+  so audits created or changed through the API take effect without a restart.
+* ``run_audit(run_id)``: ``queued → running`` is again a compare-and-set, so a duplicate message does
+  nothing. It scores the data with the job's model, stores the report, and on a breach creates an
+  :class:`~app.models.Alert` and sends its webhook.
+* ``deliver_alert(alert_id)``: POSTs the alert JSON (httpx) with Celery's autoretry: exponential back-off
+  from ``FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S`` (capped at 600 s), at most ``FAIRSOLVE_AUDIT_WEBHOOK_RETRIES``
+  retries; every attempt, its failure and the final status are recorded on the alert.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Any
+
+import httpx
+from sqlalchemy import select, update
+
+from app.artifacts import artifact_path
+from app.audits.metrics import MetricSpec
+from app.audits.model import AuditModel, ModelError
+from app.audits.report import evaluate
+from app.audits.runs import new_run, next_run_at, send_alert, send_run
+from app.audits.sources import Data, SourceError, read_source
+from app.db import session_scope
+from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, utcnow
+from app.settings import get_settings
+from app.storage import TableLimits, load_table
+from solvers import SpecError
+from worker.celery_app import celery_app
+
+log = logging.getLogger(__name__)
+settings = get_settings()
+
+
+@celery_app.task(name="fairsolve.trigger_due_audits")
+def trigger_due_audits() -> list[str]:
+    """Claim every due audit once (compare-and-set on ``next_run_at``) and send its run."""
+    now = utcnow()
+    with session_scope() as s:
+        due = s.execute(select(Audit.id, Audit.owner, Audit.schedule, Audit.next_run_at).where(
+            Audit.enabled.is_(True), Audit.schedule.is_not(None), Audit.next_run_at <= now)).all()
+    runs = []
+    for audit_id, owner, schedule, due_at in due:
+        with session_scope() as s:
+            claimed = s.execute(update(Audit).where(Audit.id == audit_id, Audit.next_run_at == due_at)
+                                .values(next_run_at=next_run_at(schedule, True, now))).rowcount == 1
+            if claimed:
+                run = new_run(audit_id=audit_id, owner=owner, trigger="schedule")
+                s.add(run)
+                runs.append(run.id)
+    for run_id in runs:
+        send_run(run_id)
+    return runs
+
+
+def _fail(run_id: str, error: str) -> str:
+    with session_scope() as s:
+        s.execute(update(AuditRun).where(AuditRun.id == run_id).values(status="failed", error=error,
+                                                                      finished_at=utcnow()))
+    return "failed"
+
+
+def _inputs(run_id: str) -> dict[str, Any] | None:
+    """Claim the run (``queued → running``) and read what it needs; None when it is not queued."""
+    with session_scope() as s:
+        if s.execute(update(AuditRun).where(AuditRun.id == run_id, AuditRun.status == "queued")
+                     .values(status="running", started_at=utcnow())).rowcount != 1:
+            return None
+        run = s.get(AuditRun, run_id)
+        audit = s.get(Audit, run.audit_id)
+        job = s.get(Job, audit.job_id)
+        weights = s.scalar(select(Artifact).where(Artifact.job_id == job.id, Artifact.kind == "weights"))
+        previous = s.scalar(select(AuditRun).where(AuditRun.audit_id == audit.id, AuditRun.status == "succeeded",
+                                                   AuditRun.id != run_id)
+                            .order_by(AuditRun.finished_at.desc()).limit(1))
+        return {"run": run, "audit": audit, "job": job, "weights": weights, "previous": previous,
+                "training": s.get(Dataset, job.dataset_id),
+                "dataset": s.get(Dataset, audit.dataset_id) if audit.dataset_id else None}
+
+
+def _table(dataset: Dataset) -> Data:
+    path = settings.storage_dir / "datasets" / dataset.stored_name
+    table = load_table(path, dataset.format, dataset.read_options, dataset.sha256)
+    return Data(table, dataset.sha256, len(table))
+
+
+def _data(audit: Audit, dataset: Dataset | None) -> Data:
+    if dataset is not None:
+        return _table(dataset)
+    return read_source(audit.source, get_settings().audit_sources, settings.storage_dir / "tmp",
+                       settings.max_upload_bytes, TableLimits(settings.max_upload_rows, settings.max_upload_columns))
+
+
+@celery_app.task(name="fairsolve.run_audit")
+def run_audit(run_id: str) -> str:
+    inputs = _inputs(run_id)
+    if inputs is None:
+        return "skipped"
+    audit, job, weights, previous = inputs["audit"], inputs["job"], inputs["weights"], inputs["previous"]
+    if job.status != "succeeded" or weights is None:
+        return _fail(run_id, f"job {job.id!r} has {job.status} and no model")
+    try:
+        model = AuditModel.from_job(job.id, job.spec, artifact_path(weights.stored_name),
+                                    _table(inputs["training"]).table)
+        data = _data(audit, inputs["dataset"])
+        report = evaluate([MetricSpec.model_validate(m) for m in audit.metrics], model.score(data.table),
+                          previous.results if previous is not None else None)
+    except (ModelError, SourceError, SpecError, ValueError) as exc:
+        return _fail(run_id, str(exc))
+    except Exception as exc:  # an audit error fails the run, never the worker
+        log.error("audit run %s failed:\n%s", run_id, traceback.format_exc())
+        return _fail(run_id, f"{type(exc).__name__}: {exc}")
+    alert_id = None
+    with session_scope() as s:
+        run = s.get(AuditRun, run_id)
+        run.status, run.finished_at, run.data_sha256, run.n_rows = "succeeded", utcnow(), data.sha256, data.n_rows
+        run.results, run.breached, run.passed = report["results"], report["breached"], report["passed"]
+        run.group_sizes, run.previous_run_id = report["group_sizes"], previous.id if previous is not None else None
+        if report["breached"]:
+            breached = [{k: r[k] for k in ("key", "value", "ci", "threshold", "direction")}
+                        for r in report["results"] if r["passed"] is False]
+            alert = Alert(owner=audit.owner, audit_id=audit.id, run_id=run_id, breached=breached,
+                          message=f"audit {audit.name!r}: {len(breached)} threshold(s) breached: "
+                                  + ", ".join(f"{b['key']} = {b['value']}" for b in breached),
+                          webhook_status="pending" if audit.webhook_url else "none", webhook_attempts=0)
+            s.add(alert)
+            s.flush()
+            alert_id = alert.id if audit.webhook_url else None
+    if alert_id is not None:
+        send_alert(alert_id)
+    return "breached" if report["breached"] else "passed"
+
+
+class WebhookFailed(Exception):
+    """A webhook POST that did not get a 2xx answer (retried by Celery)."""
+
+
+def alert_payload(alert: Alert, audit: Audit, run: AuditRun) -> dict[str, Any]:
+    """The JSON a webhook receives."""
+    return {"alert_id": alert.id, "audit_id": audit.id, "audit_name": audit.name, "job_id": audit.job_id,
+            "run_id": run.id, "message": alert.message, "breached": alert.breached,
+            "run": {"finished_at": run.finished_at.isoformat() if run.finished_at else None, "n_rows": run.n_rows,
+                    "data_sha256": run.data_sha256, "passed": run.passed},
+            "created_at": alert.created_at.isoformat()}
+
+
+def _record(alert_id: str, **values) -> None:
+    with session_scope() as s:
+        s.execute(update(Alert).where(Alert.id == alert_id).values(**values))
+
+
+@celery_app.task(name="fairsolve.deliver_alert", bind=True, autoretry_for=(WebhookFailed,),
+                 retry_backoff=settings.audit_webhook_backoff_s, retry_backoff_max=600, retry_jitter=False,
+                 max_retries=settings.audit_webhook_retries)
+def deliver_alert(self, alert_id: str) -> str:
+    with session_scope() as s:
+        alert = s.get(Alert, alert_id)
+        if alert is None or alert.webhook_status == "delivered":
+            return "skipped"
+        audit, run = s.get(Audit, alert.audit_id), s.get(AuditRun, alert.run_id)
+        url, payload = audit.webhook_url, alert_payload(alert, audit, run)
+        s.execute(update(Alert).where(Alert.id == alert_id).values(webhook_attempts=Alert.webhook_attempts + 1))
+    if not url:
+        _record(alert_id, webhook_status="none")
+        return "skipped"
+    try:
+        response = httpx.post(url, json=payload, timeout=10, follow_redirects=False)
+        error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if error is None:
+        _record(alert_id, webhook_status="delivered", delivered_at=utcnow(), webhook_last_error=None)
+        return "delivered"
+    final = self.request.retries >= self.max_retries
+    _record(alert_id, webhook_status="failed" if final else "retrying", webhook_last_error=error)
+    raise WebhookFailed(f"webhook for alert {alert_id}: {error}")
