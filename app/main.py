@@ -11,6 +11,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import IntegrityError
 
 from app.auth import ensure_key
+from app.dashboard import install as install_dashboard
 from app.db import session_factory, session_scope
 from app.observability import REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
@@ -50,6 +51,7 @@ def create_app() -> FastAPI:
         app.include_router(module.router)
     app.add_middleware(RequestContext)
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
+    install_dashboard(app)  # the browser dashboard at / and its assets at /assets
 
     @app.exception_handler(Exception)
     async def unhandled(request: Request, exc: Exception) -> JSONResponse:

@@ -1,0 +1,377 @@
+"""Dashboard pages: sign-in, datasets, jobs, sweeps. Server-rendered from the database, for the caller's owner.
+
+Every page goes through :class:`PageRoute`: no valid key redirects to the sign-in page, an
+``HTTPException`` (another owner's resource: 404) renders the error page with its status, and
+anything unexpected is logged and shown as a short message, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote, urlsplit
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
+from fastapi.templating import Jinja2Templates
+from sqlalchemy import func, select
+
+from app.auth import SESSION_COOKIE, Caller, authenticate
+from app.charts import CHARTS
+from app.dashboard import stats
+from app.deps import DB, AppSettings, current_caller, get_or_404
+from app.models import Dataset, Job, Sweep
+from app.routers.datasets import dataset_path
+from app.routers.jobs import job_out
+from app.routers.sweeps import default_axes, sweep_jobs
+from app.storage import describe, load_table
+from app.sweeps.summary import direction, pareto_front, summarize
+
+log = logging.getLogger("fairsolve.dashboard")
+
+TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent.parent / "templates")
+ACTIVE = ("queued", "waiting", "running")
+JOB_CHARTS = ("trajectory", "scores", "roc", "ccdf")
+
+
+class SignInRequired(Exception):
+    pass
+
+
+def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    context.setdefault("caller", getattr(request.state, "caller", None))
+    return TEMPLATES.TemplateResponse(request, f"dashboard/{name}", context, status_code=status_code)
+
+
+def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:
+    titles = {404: "Not found", 403: "Forbidden", 422: "Invalid request", 429: "Too many requests"}
+    return render(request, "error.html", status_code=status_code, title=titles.get(status_code, "Error"),
+                  message=message, status_code_=status_code)
+
+
+def sign_in_redirect(request: Request) -> RedirectResponse:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    response = RedirectResponse(f"/signin?next={quote(target, safe='')}", status_code=303)
+    if request.cookies.get(SESSION_COOKIE):
+        response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+class PageRoute(APIRoute):
+    """Turns a page's failures into a redirect (no key) or an HTML message (everything else)."""
+
+    def get_route_handler(self) -> Callable:
+        handler = super().get_route_handler()
+
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except SignInRequired:
+                return sign_in_redirect(request)
+            except HTTPException as exc:
+                if exc.status_code == 401:
+                    return sign_in_redirect(request)
+                detail = exc.detail if isinstance(exc.detail, str) else "the request was refused"
+                return error_page(request, exc.status_code, detail)
+            except RequestValidationError as exc:
+                fields = ", ".join(".".join(str(p) for p in e["loc"][1:]) for e in exc.errors())
+                return error_page(request, 422, f"invalid parameter: {fields}")
+            except Exception:
+                log.exception("dashboard error on %s %s", request.method, request.url.path)
+                return error_page(request, 500, "Something went wrong on the server; the server log has the details.")
+
+        return run
+
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False, default_response_class=HTMLResponse)
+
+
+def page_caller(request: Request, db: DB) -> Caller:
+    """The signed-in caller (the session cookie, checked like any API key and rate-limited)."""
+    if not request.cookies.get(SESSION_COOKIE):
+        raise SignInRequired()
+    caller = current_caller(request, db)
+    request.state.caller = caller
+    return caller
+
+
+PageCaller = Annotated[Caller, Depends(page_caller)]
+
+
+# ---------------------------------------------------------------- filters
+
+def fmt_num(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        return f"{value:.{digits}g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3e}"
+    return str(value)
+
+
+def fmt_time(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return "—" if value is None else str(value)
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "—"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(n)
+
+
+def progress_of(job: dict) -> dict[str, Any]:
+    prog = job.get("progress") or {}
+    done, total = prog.get("iteration") or 0, prog.get("max_iterations") or 0
+    if job.get("status") == "succeeded":
+        pct = 100.0
+    else:
+        pct = min(100.0, 100.0 * done / total) if total else 0.0
+    return {"iteration": done, "max_iterations": total, "percent": pct}
+
+
+TEMPLATES.env.filters.update(num=fmt_num, time=fmt_time, bytes=fmt_bytes,
+                             pretty=lambda v: json.dumps(v, indent=2, sort_keys=True, default=str))
+TEMPLATES.env.globals.update(progress_of=progress_of, ACTIVE=ACTIVE)
+
+
+def safe_next(target: str | None) -> str:
+    """Only a path on this site (no scheme, no host, no ``//``) may follow sign-in."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    parts = urlsplit(target)
+    return "/" if parts.scheme or parts.netloc else target
+
+
+def same_origin(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    if not origin or origin == "null":
+        return origin is None
+    parts = urlsplit(origin)
+    return parts.netloc == request.headers.get("host", request.url.netloc)
+
+
+# ---------------------------------------------------------------- sign-in
+
+@router.get("/signin")
+def signin_page(request: Request, db: DB, next: str | None = None) -> Response:
+    key = request.cookies.get(SESSION_COOKIE)
+    if key:
+        try:
+            authenticate(db, key)
+            return RedirectResponse(safe_next(next), status_code=303)
+        except HTTPException:
+            pass
+    return render(request, "signin.html", next=safe_next(next), error=None)
+
+
+@router.post("/signin")
+def signin(request: Request, db: DB, api_key: str = Form("", max_length=512), next: str = Form("/")) -> Response:
+    if not same_origin(request):
+        return error_page(request, 403, "Sign-in must come from this site's own page.")
+    key = api_key.strip()
+    try:
+        authenticate(db, key)
+    except HTTPException:
+        return render(request, "signin.html", status_code=401, next=safe_next(next),
+                      error="That API key is not valid (unknown or revoked)." if key else "Enter an API key.")
+    response = RedirectResponse(safe_next(next), status_code=303)
+    response.set_cookie(SESSION_COOKIE, key, httponly=True, samesite="strict", path="/",
+                        secure=request.url.scheme == "https")  # no max_age: a session cookie
+    return response
+
+
+@router.post("/signout")
+def signout(request: Request) -> Response:
+    response = RedirectResponse("/signin", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict",
+                           secure=request.url.scheme == "https")
+    return response
+
+
+# ---------------------------------------------------------------- overview
+
+@router.get("/")
+def home(request: Request, db: DB, caller: PageCaller) -> Response:
+    counts = dict(db.execute(select(Job.status, func.count()).where(Job.owner == caller.owner)
+                             .group_by(Job.status)).all())
+    n_datasets = db.scalar(select(func.count()).select_from(Dataset).where(Dataset.owner == caller.owner))
+    n_sweeps = db.scalar(select(func.count()).select_from(Sweep).where(Sweep.owner == caller.owner))
+    recent = [job_row(db, j) for j in db.scalars(select(Job).where(Job.owner == caller.owner)
+                                                  .order_by(Job.created_at.desc()).limit(10))]
+    return render(request, "home.html", counts=counts, n_datasets=n_datasets, n_sweeps=n_sweeps, jobs=recent)
+
+
+# ---------------------------------------------------------------- datasets
+
+@router.get("/datasets")
+def datasets_page(request: Request, db: DB, caller: PageCaller) -> Response:
+    rows = list(db.scalars(select(Dataset).where(Dataset.owner == caller.owner).order_by(Dataset.created_at.desc())))
+    return render(request, "datasets.html", datasets=rows)
+
+
+@router.get("/datasets/{dataset_id}")
+def dataset_page(request: Request, dataset_id: str, db: DB, settings: AppSettings, caller: PageCaller,
+                 sensitive: str | None = Query(None, max_length=255), label: str | None = Query(None, max_length=255),
+                 positive: str | None = Query(None, max_length=255)) -> Response:
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
+    frame = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+    columns = [str(c) for c in frame.columns]
+    error = None
+    if sensitive is not None and sensitive not in columns:
+        error, sensitive = f"sensitive: unknown column {sensitive!r}", None
+    if label is not None and label not in columns:
+        error, label = f"label: unknown column {label!r}", None
+    info = {c["name"]: c for c in dataset.columns}
+    if sensitive is None:  # a low-cardinality column, preferring names that look sensitive
+        few = [c for c in columns if 1 < info.get(c, {}).get("n_distinct", 0) <= 10]
+        hinted = [c for c in few if c.lower() in ("sex", "gender", "race", "ethnicity", "age_group")]
+        sensitive = (hinted or few or columns)[0] if columns else None
+    if label is None:
+        binary = [c for c in columns if info.get(c, {}).get("n_distinct") == 2 and c != sensitive]
+        label = binary[-1] if binary else None
+    labels = stats.label_values(frame, label) if label else []
+    if positive is not None and positive not in labels:
+        error, positive = f"positive: {positive!r} is not a value of {label!r}", None
+    if positive is None and labels:
+        positive = labels[0]
+    groups = stats.group_table(frame, sensitive, label, positive) if sensitive else None
+    return render(request, "dataset.html", dataset=dataset, summary=describe(frame), columns=columns,
+                  sensitive=sensitive, label=label, positive=positive, labels=labels, groups=groups, error=error)
+
+
+# ---------------------------------------------------------------- jobs
+
+def job_row(db, job: Job) -> dict[str, Any]:
+    out = job_out(db, job)
+    out["progress_view"] = progress_of(out)
+    return out
+
+
+@router.get("/jobs")
+def jobs_page(request: Request, db: DB, caller: PageCaller,
+              status: str | None = Query(None, max_length=16)) -> Response:
+    stmt = select(Job).where(Job.owner == caller.owner).order_by(Job.created_at.desc()).limit(200)
+    if status:
+        stmt = stmt.where(Job.status == status)
+    names = dict(db.execute(select(Dataset.id, Dataset.name).where(Dataset.owner == caller.owner)).all())
+    jobs = [job_row(db, j) for j in db.scalars(stmt)]
+    return render(request, "jobs.html", jobs=jobs, dataset_names=names, status=status)
+
+
+@router.get("/jobs/new")
+def new_job_page(request: Request, db: DB, caller: PageCaller,
+                 dataset_id: str | None = Query(None, max_length=64)) -> Response:
+    from app.schemas import JobCreate
+
+    rows = list(db.scalars(select(Dataset).where(Dataset.owner == caller.owner).order_by(Dataset.created_at.desc())))
+    choices = [{"id": d.id, "name": d.name, "n_rows": d.n_rows,
+                "columns": [{"name": c["name"], "dtype": c["dtype"], "n_distinct": c["n_distinct"],
+                             "examples": c.get("examples", [])} for c in d.columns]} for d in rows]
+    schema = JobCreate.model_json_schema()
+    defs = schema.get("$defs", {})
+    spec_form = {"objective": schema["properties"]["objective"],
+                 "device": schema["properties"]["device"],
+                 "max_iterations": schema["properties"]["max_iterations"],
+                 "time_limit_s": schema["properties"]["time_limit_s"],
+                 "seed": schema["properties"]["seed"],
+                 "model": defs.get("ModelSpec", {}), "split": defs.get("SplitSpec", {})}
+    return render(request, "job_new.html", datasets=choices, selected=dataset_id, spec_form=spec_form)
+
+
+GROUP_COLUMNS = {"demographic_parity": "positive rate", "equal_opportunity": "true-positive rate",
+                 "equalized_odds": "equalized odds", "loss_gap": "loss gap", "minority_rate": "share of positives"}
+
+
+def metrics_view(metrics: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per split: the scalar metrics, and one table of groups × per-group metrics."""
+    views = []
+    for split in ("test", "validation", "train"):
+        block = (metrics or {}).get(split)
+        if not isinstance(block, dict):
+            continue
+        scalars = {k: v for k, v in block.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool) or v is None and not k.endswith("_group")}
+        columns: list[str] = []
+        cells: dict[str, dict[str, Any]] = {}
+        for key, value in block.items():
+            if not isinstance(value, dict) or not (key.endswith("_by_group") or key == "group_sizes"):
+                continue
+            base = "size" if key == "group_sizes" else key[: -len("_by_group")]
+            base = GROUP_COLUMNS.get(base, base)
+            for group, v in value.items():
+                items = v.items() if isinstance(v, dict) else [(None, v)]
+                for sub, x in items:
+                    col = base if sub is None else f"{base} {sub}"
+                    if col not in columns:
+                        columns.append(col)
+                    cells.setdefault(str(group), {})[col] = x
+        if "size" in columns:
+            columns.remove("size")
+            columns.insert(0, "size")
+        others = {k: v for k, v in block.items() if k not in scalars and not isinstance(v, dict)
+                  and not isinstance(v, list)}
+        views.append({"split": split, "scalars": scalars, "others": others, "columns": columns,
+                      "groups": cells})
+    return views
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, job_id: str, db: DB, caller: PageCaller) -> Response:
+    job = get_or_404(db, Job, job_id, "job", caller)
+    out = job_row(db, job)
+    dataset = db.get(Dataset, job.dataset_id)
+    kinds = [k for k in JOB_CHARTS if k in CHARTS]
+    return render(request, "job.html", job=out, dataset=dataset, metrics=metrics_view(out["metrics"]),
+                  charts=kinds, plotly=True)
+
+
+# ---------------------------------------------------------------- sweeps
+
+@router.get("/sweeps")
+def sweeps_page(request: Request, db: DB, caller: PageCaller) -> Response:
+    rows = list(db.scalars(select(Sweep).where(Sweep.owner == caller.owner).order_by(Sweep.created_at.desc())
+                           .limit(200)))
+    statuses: dict[str, dict[str, int]] = {}
+    if rows:
+        for sweep_id, status, n in db.execute(select(Job.sweep_id, Job.status, func.count())
+                                              .where(Job.sweep_id.in_([s.id for s in rows]))
+                                              .group_by(Job.sweep_id, Job.status)):
+            statuses.setdefault(sweep_id, {})[status] = n
+    names = dict(db.execute(select(Dataset.id, Dataset.name).where(Dataset.owner == caller.owner)).all())
+    return render(request, "sweeps.html", sweeps=rows, statuses=statuses, dataset_names=names)
+
+
+@router.get("/sweeps/{sweep_id}")
+def sweep_page(request: Request, sweep_id: str, db: DB, caller: PageCaller,
+               split: str = Query("test", pattern="^(test|validation)$")) -> Response:
+    sweep = get_or_404(db, Sweep, sweep_id, "sweep", caller)
+    summary = summarize(sweep_jobs(db, sweep_id))
+    x, y = default_axes(sweep)
+    front = pareto_front([p for p in summary["points"] if p["succeeded"]], x, y, split)
+    front_keys = {p["job_ids"][0] for p in front if p["job_ids"]}
+    metric_names = sorted({m for p in summary["points"] for m in (p["metrics"].get(split) or {})})
+    shown = [m for m in (x, y) if m in metric_names] + [m for m in metric_names if m not in (x, y)][:6]
+    dataset = db.get(Dataset, sweep.dataset_id)
+    return render(request, "sweep.html", sweep=sweep, summary=summary, dataset=dataset, x=x, y=y, split=split,
+                  directions={x: direction(x), y: direction(y)}, front=front, front_keys=front_keys,
+                  metric_names=shown, plotly=True, active=summary["status"] not in ("succeeded", "failed",
+                                                                                    "cancelled", "partial"))

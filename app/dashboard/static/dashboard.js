@@ -1,0 +1,614 @@
+/* FairSolve dashboard: small hand-written helpers for the server-rendered pages.
+ * The API is called with the session cookie (same origin); no other network access. */
+(function () {
+  "use strict";
+
+  const ACTIVE = ["queued", "waiting", "running"];
+  const POLL_MS = 1000;
+
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else if (k.startsWith("data-")) node.setAttribute(k, v);
+      else if (k in node) node[k] = v;
+      else node.setAttribute(k, v);
+    }
+    for (const child of children) {
+      if (child !== null && child !== undefined) node.append(child);
+    }
+    return node;
+  }
+
+  function showMessage(text, kind) {
+    const box = $("#messages");
+    if (!box) return;
+    const msg = el("p", { class: "message " + (kind || "error"), text: text });
+    box.append(msg);
+    if (kind === "info") setTimeout(() => msg.remove(), 6000);
+  }
+
+  /* A readable message from an API error body: a string detail, or "field: message" items. */
+  function errorText(status, data) {
+    if (data && typeof data.detail === "string") return data.detail;
+    if (data && Array.isArray(data.detail)) {
+      return data.detail.map((d) => locText(d.loc) + ": " + d.msg).join("; ");
+    }
+    if (status === 401) return "Your session has ended; sign in again.";
+    if (status >= 500) return "The server could not complete the request (HTTP " + status + ").";
+    return "The request failed (HTTP " + status + ").";
+  }
+
+  function locText(loc) {
+    return (loc || []).filter((p, i) => !(i === 0 && p === "body")).join(".");
+  }
+
+  async function api(method, url, body) {
+    const opts = { method: method, credentials: "same-origin", headers: { Accept: "application/json" } };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(url, opts);
+    } catch (err) {
+      return { ok: false, status: 0, data: { detail: "The server cannot be reached." } };
+    }
+    let data = null;
+    try {
+      data = await response.json();
+    } catch (err) {
+      data = null;
+    }
+    if (response.status === 401) {
+      location.href = "/signin?next=" + encodeURIComponent(location.pathname + location.search);
+    }
+    return { ok: response.ok, status: response.status, data: data };
+  }
+
+  /* ------------------------------------------------------------ charts */
+
+  async function renderChart(div) {
+    const res = await api("GET", div.dataset.chartUrl);
+    div.classList.remove("loading");
+    if (!res.ok) {
+      div.replaceChildren(el("p", { class: "chart-empty", text: errorText(res.status, res.data) }));
+      div.dataset.state = "empty";
+      return;
+    }
+    const fig = res.data || {};
+    if (!Array.isArray(fig.data) || fig.data.length === 0) {
+      div.replaceChildren(el("p", { class: "chart-empty", text: "No data to draw for this chart." }));
+      div.dataset.state = "empty";
+      return;
+    }
+    if (typeof Plotly === "undefined") {
+      div.replaceChildren(el("p", { class: "chart-empty", text: "plotly.js did not load." }));
+      return;
+    }
+    const layout = Object.assign({}, fig.layout || {}, { autosize: true });
+    await Plotly.newPlot(div, fig.data, layout, { responsive: true, displaylogo: false });
+    div.dataset.state = "rendered";
+    div.dataset.traces = String(fig.data.length);
+    if (div.dataset.click === "job") {
+      div.on("plotly_click", (ev) => {
+        const point = ev && ev.points && ev.points[0];
+        if (!point) return;
+        const cd = point.customdata;
+        const jobId = Array.isArray(cd) ? cd[0] : cd;
+        if (jobId) location.href = "/jobs/" + encodeURIComponent(jobId);
+      });
+    }
+  }
+
+  function renderCharts() {
+    $$(".chart[data-chart-url]").forEach((div) => {
+      div.classList.add("loading");
+      renderChart(div).catch(() => {
+        div.replaceChildren(el("p", { class: "chart-empty", text: "This chart could not be drawn." }));
+      });
+    });
+  }
+
+  /* ------------------------------------------------------------ jobs */
+
+  function progressOf(job) {
+    const p = job.progress || {};
+    const done = p.iteration || 0;
+    const total = p.max_iterations || 0;
+    const pct = job.status === "succeeded" ? 100 : total ? Math.min(100, (100 * done) / total) : 0;
+    return { done: done, total: total, pct: pct };
+  }
+
+  function setStatus(node, status) {
+    node.textContent = status;
+    node.className = "status status-" + status;
+  }
+
+  function initJobsList() {
+    const table = $("#jobs-table");
+    if (!table) return;
+    const rows = () => $$("tr[data-job-id]", table);
+    const anyActive = () => rows().some((r) => ACTIVE.includes(r.dataset.status));
+    async function poll() {
+      if (!anyActive()) return;
+      const res = await api("GET", "/api/v1/jobs?limit=200");
+      if (res.ok && Array.isArray(res.data)) {
+        const byId = new Map(res.data.map((j) => [j.id, j]));
+        for (const row of rows()) {
+          const job = byId.get(row.dataset.jobId);
+          if (!job) continue;
+          row.dataset.status = job.status;
+          setStatus($("[data-field=status]", row), job.status);
+          const p = progressOf(job);
+          $("[data-field=progress]", row).style.width = p.pct.toFixed(1) + "%";
+          $("[data-field=iterations]", row).textContent = p.done + " / " + p.total;
+        }
+      }
+      setTimeout(poll, POLL_MS);
+    }
+    setTimeout(poll, POLL_MS);
+  }
+
+  function initJobPage() {
+    const box = $("#job");
+    renderCharts();
+    if (!box) return;
+    const jobId = box.dataset.jobId;
+    const cancel = $("#cancel-job");
+    if (cancel) {
+      cancel.addEventListener("click", async () => {
+        cancel.disabled = true;
+        const res = await api("POST", "/api/v1/jobs/" + encodeURIComponent(jobId) + "/cancel");
+        if (res.ok) {
+          showMessage("Cancellation requested; a running job stops at its next check.", "info");
+          setStatus($("#job-status"), res.data.status);
+          box.dataset.status = res.data.status;
+          if (!ACTIVE.includes(res.data.status)) location.reload();
+        } else {
+          cancel.disabled = false;
+          showMessage(errorText(res.status, res.data));
+        }
+      });
+    }
+    if (!ACTIVE.includes(box.dataset.status)) return;
+    async function poll() {
+      const res = await api("GET", "/api/v1/jobs/" + encodeURIComponent(jobId));
+      if (res.ok) {
+        const job = res.data;
+        const p = progressOf(job);
+        setStatus($("#job-status"), job.status);
+        $("#job-progress").style.width = p.pct.toFixed(1) + "%";
+        $("#job-iterations").textContent = p.done + " / " + p.total;
+        if (!ACTIVE.includes(job.status)) {
+          location.reload();  // metrics, charts and downloads are rendered by the server
+          return;
+        }
+      }
+      setTimeout(poll, POLL_MS);
+    }
+    setTimeout(poll, POLL_MS);
+  }
+
+  /* ------------------------------------------------------------ datasets */
+
+  function initDatasets() {
+    const zone = $("#dropzone");
+    const input = $("#file-input");
+    if (!zone || !input) return;
+    const bar = $("#upload-progress");
+    const fill = $("#upload-fill");
+    const text = $("#upload-text");
+
+    function upload(file) {
+      if (!file) return;
+      const form = new FormData();
+      form.append("file", file, file.name);
+      const name = $("#upload-name").value.trim();
+      if (name) form.append("name", name);
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", "/api/v1/datasets");
+      xhr.withCredentials = true;
+      xhr.setRequestHeader("Accept", "application/json");
+      bar.hidden = false;
+      fill.style.width = "0%";
+      text.textContent = "0% of " + file.name;
+      zone.classList.add("busy");
+      xhr.upload.addEventListener("progress", (ev) => {
+        if (!ev.lengthComputable) return;
+        const pct = (100 * ev.loaded) / ev.total;
+        fill.style.width = pct.toFixed(1) + "%";
+        text.textContent = pct.toFixed(0) + "% of " + file.name;
+      });
+      xhr.addEventListener("load", () => {
+        zone.classList.remove("busy");
+        let data = null;
+        try { data = JSON.parse(xhr.responseText); } catch (err) { data = null; }
+        if (xhr.status === 201 && data) {
+          fill.style.width = "100%";
+          text.textContent = "Uploaded " + data.name + " (" + data.n_rows + " rows).";
+          location.reload();
+        } else {
+          bar.hidden = true;
+          showMessage("Upload failed: " + errorText(xhr.status, data));
+        }
+      });
+      xhr.addEventListener("error", () => {
+        zone.classList.remove("busy");
+        bar.hidden = true;
+        showMessage("Upload failed: the server cannot be reached.");
+      });
+      xhr.send(form);
+    }
+
+    input.addEventListener("change", () => upload(input.files[0]));
+    ["dragenter", "dragover"].forEach((t) => zone.addEventListener(t, (ev) => {
+      ev.preventDefault();
+      zone.classList.add("over");
+    }));
+    ["dragleave", "drop"].forEach((t) => zone.addEventListener(t, () => zone.classList.remove("over")));
+    zone.addEventListener("drop", (ev) => {
+      ev.preventDefault();
+      const file = ev.dataTransfer && ev.dataTransfer.files[0];
+      upload(file);
+    });
+  }
+
+  /* ------------------------------------------------------------ new job form */
+
+  /* One input generated from a JSON schema property: its kind, nullability and default drive it. */
+  function schemaField(name, prop, loc, required) {
+    const subs = prop.anyOf || prop.oneOf || [prop];
+    const nullable = subs.some((s) => s.type === "null");
+    const main = subs.find((s) => s.type !== "null") || {};
+    const enumValues = prop.enum || main.enum;
+    const type = prop.type || main.type;
+    const id = "p-" + loc.replace(/\./g, "-");
+    let kind;
+    let input;
+    const def = prop.default;
+    if (prop.const !== undefined || main.const !== undefined) {
+      kind = "const";
+      input = el("input", { id: id, value: String(prop.const !== undefined ? prop.const : main.const), disabled: true });
+    } else if (enumValues) {
+      kind = "enum";
+      input = el("select", { id: id });
+      if (nullable || def === undefined) input.append(el("option", { value: "", text: nullable ? "(none)" : "" }));
+      for (const v of enumValues) input.append(el("option", { value: String(v), text: String(v) }));
+      input.value = def === undefined || def === null ? "" : String(def);
+    } else if (type === "boolean") {
+      kind = "boolean";
+      input = el("input", { id: id, type: "checkbox", checked: !!def });
+    } else if (type === "integer" || type === "number") {
+      kind = type;
+      input = el("input", { id: id, type: "number", step: type === "integer" ? "1" : "any" });
+      input.value = def === undefined || def === null ? "" : String(def);
+    } else if (type === "string") {
+      kind = "string";
+      input = el("input", { id: id, type: "text" });
+      input.value = def === undefined || def === null ? "" : def;
+    } else {
+      kind = "json";
+      input = el("input", { id: id, type: "text", placeholder: "JSON value" });
+      input.value = def === undefined || def === null ? "" : JSON.stringify(def);
+    }
+    input.dataset.kind = kind;
+    input.dataset.name = name;
+    input.dataset.nullable = nullable ? "1" : "";
+    input.dataset.required = required ? "1" : "";
+    if (def !== undefined) input.dataset.default = JSON.stringify(def);
+    const label = el("label", { for: id, text: (prop.title || name) + (required ? " *" : "") });
+    const field = el("div", { class: "field", "data-loc": loc, "data-name": name }, label);
+    if (kind === "boolean") {
+      field.replaceChildren(el("label", { for: id }, input, " " + (prop.title || name)));
+    } else {
+      field.append(input);
+    }
+    if (prop.description) field.append(el("small", { class: "help", text: prop.description }));
+    return field;
+  }
+
+  /* {set, value} of a generated input: unchanged defaults are left out of the request. */
+  function readSchemaInput(input) {
+    const kind = input.dataset.kind;
+    const raw = kind === "boolean" ? input.checked : input.value.trim();
+    let value;
+    if (kind === "const") return { set: false };
+    if (kind === "boolean") value = raw;
+    else if (raw === "") {
+      if (input.dataset.nullable && input.dataset.default !== undefined && input.dataset.default !== "null") {
+        value = null;
+      } else {
+        return { set: false };
+      }
+    } else if (kind === "integer" || kind === "number") {
+      const n = Number(raw);
+      value = Number.isFinite(n) ? n : raw;  // the API names what is wrong
+    } else if (kind === "json") {
+      try { value = JSON.parse(raw); } catch (err) { value = raw; }
+    } else value = raw;
+    if (input.dataset.default !== undefined && JSON.stringify(value) === input.dataset.default) {
+      return { set: false };
+    }
+    return { set: true, value: value };
+  }
+
+  function num(input) {
+    const raw = input.value.trim();
+    if (raw === "") return undefined;
+    const n = Number(raw);
+    return Number.isFinite(n) ? n : raw;
+  }
+
+  function parseJSON(id) {
+    const node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent) : null;
+  }
+
+  async function initJobForm() {
+    const form = $("#job-form");
+    if (!form) return;
+    const datasets = parseJSON("datasets-data") || [];
+    const specForm = parseJSON("spec-form-data") || {};
+    const [solversRes, constraintsRes] = await Promise.all([api("GET", "/api/v1/solvers"),
+                                                           api("GET", "/api/v1/constraints")]);
+    if (!solversRes.ok || !constraintsRes.ok) {
+      showMessage("The solver catalogue could not be loaded: " +
+                  errorText((solversRes.ok ? constraintsRes : solversRes).status,
+                            (solversRes.ok ? constraintsRes : solversRes).data));
+      return;
+    }
+    const solvers = solversRes.data;
+    const families = constraintsRes.data;
+    const datasetSel = $("#f-dataset");
+    const targetSel = $("#f-target");
+    const positive = $("#f-positive");
+    const sensitiveBox = $("#f-sensitive");
+    const solverSel = $("#f-solver");
+    const paramsBox = $("#solver-params");
+    const constraintsBox = $("#constraints");
+
+    // plain fields from the spec's own schema (defaults filled in)
+    function fillEnum(select, prop) {
+      for (const v of prop.enum || []) select.append(el("option", { value: v, text: v }));
+      if (prop.default !== undefined) select.value = prop.default;
+    }
+    fillEnum($("#f-objective"), specForm.objective || {});
+    fillEnum($("#f-device"), specForm.device || {});
+    $("#f-max-iterations").value = (specForm.max_iterations || {}).default ?? 2000;
+    $("#f-time-limit").value = (specForm.time_limit_s || {}).default ?? 600;
+    $("#f-seed").value = (specForm.seed || {}).default ?? 0;
+    const splitProps = (specForm.split || {}).properties || {};
+    $("#f-split-test").value = (splitProps.test || {}).default ?? 0.2;
+    $("#f-split-validation").value = (splitProps.validation || {}).default ?? 0.2;
+    $("#f-split-seed").value = (splitProps.seed || {}).default ?? 0;
+
+    const modelType = $("#f-model-type");
+    const toggleMlp = () => $$("[data-mlp]").forEach((f) => { f.hidden = modelType.value !== "mlp"; });
+    modelType.addEventListener("change", toggleMlp);
+    toggleMlp();
+
+    // dataset → columns, label values
+    const summaries = new Map();
+    async function labelValues(datasetId, column) {
+      if (!summaries.has(datasetId)) {
+        const res = await api("GET", "/api/v1/datasets/" + encodeURIComponent(datasetId));
+        summaries.set(datasetId, res.ok ? res.data.summary || {} : {});
+      }
+      const s = summaries.get(datasetId)[column] || {};
+      return s.top ? Object.keys(s.top) : [];
+    }
+    async function onTarget() {
+      const values = await labelValues(datasetSel.value, targetSel.value);
+      const list = $("#f-positive-values");
+      list.replaceChildren(...values.map((v) => el("option", { value: v })));
+      if (!positive.value || !values.includes(positive.value)) {
+        positive.value = values.length ? values[values.length - 1] : "";
+      }
+    }
+    function onDataset() {
+      const ds = datasets.find((d) => d.id === datasetSel.value);
+      const cols = ds ? ds.columns : [];
+      targetSel.replaceChildren(...cols.map((c) => el("option", { value: c.name, text: c.name })));
+      const likely = ["label", "target", "income", "y", "outcome", "class"];
+      const binary = cols.filter((c) => c.n_distinct === 2);
+      const guess = cols.find((c) => likely.includes(c.name.toLowerCase())) || binary[binary.length - 1] || cols[cols.length - 1];
+      if (guess) targetSel.value = guess.name;
+      const usual = ["sex", "gender", "race"];
+      const first = cols.find((c) => usual.includes(c.name.toLowerCase()));
+      sensitiveBox.replaceChildren(...cols.map((c, i) => el("label", { class: "check" },
+        el("input", { type: "checkbox", value: c.name, name: "sensitive", id: "f-sensitive-" + i,
+                      checked: first !== undefined && c.name === first.name }), " " + c.name)));
+      positive.value = "";
+      onTarget();
+    }
+    datasetSel.addEventListener("change", onDataset);
+    targetSel.addEventListener("change", () => { positive.value = ""; onTarget(); });
+    onDataset();
+
+    // solver → its config fields
+    for (const s of solvers) solverSel.append(el("option", { value: s.name, text: s.name }));
+    solverSel.value = solvers.some((s) => s.name === "plada") ? "plada" : solvers[0].name;
+    function onSolver() {
+      const s = solvers.find((x) => x.name === solverSel.value);
+      const supports = s.supports || {};
+      $("#solver-description").textContent = (s.description || "") +
+        (supports.models ? " Models: " + supports.models.join(", ") + "." : "") +
+        (supports.constraints ? " Constraints: " + supports.constraints.join(", ") + "." : "");
+      const schema = s.config_schema || {};
+      const required = schema.required || [];
+      paramsBox.replaceChildren(...Object.entries(schema.properties || {}).map(([name, prop]) =>
+        schemaField(name, prop, "solver.params." + name, required.includes(name))));
+      if (!paramsBox.children.length) paramsBox.append(el("p", { class: "help", text: "This solver has no settings." }));
+    }
+    solverSel.addEventListener("change", onSolver);
+    onSolver();
+
+    // constraint builder
+    function reindex() {
+      $$(".constraint", constraintsBox).forEach((row, i) => {
+        row.dataset.loc = "constraints." + i;
+        $$("[data-loc]", row).forEach((f) => {
+          f.dataset.loc = f.dataset.loc.replace(/^constraints\.\d+/, "constraints." + i);
+        });
+      });
+    }
+    function addConstraint(type, tolerance) {
+      const row = el("div", { class: "constraint card inner", "data-loc": "constraints.0" });
+      const typeSel = el("select", { class: "c-type" });
+      for (const f of families) typeSel.append(el("option", { value: f.type, text: f.type }));
+      typeSel.value = type || "demographic_parity";
+      const tolId = "c-tol-" + Math.random().toString(36).slice(2, 8);
+      const tol = el("input", { id: tolId, class: "c-tolerance", type: "number", step: "any", value: String(tolerance ?? 0.05) });
+      const typeField = el("div", { class: "field", "data-loc": "constraints.0.type" }, el("label", { text: "Type" }), typeSel);
+      const tolField = el("div", { class: "field", "data-loc": "constraints.0.tolerance" },
+        el("label", { for: tolId, text: "Tolerance" }), tol,
+        el("small", { class: "help", text: "Largest allowed unfairness ε (≥ 0)." }));
+      const desc = el("p", { class: "help c-description" });
+      const fields = el("div", { class: "c-fields row" });
+      const advanced = el("details", { class: "c-advanced" }, el("summary", { text: "More options" }));
+      const remove = el("button", { type: "button", class: "secondary remove", text: "Remove" });
+      remove.addEventListener("click", () => { row.remove(); reindex(); });
+      row.append(el("div", { class: "row" }, typeField, tolField, remove), desc, fields, advanced);
+      function onType() {
+        const fam = families.find((f) => f.type === typeSel.value) || {};
+        desc.textContent = fam.description || "";
+        const schema = fam.config_schema || {};
+        const required = schema.required || [];
+        const main = [];
+        const more = [];
+        for (const [name, prop] of Object.entries(schema.properties || {})) {
+          const field = schemaField(name, prop, "constraints.0." + name, required.includes(name) || prop.default === undefined);
+          (prop.default === undefined || name === "variant" || name === "interval" ? main : more).push(field);
+        }
+        fields.replaceChildren(...main);
+        advanced.replaceChildren(el("summary", { text: "More options" }), ...more);
+        advanced.hidden = more.length === 0;
+        reindex();
+      }
+      typeSel.addEventListener("change", onType);
+      constraintsBox.append(row);
+      onType();
+    }
+    $("#add-constraint").addEventListener("click", () => addConstraint());
+    addConstraint("demographic_parity", 0.05);
+
+    function buildSpec() {
+      const sensitive = $$("input[name=sensitive]:checked", sensitiveBox).map((c) => c.value);
+      const spec = {
+        dataset_id: datasetSel.value,
+        target: targetSel.value,
+        positive_label: positive.value,
+        sensitive: sensitive,
+        objective: $("#f-objective").value,
+        model: { type: modelType.value },
+        solver: { name: solverSel.value, params: {} },
+        constraints: [],
+        split: { test: num($("#f-split-test")), validation: num($("#f-split-validation")), seed: num($("#f-split-seed")) },
+        seed: num($("#f-seed")),
+        max_iterations: num($("#f-max-iterations")),
+        time_limit_s: num($("#f-time-limit")),
+        device: $("#f-device").value,
+      };
+      if (modelType.value === "mlp") {
+        spec.model.hidden = $("#f-model-hidden").value.split(",").map((s) => s.trim()).filter(Boolean).map(Number);
+        spec.model.activation = $("#f-model-activation").value;
+      }
+      if ($("#f-exclude-sensitive").checked) {
+        const ds = datasets.find((d) => d.id === datasetSel.value);
+        spec.features = ds.columns.map((c) => c.name).filter((c) => c !== spec.target && !sensitive.includes(c));
+      }
+      for (const input of $$("[data-kind]", paramsBox)) {
+        const r = readSchemaInput(input);
+        if (r.set) spec.solver.params[input.dataset.name] = r.value;
+      }
+      for (const row of $$(".constraint", constraintsBox)) {
+        const c = { type: $(".c-type", row).value, tolerance: num($(".c-tolerance", row)) };
+        for (const input of $$("[data-kind]", row)) {
+          const r = readSchemaInput(input);
+          if (r.set) c[input.dataset.name] = r.value;
+        }
+        spec.constraints.push(c);
+      }
+      for (const k of Object.keys(spec.split)) if (spec.split[k] === undefined) delete spec.split[k];
+      for (const k of ["seed", "max_iterations", "time_limit_s"]) if (spec[k] === undefined) delete spec[k];
+      return spec;
+    }
+
+    function clearErrors() {
+      $$(".field-error", form).forEach((n) => n.remove());
+      $$(".invalid", form).forEach((n) => n.classList.remove("invalid"));
+      $("#form-error").hidden = true;
+    }
+
+    /* The element for an error's loc: the longest matching data-loc prefix; a named param or
+     * constraint field in the message narrows "solver.params" / "constraints.i" to its field. */
+    function fieldFor(loc, msg) {
+      const parts = (loc || []).filter((p, i) => !(i === 0 && p === "body")).map(String);
+      const named = /invalid (?:param|field) '([^'.]+)/.exec(msg || "");
+      if (named) parts.push(named[1]);
+      for (let n = parts.length; n > 0; n--) {
+        const node = form.querySelector('[data-loc="' + parts.slice(0, n).join(".") + '"]');
+        if (node) return node;
+      }
+      return null;
+    }
+
+    function showErrors(detail) {
+      const unplaced = [];
+      let first = null;
+      for (const d of detail) {
+        const msg = String(d.msg || "invalid").replace(/^Value error, /, "");
+        const node = fieldFor(d.loc, msg);
+        if (!node) { unplaced.push(locText(d.loc) + ": " + msg); continue; }
+        node.classList.add("invalid");
+        node.append(el("p", { class: "field-error", role: "alert", text: msg }));
+        first = first || node;
+      }
+      if (unplaced.length) {
+        $("#form-error").textContent = unplaced.join("; ");
+        $("#form-error").hidden = false;
+        first = first || $("#form-error");
+      }
+      if (first) first.scrollIntoView({ block: "center" });
+    }
+
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      clearErrors();
+      const button = $("#submit-job");
+      button.disabled = true;
+      const res = await api("POST", "/api/v1/jobs", buildSpec());
+      button.disabled = false;
+      if (res.ok) {
+        location.href = "/jobs/" + encodeURIComponent(res.data.id);
+      } else if (res.status === 422 && res.data && Array.isArray(res.data.detail)) {
+        showErrors(res.data.detail);
+      } else {
+        $("#form-error").textContent = errorText(res.status, res.data);
+        $("#form-error").hidden = false;
+      }
+    });
+    form.dataset.ready = "true";
+  }
+
+  /* ------------------------------------------------------------ start */
+
+  const pages = {
+    jobs: initJobsList,
+    job: initJobPage,
+    datasets: initDatasets,
+    "job-new": () => initJobForm().catch(() => showMessage("The form could not be built.")),
+    sweep: renderCharts,
+    audit: renderCharts,
+  };
+  const init = pages[document.body.dataset.page];
+  if (init) init();
+  window.FairSolve = { api: api, showMessage: showMessage, errorText: errorText, renderCharts: renderCharts };
+})();

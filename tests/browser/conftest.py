@@ -1,0 +1,81 @@
+"""Browser tests: Debian's headless Chromium driven by Playwright against a real stack (API + worker).
+
+Playwright never downloads a browser here: it launches ``/usr/bin/chromium`` (Debian's ``chromium``
+package) once per session with a fresh user-data dir, and gives
+each test a new context (its own cookies). Skipped when Chromium or Playwright is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.stack import PG_ADMIN, pg_database, start_stack, stop_stack
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+BROWSER_REDIS_URL = "redis://127.0.0.1:6379/11"  # not the integration tests' database: they flush theirs
+
+sync_api = pytest.importorskip("playwright.sync_api")
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)", allow_module_level=True)
+
+
+def _services_up() -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN, connect_timeout=2):
+            pass
+        redis.Redis.from_url(BROWSER_REDIS_URL, socket_connect_timeout=2).ping()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def web_stack(tmp_path_factory):
+    """PostgreSQL + Redis when they run (as in CI), else the embedded SQLite stack."""
+    home = tmp_path_factory.mktemp("browser-home")
+    if _services_up():
+        redis.Redis.from_url(BROWSER_REDIS_URL).flushdb()
+        database_url, drop = pg_database()
+        stack = start_stack("browser", home, database_url, BROWSER_REDIS_URL)
+    else:
+        drop = None
+        stack = start_stack("browser", home, None, None)
+    yield stack
+    stop_stack(stack)
+    if drop:
+        drop()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium, started once; Playwright gives it a fresh temporary user-data dir."""
+    with sync_api.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def browser_context(chromium):
+    """A fresh context per test: its own cookies and storage."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    context.set_default_timeout(20_000)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(browser_context):
+    page = browser_context.pages[0] if browser_context.pages else browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.js_errors = errors
+    yield page
+    assert not errors, f"JavaScript errors on the page: {errors}"

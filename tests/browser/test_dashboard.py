@@ -1,0 +1,192 @@
+"""The dashboard in a real headless Chromium against a real stack: sign-in, upload, the job form,
+live status, charts, cancel, validation messages, and the cross-tenant 404. Screenshots go to each
+test's own directory (pytest's ``tmp_path``)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.datagen import planted_table
+from tests.integration.test_job_flow import job_spec, upload
+
+pytestmark = pytest.mark.integration
+
+ACTIVE = ("queued", "waiting", "running")
+
+
+@pytest.fixture(scope="module")
+def owner_key(web_stack):
+    return web_stack.new_key("browser-alice")
+
+
+@pytest.fixture(scope="module")
+def dataset(web_stack, owner_key):
+    with web_stack.client(owner_key) as client:
+        return upload(client, planted_table(600, seed=1), name="planted-api")
+
+
+def sign_in(page, stack, key: str, path: str = "/") -> None:
+    page.goto(stack.url + path)
+    page.wait_for_url(re.compile(r"/signin\?next="))
+    page.fill("#api_key", key)
+    page.click("#signin-form button[type=submit]")
+    page.wait_for_url(re.compile(re.escape(stack.url + path) + r"$"))
+
+
+def shot(page, tmp_path, name: str) -> None:
+    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+
+
+def test_sign_in_upload_and_dataset_page(web_stack, owner_key, page, browser_context, tmp_path):
+    page.goto(web_stack.url + "/datasets")
+    page.wait_for_url(re.compile(r"/signin\?next=%2Fdatasets$"))
+    page.fill("#api_key", "fsk_not_a_key")
+    page.click("#signin-form button[type=submit]")
+    assert "not valid" in page.inner_text("#signin-error")
+    shot(page, tmp_path, "signin-error")
+
+    page.fill("#api_key", owner_key)
+    page.click("#signin-form button[type=submit]")
+    page.wait_for_url(web_stack.url + "/datasets")
+    cookie = next(c for c in browser_context.cookies() if c["name"] == "fairsolve_key")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["expires"] == -1  # session cookie
+    assert not cookie["secure"]  # plain http here; https requests get a Secure cookie
+    assert page.evaluate("document.cookie") == ""  # scripts cannot read the key
+
+    csv = tmp_path / "adult-mini.csv"
+    planted_table(300, seed=2).to_csv(csv, index=False)
+    page.fill("#upload-name", "adult-mini")
+    page.set_input_files("#file-input", str(csv))
+    row = page.locator("#datasets-table tr", has_text="adult-mini")
+    row.wait_for()
+    assert "300" in row.inner_text()
+    shot(page, tmp_path, "datasets")
+
+    row.locator("a", has_text="adult-mini").click()
+    page.wait_for_url(re.compile(r"/datasets/[0-9a-f]{32}$"))
+    page.select_option("#groups-form select[name=sensitive]", "sex")
+    page.wait_for_url(re.compile(r"sensitive=sex"))
+    groups = page.locator("#groups-table tbody tr")
+    assert sorted(groups.nth(i).locator("td").first.inner_text() for i in range(groups.count())) == ["Female", "Male"]
+    assert "income" in page.inner_text("#groups-table thead")
+    assert page.locator("#schema-table tbody tr").count() == 6
+    shot(page, tmp_path, "dataset")
+
+    page.click(".signout button")
+    page.wait_for_url(re.compile(r"/signin$"))
+    assert not [c for c in browser_context.cookies() if c["name"] == "fairsolve_key"]
+    page.goto(web_stack.url + "/jobs")
+    page.wait_for_url(re.compile(r"/signin\?next="))
+
+
+def fill_job_form(page, dataset_id: str, max_iterations: int, tolerance: str = "0.05") -> None:
+    page.wait_for_selector("#job-form[data-ready=true]")
+    page.select_option("#f-dataset", dataset_id)
+    page.select_option("#f-target", "income")
+    page.fill("#f-positive", ">50K")
+    for box in page.locator("#f-sensitive input").all():
+        box.set_checked(box.get_attribute("value") == "sex")
+    page.select_option("#f-solver", "plada")
+    assert page.input_value('[data-loc="solver.params.alpha"] input') == "10"  # defaults filled in
+    assert "Penalty parameter" in page.inner_text('[data-loc="solver.params.alpha"] .help')
+    page.select_option(".constraint .c-type", "demographic_parity")
+    page.fill(".constraint .c-tolerance", tolerance)
+    page.fill("#f-max-iterations", str(max_iterations))
+    page.select_option("#f-device", "cpu")
+
+
+def test_job_form_live_status_and_charts(web_stack, owner_key, dataset, page, tmp_path):
+    sign_in(page, web_stack, owner_key, f"/jobs/new?dataset_id={dataset['id']}")
+    fill_job_form(page, dataset["id"], max_iterations=150)
+    shot(page, tmp_path, "job-form")
+    page.click("#submit-job")
+    page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
+    job_id = page.url.rsplit("/", 1)[1]
+
+    page.goto(web_stack.url + "/jobs")
+    status = page.locator(f'tr[data-job-id="{job_id}"] [data-field=status]')
+    status.wait_for()
+    page.wait_for_function(  # the list polls the API while a job is active
+        f'document.querySelector(\'tr[data-job-id="{job_id}"] [data-field=status]\').textContent === "succeeded"',
+        timeout=60_000)
+    assert page.locator(f'tr[data-job-id="{job_id}"] [data-field=progress]').get_attribute("style").startswith("width: 100.0%")
+    shot(page, tmp_path, "jobs")
+
+    page.click(f'tr[data-job-id="{job_id}"] a')
+    page.wait_for_url(web_stack.url + f"/jobs/{job_id}")
+    for kind in ("trajectory", "scores", "roc", "ccdf"):
+        chart = page.locator(f"#chart-{kind}")
+        page.wait_for_selector(f"#chart-{kind}[data-state=rendered]", timeout=30_000)
+        assert chart.locator(".main-svg").count() > 0
+        traces = page.evaluate(f"document.getElementById('chart-{kind}').data.length")
+        assert traces > 0, kind
+        assert chart.locator(".scatterlayer .trace, .barlayer .trace").count() > 0, kind
+    groups = page.locator('table.metrics-groups[data-split=test] tbody tr')
+    assert groups.count() == 2
+    assert {a.get_attribute("data-artifact") for a in page.locator("a[data-artifact]").all()} >= {"weights",
+                                                                                                  "predictions"}
+    spec = page.inner_text("#job-spec")
+    assert '"max_iterations": 150' in spec and '"positive_label": ">50K"' in spec
+    assert page.locator("#cancel-job").count() == 0
+    shot(page, tmp_path, "job")
+
+
+def test_cancel_running_job_from_its_page(web_stack, owner_key, dataset, page, tmp_path):
+    with web_stack.client(owner_key) as client:
+        resp = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=5_000_000, time_limit_s=600))
+        assert resp.status_code == 202, resp.text
+        job_id = resp.json()["id"]
+    sign_in(page, web_stack, owner_key, f"/jobs/{job_id}")
+    page.wait_for_function("document.getElementById('job-status').textContent === 'running'", timeout=60_000)
+    page.wait_for_function("parseInt(document.getElementById('job-iterations').textContent) > 0", timeout=30_000)
+    page.wait_for_selector("#chart-scores[data-state=empty]")  # a chart without data says so
+    assert "no predictions" in page.inner_text("#chart-scores")
+    shot(page, tmp_path, "job-running")
+    page.click("#cancel-job")
+    # the page reloads once the job has stopped
+    page.wait_for_function("document.getElementById('job-status') && "
+                           "document.getElementById('job-status').textContent === 'cancelled'", timeout=30_000)
+    page.wait_for_load_state()
+    page.wait_for_selector("#chart-trajectory[data-state]")
+    assert page.locator("#cancel-job").count() == 0
+    with web_stack.client(owner_key) as client:
+        assert client.get(f"/api/v1/jobs/{job_id}").json()["status"] == "cancelled"
+    shot(page, tmp_path, "job-cancelled")
+
+
+def test_bad_tolerance_is_shown_next_to_its_field(web_stack, owner_key, dataset, page, tmp_path):
+    sign_in(page, web_stack, owner_key, "/jobs/new")
+    fill_job_form(page, dataset["id"], max_iterations=10, tolerance="-0.5")
+    page.click("#submit-job")
+    error = page.locator('.field[data-loc="constraints.0.tolerance"] .field-error')
+    error.wait_for()
+    assert "greater than or equal to 0" in error.inner_text()
+    assert page.url.endswith("/jobs/new")
+    assert page.locator(".field-error").count() == 1
+    shot(page, tmp_path, "validation-error")
+
+    page.fill(".constraint .c-tolerance", "0.05")  # a bad solver param lands next to that param
+    page.fill('[data-loc="solver.params.alpha"] input', "-3")
+    page.click("#submit-job")
+    param_error = page.locator('.field[data-loc="solver.params.alpha"] .field-error')
+    param_error.wait_for()
+    assert "greater than 0" in param_error.inner_text()
+    assert page.locator(".field-error").count() == 1
+
+
+def test_another_owners_pages_are_404(web_stack, owner_key, dataset, page, tmp_path):
+    with web_stack.client(owner_key) as client:
+        resp = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=5))
+        assert resp.status_code == 202, resp.text
+        job_id = resp.json()["id"]
+    sign_in(page, web_stack, web_stack.new_key("browser-mallory"), "/jobs")
+    assert page.locator(f'tr[data-job-id="{job_id}"]').count() == 0
+    for path in (f"/jobs/{job_id}", f"/datasets/{dataset['id']}"):
+        response = page.goto(web_stack.url + path)
+        assert response.status == 404
+        assert "not found" in page.inner_text(".error-page")
+        assert job_id not in page.content() or path.startswith("/jobs")  # nothing of the job is shown
+        assert page.locator("table").count() == 0
+    shot(page, tmp_path, "other-owner-404")
