@@ -87,5 +87,5 @@ def a9a() -> dict:
 
 
 def bank_additional() -> pd.DataFrame:
-    """UCI Bank Marketing 'additional' (41,188 rows, ``;`` separated); label ``y`` (yes/no)."""
-    return pd.read_csv(data_dir() / "bank-additional-full.csv", sep=";")
+    """The same table as :func:`bank` (kept as a name callers use)."""
+    return bank()
