@@ -167,17 +167,13 @@ def run_one(data, interval, method, metric, param, args) -> dict:
 
 
 def plan(dataset: str, seeds: int, methods: list[str], baseline_seeds: int) -> list[tuple]:
-    """(seed, method, metric, param) in the order they run: IDCA pSP for every seed first (Table 3/4), then
-    the rest seed by seed, so an interrupted run still has whole fronts. Pairwise runs serve both metrics."""
+    """(seed, method, metric, param) in the order they run, so that an interrupted run still has whole
+    fronts: seed 0 of everything (IDCA pSP, IDCA pDP, regularisation, pairwise, SSG), then IDCA pSP for the
+    other seeds (Table 3/4), then IDCA pDP, then the baselines' further seeds. Pairwise runs serve both metrics."""
     grids = GRIDS[dataset]
-    tasks = [(s, "unconstrained", "-", None) for s in range(seeds)]
-    if "idca" in methods:
-        tasks += [(s, "idca", "psp", k) for s in range(seeds) for k in grids["idca"]["psp"]]
-    for s in range(seeds):
-        if "idca" in methods:
-            tasks += [(s, "idca", "pdp", k) for k in grids["idca"]["pdp"]]
-        if s >= baseline_seeds:
-            continue
+
+    def baselines(s: int) -> list[tuple]:
+        tasks = []
         if "regularization" in methods:
             tasks += [(s, "regularization", m, lam) for m in ("psp", "pdp") for lam in grids["regularization"][m]]
         for variant in PAIRWISE:
@@ -186,6 +182,16 @@ def plan(dataset: str, seeds: int, methods: list[str], baseline_seeds: int) -> l
                 tasks += [(s, variant, "both", k) for k in kappas]
         if "ssg" in methods and s == 0:
             tasks += [(0, "ssg", "psp", k) for k in grids["ssg"]["psp"]]
+        return tasks
+
+    idca = "idca" in methods
+    tasks = [(0, "unconstrained", "-", None)]
+    tasks += [(0, "idca", m, k) for m in ("psp", "pdp") for k in grids["idca"][m] if idca] + baselines(0)
+    for s in range(1, seeds):
+        tasks += [(s, "unconstrained", "-", None)] + [(s, "idca", "psp", k) for k in grids["idca"]["psp"] if idca]
+    tasks += [(s, "idca", "pdp", k) for s in range(1, seeds) for k in grids["idca"]["pdp"] if idca]
+    for s in range(1, baseline_seeds):
+        tasks += baselines(s)
     return tasks
 
 
