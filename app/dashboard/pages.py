@@ -23,11 +23,12 @@ from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from sqlalchemy import func, select
 
+from app.audits.metrics import describe_metrics
 from app.auth import SESSION_COOKIE, Caller, authenticate
 from app.charts import CHARTS
 from app.dashboard import stats
 from app.deps import DB, AppSettings, current_caller, get_or_404
-from app.models import Dataset, Job, Sweep
+from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
 from app.routers.datasets import dataset_path
 from app.routers.jobs import job_out
 from app.routers.sweeps import default_axes, sweep_jobs
@@ -375,3 +376,85 @@ def sweep_page(request: Request, sweep_id: str, db: DB, caller: PageCaller,
                   directions={x: direction(x), y: direction(y)}, front=front, front_keys=front_keys,
                   metric_names=shown, plotly=True, active=summary["status"] not in ("succeeded", "failed",
                                                                                     "cancelled", "partial"))
+
+
+# ---------------------------------------------------------------- audits
+
+def history_figure(audit: Audit, runs: list[AuditRun]) -> dict[str, Any] | None:
+    """Each metric's value per finished run (95% CI as error bars) and its threshold, as Plotly figure JSON."""
+    import plotly.graph_objects as go
+
+    done = [r for r in sorted(runs, key=lambda r: r.created_at) if r.results]
+    if not done:
+        return None
+    fig = go.Figure()
+    keys = list(dict.fromkeys(res["key"] for r in done for res in r.results))
+    for key in keys:
+        xs, ys, lo, hi, run_ids, thresholds = [], [], [], [], [], []
+        for run in done:
+            res = next((x for x in run.results if x["key"] == key), None)
+            if res is None or res.get("value") is None:
+                continue
+            ci = res.get("ci") or [res["value"], res["value"]]
+            xs.append((run.finished_at or run.created_at).isoformat())
+            ys.append(res["value"])
+            hi.append(ci[1] - res["value"])
+            lo.append(res["value"] - ci[0])
+            run_ids.append(run.id)
+            thresholds.append(res.get("threshold"))
+        if not xs:
+            continue
+        fig.add_trace(go.Scatter(x=xs, y=ys, name=key, mode="lines+markers", customdata=run_ids,
+                                 error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo},
+                                 hovertemplate="%{x}<br>" + key + " %{y:.4f}<extra>run %{customdata}</extra>"))
+        if any(t is not None for t in thresholds):
+            fig.add_trace(go.Scatter(x=xs, y=thresholds, name=f"{key} threshold", mode="lines+markers",
+                                     line={"dash": "dash"}, marker={"symbol": "line-ew-open", "size": 18},
+                                     hoverinfo="skip"))
+    if not fig.data:
+        return None
+    fig.update_layout(title=f"History — {audit.name}", xaxis_title="run (UTC)", yaxis_title="value",
+                      template="plotly_white")
+    return json.loads(fig.to_json())
+
+
+@router.get("/audits")
+def audits_page(request: Request, db: DB, caller: PageCaller) -> Response:
+    audits = list(db.scalars(select(Audit).where(Audit.owner == caller.owner).order_by(Audit.created_at.desc())
+                             .limit(200)))
+    last: dict[str, AuditRun] = {}
+    if audits:
+        for run in db.scalars(select(AuditRun).where(AuditRun.audit_id.in_([a.id for a in audits]))
+                              .order_by(AuditRun.created_at)):
+            last[run.audit_id] = run
+    alerts = list(db.scalars(select(Alert).where(Alert.owner == caller.owner).order_by(Alert.created_at.desc())
+                             .limit(20)))
+    names = {a.id: a.name for a in audits}
+    directions = {m["type"]: m["direction"] for m in describe_metrics()}
+    return render(request, "audits.html", audits=audits, last=last, alerts=alerts, audit_names=names,
+                  directions=directions)
+
+
+@router.get("/audits/new")
+def new_audit_page(request: Request, db: DB, caller: PageCaller,
+                   job_id: str | None = Query(None, max_length=64)) -> Response:
+    jobs = list(db.scalars(select(Job).where(Job.owner == caller.owner, Job.status == "succeeded")
+                           .order_by(Job.created_at.desc()).limit(200)))
+    datasets = list(db.scalars(select(Dataset).where(Dataset.owner == caller.owner)
+                               .order_by(Dataset.created_at.desc())))
+    names = {d.id: d.name for d in datasets}
+    return render(request, "audit_new.html", jobs=jobs, datasets=datasets, dataset_names=names, selected=job_id)
+
+
+@router.get("/audits/{audit_id}")
+def audit_page(request: Request, audit_id: str, db: DB, caller: PageCaller) -> Response:
+    audit = get_or_404(db, Audit, audit_id, "audit", caller)
+    runs = list(db.scalars(select(AuditRun).where(AuditRun.audit_id == audit_id)
+                           .order_by(AuditRun.created_at.desc()).limit(200)))
+    report = next((r for r in runs if r.results), None)
+    alerts = list(db.scalars(select(Alert).where(Alert.audit_id == audit_id).order_by(Alert.created_at.desc())
+                             .limit(50)))
+    dataset = db.get(Dataset, audit.dataset_id) if audit.dataset_id else None
+    return render(request, "audit.html", audit=audit, runs=runs, report=report, alerts=alerts, dataset=dataset,
+                  history=history_figure(audit, runs), plotly=True,
+                  active=any(r.status in ("queued", "running") for r in runs))

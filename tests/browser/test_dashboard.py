@@ -190,3 +190,52 @@ def test_another_owners_pages_are_404(web_stack, owner_key, dataset, page, tmp_p
         assert job_id not in page.content() or path.startswith("/jobs")  # nothing of the job is shown
         assert page.locator("table").count() == 0
     shot(page, tmp_path, "other-owner-404")
+
+
+@pytest.fixture(scope="module")
+def succeeded_job(web_stack, owner_key, dataset):
+    with web_stack.client(owner_key) as client:
+        resp = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=60))
+        assert resp.status_code == 202, resp.text
+        job = web_stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"}, timeout=90)
+    assert job["status"] == "succeeded", job["error"]
+    return job
+
+
+def test_audit_form_run_history_and_alert(web_stack, owner_key, dataset, succeeded_job, page, tmp_path):
+    sign_in(page, web_stack, owner_key, f"/audits/new?job_id={succeeded_job['id']}")
+    page.wait_for_selector("#audit-form[data-ready=true]")
+    assert page.input_value("#a-dataset") == dataset["id"]  # the job's dataset by default
+    page.fill("#a-name", "nightly fairness")
+    page.select_option(".metric .m-type", "demographic_parity")
+    page.fill(".metric .m-threshold", "0.0001")  # set to fail
+    page.click("#add-metric")
+    page.select_option(".metric >> nth=1 >> .m-type", "accuracy")
+    page.fill(".metric >> nth=1 >> .m-threshold", "0.1")
+    page.fill("#a-schedule", "every minute")
+    page.click("#submit-audit")
+    error = page.locator('.field[data-loc="schedule"] .field-error')
+    error.wait_for()
+    assert page.locator(".field-error").count() == 1
+    shot(page, tmp_path, "audit-form-error")
+
+    page.fill("#a-schedule", "0 3 * * *")
+    page.click("#submit-audit")
+    page.wait_for_url(re.compile(r"/audits/[0-9a-f]{32}$"))
+    assert "No finished run yet" in page.inner_text("#chart-history-empty")
+    page.click("#run-audit")
+    page.wait_for_selector("#report-table", timeout=60_000)  # the page reloads when the run has finished
+    page.wait_for_selector("#chart-history[data-state=rendered]")
+    assert page.locator("#chart-history .main-svg").count() > 0
+    assert page.evaluate("document.getElementById('chart-history').data.length") >= 2
+    assert "BREACH" in page.inner_text('#report-table tr.metric-row[data-key="demographic_parity"]')
+    assert "pass" in page.inner_text('#report-table tr.metric-row[data-key="accuracy"]')
+    assert page.locator("#report-table tr.group-row").count() > 0  # per-group statistics with CIs
+    assert page.locator("#alerts-table tbody tr[data-alert-id]").count() == 1
+    shot(page, tmp_path, "audit")
+
+    page.goto(web_stack.url + "/audits")
+    row = page.locator("#audits-table tr", has_text="nightly fairness")
+    assert "breach" in row.inner_text() and "0 3 * * *" in row.inner_text()
+    assert page.locator("#alerts-table tbody tr[data-alert-id]").count() >= 1
+    shot(page, tmp_path, "audits")

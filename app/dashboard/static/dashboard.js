@@ -75,7 +75,9 @@
   /* ------------------------------------------------------------ charts */
 
   async function renderChart(div) {
-    const res = await api("GET", div.dataset.chartUrl);
+    const res = div.dataset.figure
+      ? { ok: true, status: 200, data: parseJSON(div.dataset.figure) }
+      : await api("GET", div.dataset.chartUrl);
     div.classList.remove("loading");
     if (!res.ok) {
       div.replaceChildren(el("p", { class: "chart-empty", text: errorText(res.status, res.data) }));
@@ -108,7 +110,7 @@
   }
 
   function renderCharts() {
-    $$(".chart[data-chart-url]").forEach((div) => {
+    $$(".chart[data-chart-url], .chart[data-figure]").forEach((div) => {
       div.classList.add("loading");
       renderChart(div).catch(() => {
         div.replaceChildren(el("p", { class: "chart-empty", text: "This chart could not be drawn." }));
@@ -260,6 +262,114 @@
     });
   }
 
+  /* ------------------------------------------------------------ API errors next to their fields */
+
+  function clearErrors(form) {
+    $$(".field-error", form).forEach((n) => n.remove());
+    $$(".invalid", form).forEach((n) => n.classList.remove("invalid"));
+    $("#form-error", form).hidden = true;
+  }
+
+  /* The element for an error's loc: the longest matching data-loc prefix; a field named in the
+   * message ("invalid param 'eta'", "field 'interval'") narrows "solver.params" / "constraints.i" to it. */
+  function fieldFor(form, loc, msg) {
+    const parts = (loc || []).filter((p, i) => !(i === 0 && p === "body")).map(String);
+    const named = /(?:param|field) '([^'.]+)'/.exec(msg || "");
+    if (named) parts.push(named[1]);
+    for (let n = parts.length; n > 0; n--) {
+      const node = form.querySelector('[data-loc="' + parts.slice(0, n).join(".") + '"]');
+      if (node) return node;
+    }
+    return null;
+  }
+
+  /* A failed submit: 422 items go next to their fields, anything else above the form. */
+  function showSubmitError(form, res) {
+    const formError = $("#form-error", form);
+    if (!(res.status === 422 && res.data && Array.isArray(res.data.detail))) {
+      formError.textContent = errorText(res.status, res.data);
+      formError.hidden = false;
+      formError.scrollIntoView({ block: "center" });
+      return;
+    }
+    const unplaced = [];
+    let first = null;
+    for (const d of res.data.detail) {
+      const msg = String(d.msg || "invalid").replace(/^Value error, /, "");
+      const node = fieldFor(form, d.loc, msg);
+      if (!node) { unplaced.push(locText(d.loc) + ": " + msg); continue; }
+      node.classList.add("invalid");
+      node.append(el("p", { class: "field-error", role: "alert", text: msg }));
+      first = first || node;
+    }
+    if (unplaced.length) {
+      formError.textContent = unplaced.join("; ");
+      formError.hidden = false;
+      first = first || formError;
+    }
+    if (first) first.scrollIntoView({ block: "center" });
+  }
+
+  /* One row of a list builder (constraints of a job, metrics of an audit): a type chosen from a
+   * catalogue, its bound (tolerance / threshold), and the fields of the type's JSON schema. */
+  function typedRow(o) {
+    const reindex = () => reindexRows(o.box, "." + o.rowClass, o.prefix);
+    const loc = (name) => o.prefix + ".0." + name;
+    const row = el("div", { class: o.rowClass + " card inner", "data-loc": o.prefix + ".0" });
+    const typeSel = el("select", { class: o.typeClass });
+    for (const entry of o.catalogue) typeSel.append(el("option", { value: entry.type, text: entry.type }));
+    typeSel.value = o.type;
+    const boundId = o.bound.cls + "-" + Math.random().toString(36).slice(2, 8);
+    const bound = el("input", { id: boundId, class: o.bound.cls, type: "number", step: "any",
+                                value: o.bound.value === undefined || o.bound.value === null ? "" : String(o.bound.value) });
+    const boundHelp = el("small", { class: "help" });
+    const desc = el("p", { class: "help" });
+    const fields = el("div", { class: "row" });
+    const advanced = el("details", {}, el("summary", { text: "More options" }));
+    const remove = el("button", { type: "button", class: "secondary remove", text: "Remove" });
+    remove.addEventListener("click", () => { row.remove(); reindex(); });
+    row.append(el("div", { class: "row" },
+                  el("div", { class: "field", "data-loc": loc("type") }, el("label", { text: o.typeLabel }), typeSel),
+                  el("div", { class: "field", "data-loc": loc(o.bound.name) },
+                     el("label", { for: boundId, text: o.bound.label }), bound, boundHelp),
+                  remove),
+               desc, fields, advanced);
+    function onType() {
+      const entry = o.catalogue.find((x) => x.type === typeSel.value) || {};
+      desc.textContent = entry.description || "";
+      boundHelp.textContent = o.bound.help(entry);
+      const schema = o.schemaOf(entry) || {};
+      const required = schema.required || [];
+      const main = [];
+      const more = [];
+      for (const [name, prop] of Object.entries(schema.properties || {})) {
+        const field = schemaField(name, prop, loc(name), required.includes(name) || prop.default === undefined);
+        (o.upFront(name, prop) ? main : more).push(field);
+      }
+      fields.replaceChildren(...main);
+      advanced.replaceChildren(el("summary", { text: "More options" }), ...more);
+      advanced.hidden = more.length === 0;
+      reindex();
+    }
+    typeSel.addEventListener("change", onType);
+    o.box.append(row);
+    onType();
+  }
+
+  /* A form that POSTs ``build()`` as JSON and opens ``page + id`` of what it created. */
+  function submitsTo(form, button, url, build, page) {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      clearErrors(form);
+      button.disabled = true;
+      const res = await api("POST", url, build());
+      button.disabled = false;
+      if (res.ok) location.href = page + encodeURIComponent(res.data.id);
+      else showSubmitError(form, res);
+    });
+    form.dataset.ready = "true";
+  }
+
   /* ------------------------------------------------------------ new job form */
 
   /* One input generated from a JSON schema property: its kind, nullability and default drive it. */
@@ -337,6 +447,15 @@
       return { set: false };
     }
     return { set: true, value: value };
+  }
+
+  /* Rows of a list builder keep data-loc "<prefix>.<i>..." in step with their position. */
+  function reindexRows(box, rowSelector, prefix) {
+    const pattern = new RegExp("^" + prefix + "\\.\\d+");
+    $$(rowSelector, box).forEach((row, i) => {
+      row.dataset.loc = prefix + "." + i;
+      $$("[data-loc]", row).forEach((f) => { f.dataset.loc = f.dataset.loc.replace(pattern, prefix + "." + i); });
+    });
   }
 
   function num(input) {
@@ -451,51 +570,14 @@
     onSolver();
 
     // constraint builder
-    function reindex() {
-      $$(".constraint", constraintsBox).forEach((row, i) => {
-        row.dataset.loc = "constraints." + i;
-        $$("[data-loc]", row).forEach((f) => {
-          f.dataset.loc = f.dataset.loc.replace(/^constraints\.\d+/, "constraints." + i);
-        });
-      });
-    }
-    function addConstraint(type, tolerance) {
-      const row = el("div", { class: "constraint card inner", "data-loc": "constraints.0" });
-      const typeSel = el("select", { class: "c-type" });
-      for (const f of families) typeSel.append(el("option", { value: f.type, text: f.type }));
-      typeSel.value = type || "demographic_parity";
-      const tolId = "c-tol-" + Math.random().toString(36).slice(2, 8);
-      const tol = el("input", { id: tolId, class: "c-tolerance", type: "number", step: "any", value: String(tolerance ?? 0.05) });
-      const typeField = el("div", { class: "field", "data-loc": "constraints.0.type" }, el("label", { text: "Type" }), typeSel);
-      const tolField = el("div", { class: "field", "data-loc": "constraints.0.tolerance" },
-        el("label", { for: tolId, text: "Tolerance" }), tol,
-        el("small", { class: "help", text: "Largest allowed unfairness ε (≥ 0)." }));
-      const desc = el("p", { class: "help c-description" });
-      const fields = el("div", { class: "c-fields row" });
-      const advanced = el("details", { class: "c-advanced" }, el("summary", { text: "More options" }));
-      const remove = el("button", { type: "button", class: "secondary remove", text: "Remove" });
-      remove.addEventListener("click", () => { row.remove(); reindex(); });
-      row.append(el("div", { class: "row" }, typeField, tolField, remove), desc, fields, advanced);
-      function onType() {
-        const fam = families.find((f) => f.type === typeSel.value) || {};
-        desc.textContent = fam.description || "";
-        const schema = fam.config_schema || {};
-        const required = schema.required || [];
-        const main = [];
-        const more = [];
-        for (const [name, prop] of Object.entries(schema.properties || {})) {
-          const field = schemaField(name, prop, "constraints.0." + name, required.includes(name) || prop.default === undefined);
-          (prop.default === undefined || name === "variant" || name === "interval" ? main : more).push(field);
-        }
-        fields.replaceChildren(...main);
-        advanced.replaceChildren(el("summary", { text: "More options" }), ...more);
-        advanced.hidden = more.length === 0;
-        reindex();
-      }
-      typeSel.addEventListener("change", onType);
-      constraintsBox.append(row);
-      onType();
-    }
+    const addConstraint = (type, tolerance) => typedRow({
+      box: constraintsBox, prefix: "constraints", rowClass: "constraint", typeClass: "c-type", typeLabel: "Type",
+      catalogue: families, type: type || "demographic_parity", schemaOf: (f) => f.config_schema,
+      // fields without a default (interval) and the AUC variant up front; the rest under "More options"
+      upFront: (name, prop) => prop.default === undefined || name === "variant" || name === "interval",
+      bound: { name: "tolerance", cls: "c-tolerance", label: "Tolerance", value: tolerance ?? 0.05,
+               help: () => "Largest allowed unfairness ε (≥ 0)." },
+    });
     $("#add-constraint").addEventListener("click", () => addConstraint());
     addConstraint("demographic_parity", 0.05);
 
@@ -541,61 +623,97 @@
       return spec;
     }
 
-    function clearErrors() {
-      $$(".field-error", form).forEach((n) => n.remove());
-      $$(".invalid", form).forEach((n) => n.classList.remove("invalid"));
-      $("#form-error").hidden = true;
+    submitsTo(form, $("#submit-job"), "/api/v1/jobs", buildSpec, "/jobs/");
+  }
+
+  /* ------------------------------------------------------------ audits */
+
+  async function initAuditForm() {
+    const form = $("#audit-form");
+    if (!form) return;
+    const res = await api("GET", "/api/v1/audits/metrics");
+    if (!res.ok) {
+      showMessage("The metric catalogue could not be loaded: " + errorText(res.status, res.data));
+      return;
+    }
+    const catalogue = res.data;
+    const box = $("#metrics");
+    const jobSel = $("#a-job");
+    const dsSel = $("#a-dataset");
+    const syncDataset = () => {
+      const opt = jobSel.selectedOptions[0];
+      if (opt && !dsSel.dataset.touched) dsSel.value = opt.dataset.dataset || "";
+    };
+    jobSel.addEventListener("change", syncDataset);
+    dsSel.addEventListener("change", () => { dsSel.dataset.touched = "1"; });
+    syncDataset();
+
+    const addMetric = (type, threshold) => typedRow({
+      box: box, prefix: "metrics", rowClass: "metric", typeClass: "m-type", typeLabel: "Metric",
+      catalogue: catalogue, type: type || catalogue[0].type, schemaOf: (m) => m.options_schema,
+      upFront: () => true,
+      bound: { name: "threshold", cls: "m-threshold", label: "Threshold", value: threshold,
+               help: (m) => (m.direction === "min" ? "Lower bound: a value below it is a breach."
+                                                   : "Upper bound: a value above it is a breach.") +
+                            " Empty: reported, never breached." },
+    });
+    $("#add-metric").addEventListener("click", () => addMetric());
+    addMetric("demographic_parity", 0.1);
+
+    function buildAudit() {
+      const text = (id) => { const v = $(id).value.trim(); return v === "" ? null : v; };
+      const body = { job_id: jobSel.value, dataset_id: dsSel.value || null, source: text("#a-source"),
+                     schedule: text("#a-schedule"), webhook_url: text("#a-webhook"),
+                     enabled: $("#a-enabled").checked, metrics: [] };
+      const name = text("#a-name");
+      if (name !== null) body.name = name;
+      for (const row of $$(".metric", box)) {
+        const m = { type: $(".m-type", row).value };
+        const t = num($(".m-threshold", row));
+        if (t !== undefined) m.threshold = t;
+        for (const input of $$("[data-kind]", row)) {
+          const r = readSchemaInput(input);
+          if (r.set) m[input.dataset.name] = r.value;
+        }
+        body.metrics.push(m);
+      }
+      return body;
     }
 
-    /* The element for an error's loc: the longest matching data-loc prefix; a named param or
-     * constraint field in the message narrows "solver.params" / "constraints.i" to its field. */
-    function fieldFor(loc, msg) {
-      const parts = (loc || []).filter((p, i) => !(i === 0 && p === "body")).map(String);
-      const named = /invalid (?:param|field) '([^'.]+)/.exec(msg || "");
-      if (named) parts.push(named[1]);
-      for (let n = parts.length; n > 0; n--) {
-        const node = form.querySelector('[data-loc="' + parts.slice(0, n).join(".") + '"]');
-        if (node) return node;
-      }
-      return null;
-    }
+    submitsTo(form, $("#submit-audit"), "/api/v1/audits", buildAudit, "/audits/");
+  }
 
-    function showErrors(detail) {
-      const unplaced = [];
-      let first = null;
-      for (const d of detail) {
-        const msg = String(d.msg || "invalid").replace(/^Value error, /, "");
-        const node = fieldFor(d.loc, msg);
-        if (!node) { unplaced.push(locText(d.loc) + ": " + msg); continue; }
-        node.classList.add("invalid");
-        node.append(el("p", { class: "field-error", role: "alert", text: msg }));
-        first = first || node;
+  function initAuditPage() {
+    renderCharts();
+    const box = $("#audit");
+    if (!box) return;
+    const auditId = encodeURIComponent(box.dataset.auditId);
+    const button = $("#run-audit");
+    const state = $("#run-state");
+    /* Poll the runs until ``runId`` (or every run, when null) has finished, then show the new report. */
+    async function waitRuns(runId) {
+      const res = await api("GET", "/api/v1/audits/" + auditId + "/runs?limit=20");
+      if (res.ok && Array.isArray(res.data)) {
+        const pending = res.data.filter((r) => (runId === null || r.id === runId) &&
+                                              ["queued", "running"].includes(r.status));
+        const known = runId === null || res.data.some((r) => r.id === runId);
+        if (known && pending.length === 0) { location.reload(); return; }
+        state.textContent = pending.length ? "run " + pending[0].status + "…" : "run queued…";
       }
-      if (unplaced.length) {
-        $("#form-error").textContent = unplaced.join("; ");
-        $("#form-error").hidden = false;
-        first = first || $("#form-error");
-      }
-      if (first) first.scrollIntoView({ block: "center" });
+      setTimeout(() => waitRuns(runId), POLL_MS);
     }
-
-    form.addEventListener("submit", async (ev) => {
-      ev.preventDefault();
-      clearErrors();
-      const button = $("#submit-job");
+    button.addEventListener("click", async () => {
       button.disabled = true;
-      const res = await api("POST", "/api/v1/jobs", buildSpec());
-      button.disabled = false;
+      const res = await api("POST", "/api/v1/audits/" + auditId + "/run");
       if (res.ok) {
-        location.href = "/jobs/" + encodeURIComponent(res.data.id);
-      } else if (res.status === 422 && res.data && Array.isArray(res.data.detail)) {
-        showErrors(res.data.detail);
+        state.textContent = "run queued…";
+        waitRuns(res.data.id);
       } else {
-        $("#form-error").textContent = errorText(res.status, res.data);
-        $("#form-error").hidden = false;
+        button.disabled = false;
+        showMessage(errorText(res.status, res.data));
       }
     });
-    form.dataset.ready = "true";
+    if (box.dataset.active === "true") setTimeout(() => waitRuns(null), POLL_MS);
   }
 
   /* ------------------------------------------------------------ start */
@@ -606,7 +724,8 @@
     datasets: initDatasets,
     "job-new": () => initJobForm().catch(() => showMessage("The form could not be built.")),
     sweep: renderCharts,
-    audit: renderCharts,
+    audit: initAuditPage,
+    "audit-new": () => initAuditForm().catch(() => showMessage("The form could not be built.")),
   };
   const init = pages[document.body.dataset.page];
   if (init) init();
