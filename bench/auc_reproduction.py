@@ -65,15 +65,15 @@ LAMBDAS = (0.1, 0.3, 1.0, 3.0, 10.0)
 STEP_GRID = (0.01, 0.1, 1.0)
 TAU_GRID = (1.0, 10.0, 100.0)
 #: (method, model) -> (solver, step-size parameter, variants (paper App. E.2))
-METHODS = {
+METHODS = {   # in run order: the linear model first, the pairwise (slowest) method last
     ("level_set", "linear"): ("level_set", "eta", VARIANTS),
-    ("iqrc", "mlp"): ("iqrc", "eta", VARIANTS),
-    ("proxy_lagrangian", "linear"): ("proxy_lagrangian", "lr", VARIANTS),
-    ("proxy_lagrangian", "mlp"): ("proxy_lagrangian", "lr", VARIANTS),
     ("correlation_penalty", "linear"): ("correlation_penalty", "lr", ("group",)),
-    ("correlation_penalty", "mlp"): ("correlation_penalty", "lr", ("group",)),
     ("auc_postprocess", "linear"): ("auc_postprocess", "lr", ("group", "inter")),
+    ("proxy_lagrangian", "linear"): ("proxy_lagrangian", "lr", VARIANTS),
+    ("iqrc", "mlp"): ("iqrc", "eta", VARIANTS),
+    ("correlation_penalty", "mlp"): ("correlation_penalty", "lr", ("group",)),
     ("auc_postprocess", "mlp"): ("auc_postprocess", "lr", ("group", "inter")),
+    ("proxy_lagrangian", "mlp"): ("proxy_lagrangian", "lr", VARIANTS),
 }
 OURS = {"linear": "level_set", "mlp": "iqrc"}
 
@@ -229,10 +229,11 @@ def params_for(method, tuned, ds, model):
 class Part:
     """Append-only JSON-lines file of runs; ``done`` keys make a grid resumable."""
 
-    def __init__(self, path):
+    def __init__(self, path, others=()):
         self.path = Path(path)
         self.rows = [json.loads(line) for line in self.path.read_text().splitlines()] if self.path.exists() else []
         self.done = {r["key"] for r in self.rows if "key" in r}
+        self.done |= {r["key"] for p in others for r in Part(p).rows if "key" in r}   # done by a parallel part
 
     def add(self, key, rows):
         with self.path.open("a") as fh:
@@ -286,14 +287,15 @@ def tune(args, part):
 
 def grid(args, part, tuned):
     kappas = list(args.kappas)
-    for ds in args.datasets:
-        for seed in args.seeds:
+    for seed in args.seeds:          # seeds outermost: an interrupted grid has whole seeds of every dataset
+        for ds in args.datasets:
             data = load(ds, seed)
             for (method, model), (_, _, variants) in METHODS.items():
                 if method not in args.methods or model not in args.models:
                     continue
-                if (method, model) == ("proxy_lagrangian", "mlp") and seed not in args.mlp_pairwise_seeds:
-                    continue   # the slowest method (pairs in every batch, MLP): fewer seeds to fit the CPU budget
+                if method == "proxy_lagrangian" and seed not in (args.pairwise_seeds if model == "linear"
+                                                                 else args.mlp_pairwise_seeds):
+                    continue   # the slowest method (pairs in every batch): fewer seeds to fit the CPU budget
                 params = params_for(method, tuned, ds, model)
                 common = {"kind": "grid", "dataset": ds, "method": method, "model": model, "seed": seed, **params}
                 if method == "auc_postprocess":
@@ -464,6 +466,21 @@ def write_markdown(out, agg, commentary):
              "preprocessing, models and settings). Figure: `auc_reproduction.html` (self-contained Plotly).", ""]
     if commentary:
         lines += [Path(commentary).read_text().rstrip(), ""]
+    doc = __doc__[__doc__.index("Data and preprocessing"):].strip()
+    lines += ["## Setup (from the module docstring)", "", doc, ""]
+    if out["runs"]:
+        import pandas as pd
+
+        runs = pd.DataFrame(out["runs"])
+        lines += ["## What was run", "", f"κ grid: {', '.join(str(k) for k in out['kappas'])}. "
+                  "Seeds and steps per method (steps = mini-batches of 100 per run; correlation_penalty: per λ run, "
+                  "λ ∈ " + ", ".join(str(v) for v in LAMBDAS) + ", the λ chosen per κ and seed is in the JSON):", "",
+                  "| method | model | datasets | seeds | steps per run |", "|---|---|---|---|---|"]
+        for (m, mo), f in runs.groupby(["method", "model"]):
+            steps = int(f.iterations.max() / (len(LAMBDAS) if m == "correlation_penalty" else 1))
+            lines.append(f"| {m} | {mo} | {', '.join(sorted(f.dataset.unique()))} | "
+                         f"{', '.join(str(x) for x in sorted(f.seed.unique()))} | {steps} |")
+        lines.append("")
     if out["tuned"]:
         lines += ["## Step sizes chosen on validation (seed 0, variant group)", "",
                   "| dataset | method | model | step c | τ |", "|---|---|---|---|---|"]
@@ -528,17 +545,19 @@ def main() -> None:
     ap.add_argument("--lambdas", nargs="+", type=float, default=list(LAMBDAS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--iterations", type=int, default=1500)
-    ap.add_argument("--mlp-pairwise-seeds", nargs="+", type=int, default=[0, 1, 2],
-                    help="seeds of proxy_lagrangian with the MLP (the slowest method)")
+    ap.add_argument("--pairwise-seeds", nargs="+", type=int, default=[0, 1, 2],
+                    help="seeds of proxy_lagrangian with the linear model (the slowest method)")
+    ap.add_argument("--mlp-pairwise-seeds", nargs="+", type=int, default=[0, 1],
+                    help="seeds of proxy_lagrangian with the MLP")
     ap.add_argument("--tune-kappa", type=float, default=0.02)
-    ap.add_argument("--tuned-from", nargs="*", default=[], help="part files holding the tuning runs")
+    ap.add_argument("--tuned-from", nargs="*", default=[], help="other part files: their tuning runs are used, their runs are not repeated")
     ap.add_argument("--commentary", help="markdown file inserted at the top of the report")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.command == "report":
         report(args.parts, args.commentary)
         return
-    part = Part(args.part)
+    part = Part(args.part, args.tuned_from)
     tuned = tuned_settings([r for p in args.tuned_from for r in Part(p).rows] + part.rows)
     {"tune": lambda: tune(args, part), "grid": lambda: grid(args, part, tuned),
      "timing": lambda: timing(args, part, tuned)}[args.command]()
