@@ -374,8 +374,7 @@ def sweep_page(request: Request, sweep_id: str, db: DB, caller: PageCaller,
     dataset = db.get(Dataset, sweep.dataset_id)
     return render(request, "sweep.html", sweep=sweep, summary=summary, dataset=dataset, x=x, y=y, split=split,
                   directions={x: direction(x), y: direction(y)}, front=front, front_keys=front_keys,
-                  metric_names=shown, plotly=True, active=summary["status"] not in ("succeeded", "failed",
-                                                                                    "cancelled", "partial"))
+                  metric_names=shown, plotly=True, active=summary["status"] == "running")
 
 
 # ---------------------------------------------------------------- audits

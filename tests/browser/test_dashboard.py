@@ -22,6 +22,11 @@ def owner_key(web_stack):
 
 
 @pytest.fixture(scope="module")
+def other_key(web_stack):
+    return web_stack.new_key("browser-mallory")
+
+
+@pytest.fixture(scope="module")
 def dataset(web_stack, owner_key):
     with web_stack.client(owner_key) as client:
         return upload(client, planted_table(600, seed=1), name="planted-api")
@@ -37,6 +42,21 @@ def sign_in(page, stack, key: str, path: str = "/") -> None:
 
 def shot(page, tmp_path, name: str) -> None:
     page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+
+
+def assert_hidden_from(page, stack, key: str, paths: list[str]) -> None:
+    """Another owner, signed in in a separate context, gets the 404 page for each of ``paths``."""
+    context = page.context.browser.new_context()
+    try:
+        other = context.new_page()
+        sign_in(other, stack, key, "/")
+        for path in paths:
+            response = other.goto(stack.url + path)
+            assert response.status == 404, path
+            assert "not found" in other.inner_text(".error-page")
+            assert other.locator("table, .chart").count() == 0
+    finally:
+        context.close()
 
 
 def test_sign_in_upload_and_dataset_page(web_stack, owner_key, page, browser_context, tmp_path):
@@ -176,20 +196,20 @@ def test_bad_tolerance_is_shown_next_to_its_field(web_stack, owner_key, dataset,
     assert page.locator(".field-error").count() == 1
 
 
-def test_another_owners_pages_are_404(web_stack, owner_key, dataset, page, tmp_path):
+def test_another_owners_pages_are_404(web_stack, owner_key, other_key, dataset, page, tmp_path):
     with web_stack.client(owner_key) as client:
         resp = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=5))
         assert resp.status_code == 202, resp.text
         job_id = resp.json()["id"]
-    sign_in(page, web_stack, web_stack.new_key("browser-mallory"), "/jobs")
+    sign_in(page, web_stack, other_key, "/jobs")
     assert page.locator(f'tr[data-job-id="{job_id}"]').count() == 0
-    for path in (f"/jobs/{job_id}", f"/datasets/{dataset['id']}"):
-        response = page.goto(web_stack.url + path)
-        assert response.status == 404
-        assert "not found" in page.inner_text(".error-page")
-        assert job_id not in page.content() or path.startswith("/jobs")  # nothing of the job is shown
-        assert page.locator("table").count() == 0
+    assert page.locator("#jobs-table tr[data-job-id]").count() == 0  # nothing of alice's is listed
+    page.goto(web_stack.url + "/datasets")
+    assert page.locator("#datasets-table tr[data-dataset-id]").count() == 0
+    response = page.goto(web_stack.url + f"/jobs/{job_id}")
+    assert response.status == 404 and "not found" in page.inner_text(".error-page")
     shot(page, tmp_path, "other-owner-404")
+    assert_hidden_from(page, web_stack, other_key, [f"/jobs/{job_id}", f"/datasets/{dataset['id']}"])
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +222,7 @@ def succeeded_job(web_stack, owner_key, dataset):
     return job
 
 
-def test_audit_form_run_history_and_alert(web_stack, owner_key, dataset, succeeded_job, page, tmp_path):
+def test_audit_form_run_history_and_alert(web_stack, owner_key, other_key, dataset, succeeded_job, page, tmp_path):
     sign_in(page, web_stack, owner_key, f"/audits/new?job_id={succeeded_job['id']}")
     page.wait_for_selector("#audit-form[data-ready=true]")
     assert page.input_value("#a-dataset") == dataset["id"]  # the job's dataset by default
@@ -233,9 +253,41 @@ def test_audit_form_run_history_and_alert(web_stack, owner_key, dataset, succeed
     assert page.locator("#report-table tr.group-row").count() > 0  # per-group statistics with CIs
     assert page.locator("#alerts-table tbody tr[data-alert-id]").count() == 1
     shot(page, tmp_path, "audit")
+    assert_hidden_from(page, web_stack, other_key, [page.url.removeprefix(web_stack.url)])
 
     page.goto(web_stack.url + "/audits")
     row = page.locator("#audits-table tr", has_text="nightly fairness")
     assert "breach" in row.inner_text() and "0 3 * * *" in row.inner_text()
     assert page.locator("#alerts-table tbody tr[data-alert-id]").count() >= 1
     shot(page, tmp_path, "audits")
+
+
+def test_sweep_page_pareto_click_opens_the_job(web_stack, owner_key, other_key, dataset, page, tmp_path):
+    body = {"base": job_spec(dataset["id"], max_iterations=40),
+            "grid": {"tolerances": [0.2, 0.02], "solvers": [{"name": "plada", "params": {"eta": 0.5}}],
+                     "include_unconstrained": False}}
+    with web_stack.client(owner_key) as client:
+        resp = client.post("/api/v1/sweeps", json=body)
+        assert resp.status_code == 202, resp.text
+        sweep_id = resp.json()["id"]
+    sign_in(page, web_stack, owner_key, "/sweeps")
+    page.click(f'tr[data-sweep-id="{sweep_id}"] a')
+    page.wait_for_url(web_stack.url + f"/sweeps/{sweep_id}")
+    # the page follows the running sweep and shows the finished one
+    page.wait_for_selector("#chart-pareto[data-state=rendered]", timeout=60_000)
+    assert page.locator("#points-table tbody tr").count() == 2
+    assert page.locator("#points-table tbody tr.front").count() >= 1
+    shot(page, tmp_path, "sweep")
+
+    with page.expect_download() as download:
+        page.click("a[data-report=csv]")
+    assert download.value.suggested_filename == f"sweep-{sweep_id}.csv"
+
+    with web_stack.client(owner_key) as client:
+        job_ids = {j for p in client.get(f"/api/v1/sweeps/{sweep_id}").json()["points"] for j in p["job_ids"]}
+    point = page.locator("#chart-pareto .scatterlayer .point").first
+    box = point.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # plotly_click
+    page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
+    assert page.url.rsplit("/", 1)[1] in job_ids
+    assert_hidden_from(page, web_stack, other_key, [f"/sweeps/{sweep_id}"])

@@ -198,6 +198,20 @@
     setTimeout(poll, POLL_MS);
   }
 
+  function initSweepPage() {
+    renderCharts();
+    const box = $("#sweep");
+    if (!box || box.dataset.active !== "true") return;
+    async function poll() {  // the server renders the finished sweep's tables and chart
+      const res = await api("GET", "/api/v1/sweeps/" + encodeURIComponent(box.dataset.sweepId));
+      if (res.ok && res.data.status !== "running") { location.reload(); return; }
+      if (res.ok) $("#sweep-progress").textContent = Object.entries(res.data.progress)
+        .filter(([, n]) => n).map(([k, n]) => k + " " + n).join(" · ");
+      setTimeout(poll, POLL_MS);
+    }
+    setTimeout(poll, POLL_MS);
+  }
+
   /* ------------------------------------------------------------ datasets */
 
   function initDatasets() {
@@ -723,7 +737,7 @@
     job: initJobPage,
     datasets: initDatasets,
     "job-new": () => initJobForm().catch(() => showMessage("The form could not be built.")),
-    sweep: renderCharts,
+    sweep: initSweepPage,
     audit: initAuditPage,
     "audit-new": () => initAuditForm().catch(() => showMessage("The form could not be built.")),
   };
