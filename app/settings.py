@@ -78,6 +78,10 @@ class Settings(BaseSettings):
                                       description="Seconds between checkpoints of a running solve (model and "
                                                   "solver state); a redelivered job resumes from the last one.")
 
+    broker_key_prefix: str = Field("", validation_alias="FAIRSOLVE_BROKER_KEY_PREFIX", max_length=64,
+                                   description="Prefix of every Redis key the broker uses, so several FairSolve "
+                                               "deployments can share one Redis database.")
+
     @property
     def database_url(self) -> str:
         return self.database_url_env or f"sqlite:///{(self.home / 'fairsolve.db').resolve()}"
@@ -85,6 +89,17 @@ class Settings(BaseSettings):
     @property
     def broker_url(self) -> str:
         return self.broker_url_env or f"sqla+sqlite:///{(self.home / 'broker.db').resolve()}"
+
+    @property
+    def broker_transport_options(self) -> dict:
+        """Redis redelivers an unacknowledged task after ``visibility_timeout``; the SQLAlchemy
+        transport hands its options to ``create_engine``, so it gets none."""
+        if self.broker_url.startswith("sqla+"):
+            return {}
+        options: dict = {"visibility_timeout": 6 * 3600}
+        if self.broker_key_prefix:
+            options["global_keyprefix"] = self.broker_key_prefix
+        return options
 
     @property
     def storage_dir(self) -> Path:

@@ -82,7 +82,9 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
     port = free_port()
     admin_key = f"fsk_test_{uuid.uuid4().hex}"
     env.update({"FAIRSOLVE_HOME": str(home), "PORT": str(port), "FAIRSOLVE_TRAJECTORY_FLUSH_S": "0.25",
-                "FAIRSOLVE_BOOTSTRAP_API_KEY": admin_key, **(extra_env or {})})
+                "FAIRSOLVE_BOOTSTRAP_API_KEY": admin_key,
+                # stacks of concurrent test runs share one Redis database: each gets its own keys
+                "FAIRSOLVE_BROKER_KEY_PREFIX": f"{name}-{uuid.uuid4().hex[:8]}:", **(extra_env or {})})
     if database_url:
         env["DATABASE_URL"] = database_url
     if broker_url:

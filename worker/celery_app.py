@@ -27,9 +27,7 @@ celery_app.conf.update(
     worker_prefetch_multiplier=1,
     worker_hijack_root_logger=False,
     broker_connection_retry_on_startup=True,
-    # Redis redelivers an unacknowledged task after visibility_timeout. The SQLAlchemy transport
-    # hands its options to create_engine, so it gets none.
-    broker_transport_options={} if settings.broker_url.startswith("sqla+") else {"visibility_timeout": 6 * 3600},
+    broker_transport_options=settings.broker_transport_options,  # visibility timeout, key prefix
     timezone="UTC",
     enable_utc=True,
     beat_schedule={"reap-stale-jobs": {"task": "fairsolve.reap_stale_jobs", "schedule": settings.reap_every_s},

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pytest
-import redis
 
 from tests.stack import REDIS_URL, pg_database, start_stack, stop_stack
 
 
 @pytest.fixture(scope="session")
 def postgres_stack(tmp_path_factory):
-    redis.Redis.from_url(REDIS_URL).flushdb()
     database_url, drop = pg_database()
     stack = start_stack("postgres", tmp_path_factory.mktemp("pg-home"), database_url, REDIS_URL)
     yield stack

@@ -9,7 +9,6 @@ import signal
 import time
 
 import pytest
-import redis
 
 from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
@@ -20,7 +19,6 @@ N_JOBS, ITERATIONS = 20, 1000
 
 @pytest.fixture
 def chaos_stack(tmp_path):
-    redis.Redis.from_url(REDIS_URL).flushdb()
     url, drop = pg_database()
     stack = start_stack("chaos", tmp_path, url, REDIS_URL, extra_env={"FAIRSOLVE_CHECKPOINT_EVERY_S": "0.3"})
     yield stack

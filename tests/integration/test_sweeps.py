@@ -150,7 +150,9 @@ def test_reaper_requeues_a_job_whose_worker_vanished(postgres_stack):
             conn.execute(text("UPDATE jobs SET status='running', heartbeat_at=:t, finished_at=NULL WHERE id=:id"),
                          {"t": datetime.now(timezone.utc) - timedelta(hours=1), "id": job_id})
         engine.dispose()
-        Celery(broker=stack.env["CELERY_BROKER_URL"]).send_task("fairsolve.reap_stale_jobs", queue="cpu")
+        sender = Celery(broker=stack.env["CELERY_BROKER_URL"])
+        sender.conf.broker_transport_options = {"global_keyprefix": stack.env["FAIRSOLVE_BROKER_KEY_PREFIX"]}
+        sender.send_task("fairsolve.reap_stale_jobs", queue="cpu")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             job = client.get(f"/api/v1/jobs/{job_id}").json()

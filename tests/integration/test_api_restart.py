@@ -1,0 +1,51 @@
+"""The API process is killed and started again while jobs are queued and running: nothing is lost."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import httpx
+
+from tests.datagen import planted_table
+from tests.integration.test_job_flow import job_spec, upload
+from tests.stack import ROOT
+
+
+def restart_api(stack) -> None:
+    """SIGKILL the API (no graceful shutdown) and start it again on the same port and database."""
+    old = stack.procs["api"]
+    cmd = old.args
+    old.send_signal(signal.SIGKILL)
+    old.wait(timeout=10)
+    log = open(stack.home / "api.log", "ab")
+    stack.procs["api"] = subprocess.Popen(cmd, cwd=ROOT, env=stack.env, stdout=log,
+                                          stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{stack.url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(stack.log("api"))
+
+
+def test_killing_the_api_loses_no_queued_or_finished_job(postgres_stack):
+    stack = postgres_stack
+    with stack.client() as client:
+        dataset = upload(client, planted_table(800))
+        done = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=20)).json()["id"]
+        stack.wait_job(client, done, {"succeeded"})
+        pending = [client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=400, seed=i)).json()["id"]
+                   for i in range(4)]
+    restart_api(stack)
+    with stack.client() as client:
+        assert client.get(f"/api/v1/jobs/{done}").json()["status"] == "succeeded"
+        assert client.get(f"/api/v1/jobs/{done}/artifacts/weights").status_code == 200
+        for job_id in pending:
+            assert stack.wait_job(client, job_id, {"succeeded", "failed"})["status"] == "succeeded"
+        listed = {j["id"] for j in client.get("/api/v1/jobs", params={"limit": 1000}).json()}
+        assert {done, *pending} <= listed
