@@ -82,6 +82,10 @@ class Settings(BaseSettings):
                                    description="Prefix of every Redis key the broker uses, so several FairSolve "
                                                "deployments can share one Redis database.")
 
+    webhook_allow_private: bool = Field(False, validation_alias="FAIRSOLVE_WEBHOOK_ALLOW_PRIVATE",
+                                        description="Let alert webhooks reach private, loopback and link-local "
+                                                    "addresses (refused by default).")
+
     @property
     def database_url(self) -> str:
         return self.database_url_env or f"sqlite:///{(self.home / 'fairsolve.db').resolve()}"

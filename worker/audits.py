@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -29,6 +30,7 @@ from app.audits.model import AuditModel, ModelError
 from app.audits.report import evaluate
 from app.audits.runs import new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
+from app.audits.webhooks import WebhookRefused, check_destination
 from app.db import session_scope
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, utcnow
 from app.settings import get_settings
@@ -58,7 +60,18 @@ def trigger_due_audits() -> list[str]:
                 runs.append(run.id)
     for run_id in runs:
         send_run(run_id)
+    fail_lost_runs(now)
     return runs
+
+
+def fail_lost_runs(now) -> int:
+    """Runs still ``running`` ``FAIRSOLVE_STALE_AFTER_S`` after they started lost their worker (a run
+    takes seconds, and a redelivered message finds its run no longer queued): mark them failed."""
+    cutoff = now - timedelta(seconds=settings.stale_after_s)
+    with session_scope() as s:
+        return s.execute(update(AuditRun).where(AuditRun.status == "running", AuditRun.started_at < cutoff).values(
+            status="failed", finished_at=now,
+            error=f"worker lost: still running {settings.stale_after_s:g} s after it started")).rowcount
 
 
 def _fail(run_id: str, error: str) -> str:
@@ -171,6 +184,11 @@ def deliver_alert(self, alert_id: str) -> str:
     if not url:
         _record(alert_id, webhook_status="none")
         return "skipped"
+    try:
+        check_destination(url, settings.webhook_allow_private)
+    except WebhookRefused as exc:  # not retried: the address will not become public
+        _record(alert_id, webhook_status="failed", webhook_last_error=str(exc))
+        return "refused"
     try:
         response = httpx.post(url, json=payload, timeout=10, follow_redirects=False)
         error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"

@@ -53,7 +53,8 @@ def beat_stack(tmp_path_factory):
     database_url, drop = pg_database()
     stack = start_stack("audits", tmp_path_factory.mktemp("audit-home"), database_url, AUDIT_REDIS, beat=True,
                         extra_env={"FAIRSOLVE_AUDIT_TRIGGER_EVERY_S": "2", "FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S": "1",
-                                   "FAIRSOLVE_AUDIT_SOURCES": str(sources)})
+                                   "FAIRSOLVE_AUDIT_SOURCES": str(sources),
+                                   "FAIRSOLVE_WEBHOOK_ALLOW_PRIVATE": "true"})  # the test's receiver is local
     stack.sources = sources
     yield stack
     stop_stack(stack)
@@ -177,3 +178,26 @@ def test_source_audit_and_cli_with_the_audit_model(beat_stack, trained, tmp_path
                             capture_output=True, text=True, timeout=120)
     assert breach.returncode == 1 and json.loads(breach.stdout)["results"][0]["value"] == pytest.approx(
         run["results"][0]["value"])
+
+
+def test_a_run_whose_worker_vanished_is_failed_by_beat(beat_stack, trained):
+    """A run left `running` (its worker died; the redelivered message finds it no longer queued) is
+    marked failed by the beat task instead of staying `running` forever."""
+    from datetime import datetime, timedelta, timezone
+
+    from sqlalchemy import create_engine, text
+
+    dataset, job = trained
+    with beat_stack.client() as client:
+        audit = client.post("/api/v1/audits", json={"job_id": job["id"], "dataset_id": dataset["id"],
+                                                     "metrics": [{"type": "accuracy"}]}).json()
+        run_id = client.post(f"/api/v1/audits/{audit['id']}/run").json()["id"]
+        wait_for(lambda: finished_runs(client, audit["id"], "manual"), 60, beat_stack, "run now")
+        engine = create_engine(beat_stack.env["DATABASE_URL"])
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE audit_runs SET status='running', finished_at=NULL, started_at=:t WHERE id=:id"),
+                         {"t": datetime.now(timezone.utc) - timedelta(hours=1), "id": run_id})
+        engine.dispose()
+        run = wait_for(lambda: [r for r in [client.get(f"/api/v1/audits/{audit['id']}/runs/{run_id}").json()]
+                                if r["status"] == "failed"], 60, beat_stack, "the lost run failed")[0]
+        assert run["error"].startswith("worker lost")
