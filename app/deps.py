@@ -58,7 +58,7 @@ AdminCaller = Annotated[Caller, Depends(admin_caller)]
 
 def get_or_404(db: Session, model: type[T], key: str, what: str, caller: Caller) -> T:
     """The row if it exists and belongs to the caller; another owner's row is answered exactly like a missing one."""
-    row = db.get(model, key)
+    row = db.get(model, key) if "\x00" not in key else None  # PostgreSQL refuses NUL in text: no such row
     if row is None or getattr(row, "owner") != caller.owner:
         raise HTTPException(status_code=404, detail=f"{what} {key!r} not found")
     return row

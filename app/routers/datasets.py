@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 
+from typing import Any
+
 from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
+from pydantic import BaseModel
 from sqlalchemy import exists, select
 
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
@@ -25,7 +28,17 @@ def printable(text: str | None) -> str:
     return "".join(ch for ch in text or "" if ch.isprintable())
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=DatasetOut)
+class Problem(BaseModel):
+    detail: str | list[dict[str, Any]]
+
+
+UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
+    413: {"model": Problem, "description": "The file is over the upload size limit (also once decoded, for Parquet)."},
+    422: {"model": Problem, "description": "The file cannot be used: the detail names the problem (and the line, "
+                                           "for CSV); or a list of request validation errors."}}
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=DatasetOut, responses=UPLOAD_ERRORS)
 def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: UploadFile = File(...),
                    name: str | None = Form(None, max_length=255)) -> Dataset:
     """Store a CSV or Parquet file (format sniffed from its content) and infer its schema."""

@@ -38,7 +38,7 @@ def job_out(db: Session, job: Job) -> dict:
 
 def owned_dataset(db: Session, dataset_id: str, caller: Caller, loc: tuple) -> Dataset:
     """The caller's dataset, or a 422 naming the field (another owner's dataset is not found)."""
-    dataset = db.get(Dataset, dataset_id)
+    dataset = db.get(Dataset, dataset_id) if "\x00" not in dataset_id else None  # PostgreSQL refuses NUL
     if dataset is None or dataset.owner != caller.owner:
         raise spec_error(loc, f"dataset {dataset_id!r} not found")
     return dataset
@@ -76,7 +76,7 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
 
 
 @router.get("", response_model=list[JobOut])
-def list_jobs(db: DB, caller: CurrentCaller, status_: str | None = Query(None, alias="status"), limit: int = Query(100, ge=1, le=1000),
+def list_jobs(db: DB, caller: CurrentCaller, status_: str | None = Query(None, alias="status", pattern="^[a-z_]{1,16}$"), limit: int = Query(100, ge=1, le=1000),
               offset: int = Query(0, ge=0)) -> list[dict]:
     stmt = select(Job).where(Job.owner == caller.owner).order_by(Job.created_at.desc()).limit(limit).offset(offset)
     if status_:

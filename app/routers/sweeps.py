@@ -128,7 +128,7 @@ def sweep_chart(sweep_id: str, kind: str, request: Request, db: DB, caller: Curr
     return figure_response(request, fig.to_json(), f"{kind} — sweep {sweep_id}", format)
 
 
-@router.get("/{sweep_id}/report")
+@router.get("/{sweep_id}/report", responses={200: {"content": {"text/html": {}, "text/csv": {}, "application/json": {}}}})
 def sweep_report(sweep_id: str, db: DB, caller: CurrentCaller, format: Literal["html", "csv", "json"] = "html") -> Response:
     """The sweep as one file: a self-contained HTML page (charts, tables, spec, dataset hash, code
     version, devices), a CSV of its jobs, or JSON."""
