@@ -1,8 +1,8 @@
 """Browser tests: Debian's headless Chromium driven by Playwright against a real stack (API + worker).
 
 Playwright never downloads a browser here: it launches ``/usr/bin/chromium`` (Debian's ``chromium``
-package) once per session with a fresh user-data dir, and gives
-each test a new context (its own cookies). Skipped when Chromium or Playwright is missing.
+package) once per session with a fresh user-data dir, and gives each test a new context (its own
+cookies). Skipped when Chromium or Playwright is missing.
 """
 
 from __future__ import annotations
@@ -19,9 +19,13 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-q
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 BROWSER_REDIS_URL = "redis://127.0.0.1:6379/11"  # not the integration tests' database: they flush theirs
 
-sync_api = pytest.importorskip("playwright.sync_api")
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)", allow_module_level=True)
+
+@pytest.fixture(scope="session")
+def _browser_available():
+    """Skip (before any stack starts) when Playwright or Debian's Chromium is missing."""
+    pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)")
 
 
 def _services_up() -> bool:
@@ -37,7 +41,7 @@ def _services_up() -> bool:
 
 
 @pytest.fixture(scope="session")
-def web_stack(tmp_path_factory):
+def web_stack(_browser_available, tmp_path_factory):
     """PostgreSQL + Redis when they run (as in CI), else the embedded SQLite stack."""
     home = tmp_path_factory.mktemp("browser-home")
     if _services_up():
@@ -54,9 +58,11 @@ def web_stack(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def chromium():
+def chromium(_browser_available):
     """Debian's Chromium, started once; Playwright gives it a fresh temporary user-data dir."""
-    with sync_api.sync_playwright() as driver:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()

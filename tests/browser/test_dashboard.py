@@ -75,6 +75,14 @@ def test_sign_in_upload_and_dataset_page(web_stack, owner_key, page, browser_con
     assert not cookie["secure"]  # plain http here; https requests get a Secure cookie
     assert page.evaluate("document.cookie") == ""  # scripts cannot read the key
 
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    page.set_input_files("#file-input", str(empty))
+    failure = page.locator("#messages .message.error")
+    failure.wait_for()
+    assert failure.inner_text().startswith("Upload failed: file:")  # the API's reason, no stack trace
+    shot(page, tmp_path, "upload-error")
+
     csv = tmp_path / "adult-mini.csv"
     planted_table(300, seed=2).to_csv(csv, index=False)
     page.fill("#upload-name", "adult-mini")
@@ -164,11 +172,9 @@ def test_cancel_running_job_from_its_page(web_stack, owner_key, dataset, page, t
     page.wait_for_selector("#chart-scores[data-state=empty]")  # a chart without data says so
     assert "no predictions" in page.inner_text("#chart-scores")
     shot(page, tmp_path, "job-running")
-    page.click("#cancel-job")
-    # the page reloads once the job has stopped
-    page.wait_for_function("document.getElementById('job-status') && "
-                           "document.getElementById('job-status').textContent === 'cancelled'", timeout=30_000)
-    page.wait_for_load_state()
+    with page.expect_navigation(timeout=30_000):  # the page reloads once the job has stopped
+        page.click("#cancel-job")
+    assert page.inner_text("#job-status") == "cancelled"
     page.wait_for_selector("#chart-trajectory[data-state]")
     assert page.locator("#cancel-job").count() == 0
     with web_stack.client(owner_key) as client:
@@ -273,8 +279,9 @@ def test_sweep_page_pareto_click_opens_the_job(web_stack, owner_key, other_key, 
     sign_in(page, web_stack, owner_key, "/sweeps")
     page.click(f'tr[data-sweep-id="{sweep_id}"] a')
     page.wait_for_url(web_stack.url + f"/sweeps/{sweep_id}")
-    # the page follows the running sweep and shows the finished one
-    page.wait_for_selector("#chart-pareto[data-state=rendered]", timeout=60_000)
+    # the page follows the running sweep and reloads once it has finished
+    page.wait_for_selector("#sweep[data-active=false]", timeout=60_000)
+    page.wait_for_selector("#chart-pareto[data-state=rendered]")
     assert page.locator("#points-table tbody tr").count() == 2
     assert page.locator("#points-table tbody tr.front").count() >= 1
     shot(page, tmp_path, "sweep")
