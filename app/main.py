@@ -11,6 +11,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import IntegrityError
 
 from app.auth import ensure_key
+from app.body_limit import BodyLimit
 from app.dashboard import install as install_dashboard
 from app.db import session_factory, session_scope
 from app.observability import REGISTRY, JobsCollector, RequestContext, configure_logging
@@ -49,7 +50,8 @@ def create_app() -> FastAPI:
                               "needs an API key: `Authorization: Bearer <key>`.")
     for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits):
         app.include_router(module.router)
-    app.add_middleware(RequestContext)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
     install_dashboard(app)  # the browser dashboard at / and its assets at /assets
 

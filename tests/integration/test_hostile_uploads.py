@@ -82,3 +82,25 @@ def test_nothing_is_left_behind(hostile_stack):
     assert sorted(p.name for p in (storage / "datasets").iterdir()) == sorted(
         f"{d['id']}.{d['format']}" for d in datasets)
     assert list((storage / "tmp").iterdir()) == []
+
+
+def test_oversized_bodies_are_refused_before_they_are_spooled(hostile_stack):
+    """Over the limit by more than the multipart slack: 413 from the body-limit middleware, whether the
+    client sends Content-Length or streams the body chunked."""
+    too_big = b"a,b\n" + b"1,2\n" * (3 * hostile.MAX_BYTES // 4)
+    with hostile_stack.client() as client:
+        response = client.post("/api/v1/datasets", files={"file": ("big.csv", too_big)})
+        assert response.status_code == 413 and "limit" in response.json()["detail"]
+
+        def chunks():
+            boundary_head = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.csv\"\r\n"
+                             b"Content-Type: text/csv\r\n\r\n")
+            yield boundary_head
+            for start in range(0, len(too_big), 1 << 20):
+                yield too_big[start:start + (1 << 20)]
+            yield b"\r\n--b--\r\n"
+
+        response = client.post("/api/v1/datasets", content=chunks(),
+                               headers={"Content-Type": "multipart/form-data; boundary=b"})
+        assert response.status_code == 413 and "limit" in response.json()["detail"]
+        assert_healthy(hostile_stack, client)
