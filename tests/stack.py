@@ -104,7 +104,7 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
         log = open(home / f"{proc_name}.log", "wb")
         procs[proc_name] = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     stack = Stack(name, f"http://127.0.0.1:{port}", env, home, procs, admin_key)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120  # a loaded machine imports torch slowly
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"{stack.url}/healthz", timeout=1).status_code == 200:
