@@ -140,8 +140,14 @@
     const anyActive = () => rows().some((r) => ACTIVE.includes(r.dataset.status));
     async function poll() {
       if (!anyActive()) return;
-      const res = await api("GET", "/api/v1/jobs?limit=200");
+      const status = new URLSearchParams(location.search).get("status");
+      const res = await api("GET", "/api/v1/jobs?limit=200" + (status ? "&status=" + encodeURIComponent(status) : ""));
       if (res.ok && Array.isArray(res.data)) {
+        const newest = Math.max(...rows().map((r) => Date.parse(r.dataset.created)));
+        if (res.data.some((j) => Date.parse(j.created_at) > newest)) {
+          location.reload();  // a job submitted since the page was drawn
+          return;
+        }
         const byId = new Map(res.data.map((j) => [j.id, j]));
         for (const row of rows()) {
           const job = byId.get(row.dataset.jobId);
