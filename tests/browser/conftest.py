@@ -2,11 +2,12 @@
 
 Playwright never downloads a browser here: it launches ``/usr/bin/chromium`` (Debian's ``chromium``
 package) once per session with a fresh user-data dir, and gives each test a new context (its own
-cookies). Skipped when Chromium or Playwright is missing.
+cookies). Skipped when Chromium or Playwright is missing, unless ``FAIRSOLVE_REQUIRE_BROWSER=1``.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -22,10 +23,16 @@ BROWSER_REDIS_URL = "redis://127.0.0.1:6379/11"  # not the integration tests' da
 
 @pytest.fixture(scope="session")
 def _browser_available():
-    """Skip (before any stack starts) when Playwright or Debian's Chromium is missing."""
-    pytest.importorskip("playwright.sync_api")
+    """Skip (before any stack starts) when Playwright or Debian's Chromium is missing; fail instead
+    under ``FAIRSOLVE_REQUIRE_BROWSER=1`` (set by CI, which installs Chromium)."""
+    required = os.environ.get("FAIRSOLVE_REQUIRE_BROWSER") == "1"
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)")
+        message = f"{CHROMIUM} is missing (apt-get install chromium chromium-driver)"
+        pytest.fail(message) if required else pytest.skip(message)
+    if required:
+        import playwright.sync_api  # noqa: F401 - an ImportError fails the run
+    else:
+        pytest.importorskip("playwright.sync_api")
 
 
 def _services_up() -> bool:
