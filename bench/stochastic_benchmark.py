@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import statistics
 import time
@@ -165,13 +166,25 @@ def _fresh_model(problem, seed: int):
         return problem.make_model()
 
 
+def _clock() -> tuple[float, float]:
+    """(wall, CPU time of this thread): with one torch thread the CPU time is what the method itself
+    costs, while wall time also counts the time other processes hold the (shared) cores."""
+    return time.perf_counter(), time.thread_time()
+
+
+def _timed(k: int, start: tuple[float, float], **extra) -> dict:
+    wall, cpu = (b - a for a, b in zip(start, _clock()))
+    return {"iterations": k, "seconds": wall, "cpu_seconds": cpu, "s_per_iteration": wall / k,
+            "cpu_s_per_iteration": cpu / k, **extra}
+
+
 def _ours(problem, solver: str, params: dict, iterations: int, seed: int = 0) -> dict:
     from solvers import solve
 
     solve(problem, {"name": solver, "params": params}, max_iterations=5, seed=seed)  # warm-up
+    start = _clock()
     res = solve(problem, {"name": solver, "params": params}, max_iterations=iterations, seed=seed)
-    return {"iterations": res.iterations, "seconds": res.solver_time_s,
-            "s_per_iteration": res.solver_time_s / res.iterations}
+    return _timed(res.iterations, start)
 
 
 def _hct_constraints(scores, y, group, protected: int):
@@ -194,8 +207,8 @@ def _hct_ssl_alm(problem, protected: int, iterations: int, time_cap: float, seed
     dual = ALM(m=2, lr=0.05, penalty=1.0, augmentation="quadratic", is_ineq=True, dual_range=(0.0, 10.0))
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     history = []
-    t0, k = time.perf_counter(), 0
-    while k < iterations and time.perf_counter() - t0 < time_cap:
+    start, k = _clock(), 0
+    while k < iterations and time.perf_counter() - start[0] < time_cap:
         idx, cidx = sampler.uniform(BATCH), sampler.balanced(BATCH)
         loss = bce(model(X[idx]), y[idx])
         c = _hct_constraints(model(X[cidx]), y[cidx], g[cidx], protected)
@@ -204,8 +217,7 @@ def _hct_ssl_alm(problem, protected: int, iterations: int, time_cap: float, seed
         primal.step()
         history.append(torch.cat([loss.detach().reshape(1), c.detach()]).tolist())  # the same one sync as ours
         k += 1
-    seconds = time.perf_counter() - t0
-    return {"iterations": k, "seconds": seconds, "s_per_iteration": seconds / k}
+    return _timed(k, start)
 
 
 def _hct_ssg(problem, protected: int, batch: int, iterations: int, time_cap: float, seed: int = 0) -> dict:
@@ -217,8 +229,8 @@ def _hct_ssg(problem, protected: int, batch: int, iterations: int, time_cap: flo
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     dual = SSG(m=2, constraint_tol=1e-4, constraint_scale=0.05 / 0.5)
     bce = torch.nn.functional.binary_cross_entropy_with_logits
-    t0, k = time.perf_counter(), 0
-    while k < iterations and time.perf_counter() - t0 < time_cap:
+    start, k = _clock(), 0
+    while k < iterations and time.perf_counter() - start[0] < time_cap:
         idx = sampler.uniform(batch)
         scores = model(X[idx])
         loss = bce(scores, y[idx])
@@ -228,8 +240,7 @@ def _hct_ssg(problem, protected: int, batch: int, iterations: int, time_cap: flo
         opt.step()
         torch.cat([loss.detach().reshape(1), c.detach()]).tolist()
         k += 1
-    seconds = time.perf_counter() - t0
-    return {"iterations": k, "seconds": seconds, "s_per_iteration": seconds / k}
+    return _timed(k, start)
 
 
 def _hct_ghost(problem, protected: int, iterations: int, time_cap: float, seed: int = 0) -> dict:
@@ -265,17 +276,15 @@ def _hct_ghost(problem, protected: int, iterations: int, time_cap: float, seed: 
     cfg = GhostConfig(alpha=0.4, base_batch=BATCH, tau=1.0, beta=10.0, rho=0.8, lambda_=0.5, gamma0=0.05)
     ghost = GhostSQP(model, objective, [constraint(+1), constraint(-1)], Balanced(), cfg,
                      rng=np.random.default_rng(seed))
-    t0, k, levels = time.perf_counter(), 0, []
-    while k < iterations and time.perf_counter() - t0 < time_cap:
+    start, k, levels = _clock(), 0, []
+    while k < iterations and time.perf_counter() - start[0] < time_cap:
         info = ghost.step()
         levels.append(info["N"])
         k += 1
-    seconds = time.perf_counter() - t0
-    return {"iterations": k, "seconds": seconds, "s_per_iteration": seconds / k,
-            "mean_level_N": statistics.fmean(levels)}
+    return _timed(k, start, mean_level_N=statistics.fmean(levels))
 
 
-def per_iteration_cost(iterations: int, time_cap: float) -> dict:
+def per_iteration_cost(iterations: int, time_cap: float, rounds: int = 3, methods: list[str] | None = None) -> dict:
     try:
         import humancompatible.train  # noqa: F401
         import qpsolvers  # noqa: F401  (hct's Ghost needs it, undeclared)
@@ -296,13 +305,45 @@ def per_iteration_cost(iterations: int, time_cap: float) -> dict:
                   lambda: _hct_ghost(problem, protected, max(50, iterations // 20), time_cap)),
     }
     for name, (ours, theirs) in pairs.items():
-        a, b = ours(), theirs()
-        rows[name] = {"ours": a, "humancompatible_train": b, "ratio_theirs_over_ours":
-                      b["s_per_iteration"] / a["s_per_iteration"]}
-        print(f"cost {name}: ours {a['s_per_iteration'] * 1e3:.3f} ms/it, hct {b['s_per_iteration'] * 1e3:.3f} "
-              f"ms/it, ratio {rows[name]['ratio_theirs_over_ours']:.2f}", flush=True)
+        if methods is not None and name not in methods:
+            continue
+        runs_ours, runs_theirs = [], []
+        for r in range(rounds):  # interleaved, alternating which goes first, so load drifts hit both
+            first, second = (ours, theirs) if r % 2 == 0 else (theirs, ours)
+            a, b = first(), second()
+            if r % 2:
+                a, b = b, a
+            runs_ours.append(a)
+            runs_theirs.append(b)
+        row = {"ours": _median_run(runs_ours), "humancompatible_train": _median_run(runs_theirs),
+               "rounds": {"ours": runs_ours, "humancompatible_train": runs_theirs}}
+        row["ratio_theirs_over_ours"] = row["humancompatible_train"]["s_per_iteration"] / row["ours"]["s_per_iteration"]
+        row["ratio_theirs_over_ours_cpu"] = (row["humancompatible_train"]["cpu_s_per_iteration"]
+                                             / row["ours"]["cpu_s_per_iteration"])
+        rows[name] = row
+        print(f"cost {name}: ours {row['ours']['cpu_s_per_iteration'] * 1e3:.3f} ms/it CPU "
+              f"({row['ours']['s_per_iteration'] * 1e3:.3f} wall), hct "
+              f"{row['humancompatible_train']['cpu_s_per_iteration'] * 1e3:.3f} ms/it CPU "
+              f"({row['humancompatible_train']['s_per_iteration'] * 1e3:.3f} wall), ratio CPU "
+              f"{row['ratio_theirs_over_ours_cpu']:.2f}, wall {row['ratio_theirs_over_ours']:.2f}", flush=True)
     return {"humancompatible_train": version("humancompatible-train"), "n_parameters": n_params,
-            "n_features": problem.n_features, "batch": BATCH, "ssg_batch": ssg_batch, "results": rows}
+            "n_features": problem.n_features, "batch": BATCH, "ssg_batch": ssg_batch, "rounds": rounds,
+            "load_average": _loadavg(), "results": rows}
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """Median over the rounds of each per-iteration cost; ``iterations`` is the total over the rounds."""
+    out = {"iterations": sum(r["iterations"] for r in runs)}
+    for key in ("s_per_iteration", "cpu_s_per_iteration"):
+        out[key] = statistics.median(r[key] for r in runs)
+    return out
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
 
 
 # ----------------------------------------------------------------------------- output
@@ -332,16 +373,27 @@ def markdown(result: dict) -> str:
     if "skipped" in cost:
         md.append(f"Skipped: {cost['skipped']}")
     else:
+        load = cost.get("load_average")
         md += [f"humancompatible-train {cost['humancompatible_train']}; same MLP ({cost['n_parameters']} "
                f"parameters, {cost['n_features']} inputs), same initial weights, same seeded batch sampler; "
                f"batch {cost['batch']} (+{cost['batch']} per group for constraints), SSG batch "
-               f"{cost['ssg_batch']}.", "",
-               "| method | ours s/it | ours its | humancompatible-train s/it | its | theirs / ours |",
-               "|---|---|---|---|---|---|"]
+               f"{cost['ssg_batch']}. Ours runs through `solvers.solve` (the driver's per-iteration record and "
+               f"host sync included). {cost.get('rounds', 1)} interleaved rounds per method (ours and theirs "
+               "alternate, alternating which goes first); the table gives the median over rounds of the seconds "
+               "per iteration, as CPU time of the running thread (one torch thread: the method's own cost) and as "
+               "wall time (which also counts the time other processes held the shared cores)"
+               + (f"; load average at the end of the comparison {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+                  f"(1 / 5 / 15 min)" if load else "") + ".", "",
+               "| method | ours CPU s/it | theirs CPU s/it | theirs / ours (CPU) | ours wall s/it | theirs wall s/it "
+               "| theirs / ours (wall) | iterations ours / theirs |",
+               "|---|---|---|---|---|---|---|---|"]
         for name, r in cost["results"].items():
             a, b = r["ours"], r["humancompatible_train"]
-            md.append(f"| {name} | {a['s_per_iteration']:.2e} | {a['iterations']} | {b['s_per_iteration']:.2e} | "
-                      f"{b['iterations']} | {r['ratio_theirs_over_ours']:.2f}× |")
+            md.append(f"| {name} | {a.get('cpu_s_per_iteration', float('nan')):.2e} | "
+                      f"{b.get('cpu_s_per_iteration', float('nan')):.2e} | "
+                      f"{r.get('ratio_theirs_over_ours_cpu', float('nan')):.2f}× | {a['s_per_iteration']:.2e} | "
+                      f"{b['s_per_iteration']:.2e} | {r['ratio_theirs_over_ours']:.2f}× | "
+                      f"{a['iterations']} / {b['iterations']} |")
     return "\n".join(md) + "\n"
 
 
@@ -353,8 +405,10 @@ def main() -> None:
     parser.add_argument("--cost-iterations", type=int, default=2000,
                         help="iterations per method in the per-iteration cost comparison (ghost: 1/20 of it)")
     parser.add_argument("--cost-cap-s", type=float, default=60.0, help="time cap of each humancompatible loop")
-    parser.add_argument("--skip-table", action="store_true")
-    parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--cost-rounds", type=int, default=3, help="interleaved rounds of the cost comparison")
+    parser.add_argument("--cost-methods", nargs="*", default=None, choices=["ssl_alm", "ssg", "ghost"])
+    parser.add_argument("--skip-table", action="store_true", help="keep the Table 3 part of the existing JSON")
+    parser.add_argument("--skip-cost", action="store_true", help="keep the cost part of the existing JSON")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -363,11 +417,16 @@ def main() -> None:
               "machine": {"python": platform.python_version(), "torch": torch.__version__,
                           "processor": platform.machine()},
               "spec": BASE_SPEC, "methods": {k: {"solver": v[0], "params": v[1]} for k, v in METHODS.items()}}
-    result["table3"] = {} if args.skip_table else table3(args.runs, args.budget_s, args.methods)
-    result["per_iteration_cost"] = ({"skipped": "--skip-cost"} if args.skip_cost
-                                    else per_iteration_cost(args.cost_iterations, args.cost_cap_s))
+    path = RESULTS / "stochastic_benchmark.json"
+    previous = json.loads(path.read_text()) if path.exists() else {}
+    if args.skip_table:  # keep the previous Table 3 (and the arguments it was run with)
+        result["args"].update({k: previous.get("args", {}).get(k, result["args"][k]) for k in ("runs", "budget_s")})
+    result["table3"] = previous.get("table3", {}) if args.skip_table else table3(args.runs, args.budget_s, args.methods)
+    result["per_iteration_cost"] = (previous.get("per_iteration_cost", {"skipped": "--skip-cost"}) if args.skip_cost
+                                    else per_iteration_cost(args.cost_iterations, args.cost_cap_s, args.cost_rounds,
+                                                            args.cost_methods))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "stochastic_benchmark.json").write_text(json.dumps(result, indent=2))
+    path.write_text(json.dumps(result, indent=2))
     md = markdown(result)
     (RESULTS / "stochastic_benchmark.md").write_text(md)
     print(md)

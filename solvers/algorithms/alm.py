@@ -45,11 +45,15 @@ Choices the paper leaves open (documented here):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from torch import Tensor
 
-from ..problem import Evaluation
+from ..constraints import FairnessData
+from ..groups import CellIndex
+from ..problem import Evaluation, Problem
 from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
 
 
@@ -60,8 +64,22 @@ class StochasticConstraintsConfig(AlgorithmConfig):
         "public code), or the whole training set when batch_size is None (full batch).")
 
 
+@dataclass
+class PairedEvaluation(Evaluation):
+    """An :class:`Evaluation` (F on ξ, G on ζ1, with graph) plus G on an independent batch ζ2 drawn with it
+    (no graph), all from ONE forward pass. ``second`` is None when the driver built the evaluation itself
+    (a resumed run): the step then draws ζ2 on its own."""
+
+    second: Tensor | None = None
+
+
 class BalancedConstraintBatches:
-    """Mixin: objective on a uniform batch ξ, constraints on a per-group balanced batch ζ."""
+    """Mixin: objective on a uniform batch ξ, constraints on a per-group balanced batch ζ.
+
+    Every sub-batch of one iteration goes through the model in ONE forward pass over the concatenated
+    indices (the model is a per-sample function f_θ(x_i), so slicing its scores is the same as separate
+    passes), and the balanced batches' group structure (``per_group`` samples of every non-empty group, in
+    group order) is built once, not per batch."""
 
     problem: object
     config: StochasticConstraintsConfig
@@ -83,16 +101,81 @@ class BalancedConstraintBatches:
         """Indices of a fresh constraint batch (``scale`` × per-group size), None when full batch."""
         return None if self.full_batch else self.sampler.balanced(self.per_group * scale)
 
+    def balanced_batches(self, count: int, per_group: int | None = None) -> Tensor:
+        """``count`` consecutive :meth:`BatchSampler.balanced` draws of ``per_group`` samples per non-empty
+        group as one (count, K·per_group) tensor, from one ``rand`` call (the CPU generator's stream is the
+        same as ``count`` separate calls, so the batches are those of separate draws)."""
+        per_group = per_group or self.per_group
+        layout = self._balanced_layout()
+        u = torch.rand(count, layout["starts"].numel(), per_group, generator=self.sampler.generator)
+        counts = layout["counts"]
+        offsets = (u.to(counts.device) * counts[:, None]).long().clamp_max_(counts[:, None] - 1)
+        return self.sampler.by_group[layout["starts"][:, None] + offsets].reshape(count, -1)
+
+    def _balanced_layout(self) -> dict:
+        layout = getattr(self, "_layout_cache", None)
+        if layout is None:
+            sampler = self.sampler
+            nonempty = sampler.counts > 0
+            layout = {"starts": sampler.starts[nonempty], "counts": sampler.counts[nonempty],
+                      "groups": torch.nonzero(nonempty).flatten(), "cells": {}}
+            self._layout_cache = layout  # a dict of tensors (recomputed identically after a restore)
+        return layout
+
+    def balanced_data(self, idx: Tensor) -> FairnessData:
+        """:meth:`FairnessData.subset` for a balanced batch ``idx``, reusing its fixed by-group cells."""
+        layout = self._balanced_layout()
+        per_group = idx.numel() // layout["groups"].numel()
+        cells = layout["cells"].get(per_group)
+        if cells is None:
+            group = layout["groups"].repeat_interleave(per_group)
+            cells = (group, CellIndex.build(group, self.problem.data.n_groups))
+            layout["cells"][per_group] = cells
+        group, by_group = cells
+        y = self.problem.y[idx]
+        return FairnessData(y=y, group=group, n_groups=by_group.n_cells, by_group=by_group,
+                            by_group_label=CellIndex.build(2 * group + y.long(), 2 * by_group.n_cells))
+
+    def fused_evaluate(self, obj_idx: Tensor, con_idx: list[Tensor], with_graph: int) -> tuple[Tensor, Tensor,
+                                                                                             list[Tensor]]:
+        """One forward over ξ = ``obj_idx`` and the balanced batches ``con_idx``; returns (scores on ξ, F on ξ,
+        [G on each constraint batch]); the first ``with_graph`` constraint estimates carry the graph, the
+        others are computed without (one forward over every row measured cheaper than a second, graph-free
+        forward for the rows that need no gradient)."""
+        problem = self.problem
+        if not isinstance(problem, Problem):  # a duck-typed problem offers only evaluate(model, idx)
+            a = problem.evaluate(self.model, obj_idx)
+            with torch.no_grad():
+                rest = [problem.evaluate(self.model, idx).constraints for idx in con_idx[with_graph:]]
+            return a.scores, a.objective, [problem.evaluate(self.model, idx).constraints
+                                           for idx in con_idx[:with_graph]] + rest
+        b = obj_idx.numel()
+        scores = self.model(problem.X[torch.cat([obj_idx, *con_idx])])
+        objective = problem.objective(scores[:b], problem.y[obj_idx])
+        values, offset = [], b
+        for j, idx in enumerate(con_idx):
+            part = scores[offset:offset + idx.numel()]
+            offset += idx.numel()
+            if j < with_graph:
+                values.append(problem.constraint_values_on(part, self.balanced_data(idx)))
+            else:
+                with torch.no_grad():
+                    values.append(problem.constraint_values_on(part.detach(), self.balanced_data(idx)))
+        return scores[:b], objective, values
+
     def split_evaluate(self, obj_idx: Tensor | None, con_idx: Tensor | None) -> Evaluation:
-        """F on ``obj_idx`` and G on ``con_idx`` (one forward when both are the full set, else two)."""
+        """F on ``obj_idx`` and G on the balanced batch ``con_idx`` (one forward)."""
         if obj_idx is None and con_idx is None:
             return self.problem.evaluate(self.model, None)
-        a = self.problem.evaluate(self.model, obj_idx)
-        b = self.problem.evaluate(self.model, con_idx)
-        return Evaluation(a.scores, a.objective, b.constraints)
+        if obj_idx is None:  # objective on the whole set, constraints on a balanced batch
+            obj_idx = torch.arange(self.problem.n_samples, device=self.problem.device)
+        scores, objective, (constraints,) = self.fused_evaluate(obj_idx, [con_idx], 1)
+        return Evaluation(scores, objective, constraints)
 
     def evaluate(self) -> Evaluation:
-        return self.split_evaluate(None if self.full_batch else self.batch(), self.constraint_idx())
+        if self.full_batch:
+            return self.problem.evaluate(self.model, None)
+        return self.split_evaluate(self.batch(), self.balanced_batches(1)[0])
 
     def constraint_samples(self) -> int:
         return self.n_nonempty_groups * self.per_group
@@ -137,6 +220,18 @@ class SSLALM(BalancedConstraintBatches, Algorithm):
             self.z = [p.detach().clone() for p in self.params]
             self.z_s = self.s.clone()
 
+    def evaluate(self) -> Evaluation:
+        """F on ξ and G on ζ1 (with graph) and G on ζ2 (no graph), drawn in the order ξ, ζ1, ζ2 (the order
+        of a separate ζ2 draw in the step), from one forward pass."""
+        if self.full_batch:
+            return self.problem.evaluate(self.model, None)
+        obj_idx = self.batch()
+        if obj_idx is None:
+            obj_idx = torch.arange(self.problem.n_samples, device=self.problem.device)
+        zeta = self.balanced_batches(2)
+        scores, objective, (c1, c2) = self.fused_evaluate(obj_idx, [zeta[0], zeta[1]], 1)
+        return PairedEvaluation(scores, objective, c1, c2)
+
     def step(self, k: int, current: Evaluation):
         c = self.config
         mu, s = self.mu, self.s
@@ -148,25 +243,27 @@ class SSLALM(BalancedConstraintBatches, Algorithm):
         if self.full_batch:
             c2 = c1.detach()
         else:
-            with torch.no_grad():
-                c2 = self.problem.evaluate(self.model, self.constraint_idx()).constraints
-        w = y + c.rho * (c2 + s)                    # 𝒢_θ = ∇f + ∇c(ζ1)ᵀ w (+ μ(θ − z))
+            c2 = getattr(current, "second", None)
+            if c2 is None:  # an evaluation the driver made (resume): draw ζ2 now
+                idx = self.balanced_batches(1)[0]
+                with torch.no_grad():
+                    c2 = self.problem.evaluate(self.model, idx).constraints
+        w = y + c.rho * (c2 + s)                    # 𝒢_θ = ∇f + ∇c(ζ1)ᵀ w (+ μ(θ − z)),  𝒢_s = w (+ μ(s − z_s))
         grads = gradient(current.objective + (w * c1).sum(), self.params)
-        grad_s = w.clone()
+        x = [*self.params, s]                       # x = (θ, s): one fused update of both blocks
+        grads.append(w)
         with torch.no_grad():
             if mu > 0:
-                torch._foreach_add_(grads, torch._foreach_sub(self.params, self.z), alpha=mu)
-                grad_s += mu * (s - self.z_s)
-                # z_{k+1} = z_k + β(x_k − z_k)   (uses x_k, before the primal step)
-                torch._foreach_lerp_(self.z, [p.detach() for p in self.params], c.beta)
-                self.z_s = self.z_s + c.beta * (s - self.z_s)
+                z = [*self.z, self.z_s]
+                torch._foreach_add_(grads, torch._foreach_sub(x, z), alpha=mu)
+                torch._foreach_lerp_(z, x, c.beta)  # z_{k+1} = z_k + β(x_k − z_k)   (x_k: before the step)
             # x_{k+1} = proj_𝒳(x_k − τ𝒢)
-            torch._foreach_add_(self.params, grads, alpha=-c.tau)
+            torch._foreach_add_(x, grads, alpha=-c.tau)
             self.problem.project_(self.params)
-            self.s = (s - c.tau * grad_s).clamp_min(0.0)
+            s.clamp_min_(0.0)
         self.y = y
         nxt = self.evaluate()
-        return nxt, {"y": y, "slack": self.s}
+        return nxt, {"y": y, "slack": s}
 
     def samples_per_step(self) -> int:
         if self.full_batch:
