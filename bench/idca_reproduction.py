@@ -393,6 +393,7 @@ def main() -> None:
     ap.add_argument("--part", default="", help="write to a separate runs file (a second process on the same "
                     "dataset); runs of every part count as done")
     ap.add_argument("--seed-from", type=int, default=0, help="skip the tasks of smaller seeds")
+    ap.add_argument("--metric", default=None, choices=["psp", "pdp"], help="only the runs of this metric")
     ap.add_argument("--report", action="store_true", help="only write the tables and the figure from the runs")
     args = ap.parse_args()
     if args.report:
@@ -411,7 +412,7 @@ def main() -> None:
     data, data_seed = None, None
     for seed, method, metric, param in plan(args.dataset, args.seeds, args.methods, args.baseline_seeds):
         k = key(args.dataset, seed, method, metric, param)
-        if k in done or seed < args.seed_from:
+        if k in done or seed < args.seed_from or (args.metric and metric != args.metric):
             continue
         if data_seed != seed:
             data, data_seed = load(args.dataset, seed), seed
