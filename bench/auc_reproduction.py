@@ -392,6 +392,9 @@ def aggregate(rows):
     g = pd.DataFrame([r for r in rows if r.get("kind") == "grid"])
     if g.empty:
         return g
+    # a seed interrupted half-way would enter the means of some κ only: keep complete seeds
+    size = g.groupby(["dataset", "method", "model", "kappa", "seed"]).variant.transform("size")
+    g = g[size == size.groupby([g.dataset, g.method, g.model, g.kappa]).transform("max")]
     return g.groupby(["dataset", "model", "variant", "method", "kappa"]).agg(
         auc=("auc", "mean"), auc_se=("auc", _se), fair=("fairness", "mean"), fair_se=("fairness", _se),
         val_auc=("val_auc", "mean"), val_fair=("val_fairness", "mean"), time_s=("time_s", "mean"),
@@ -490,13 +493,15 @@ def write_markdown(out, agg, commentary):
 
         runs = pd.DataFrame(out["runs"])
         lines += ["## What was run", "", f"κ grid: {', '.join(str(k) for k in out['kappas'])}. "
-                  "Seeds and steps per method (steps = mini-batches of 100 per run; correlation_penalty: per λ run, "
+                  "Seeds (with the number of frontier points each produced) and steps per method (steps = mini-batches of 100 "
+                  "per run; correlation_penalty: per λ run, "
                   "λ ∈ " + ", ".join(str(v) for v in LAMBDAS) + ", the λ chosen per κ and seed is in the JSON):", "",
-                  "| method | model | datasets | seeds | steps per run |", "|---|---|---|---|---|"]
-        for (m, mo), f in runs.groupby(["method", "model"]):
+                  "| method | model | dataset | seeds (runs; a seed with fewer runs than the others was interrupted and is left out of the means) | κ values | steps per run |", "|---|---|---|---|---|---|"]
+        for (m, mo, ds), f in runs.groupby(["method", "model", "dataset"]):
             steps = int(f.iterations.max() / (len(LAMBDAS) if m == "correlation_penalty" else 1))
-            lines.append(f"| {m} | {mo} | {', '.join(sorted(f.dataset.unique()))} | "
-                         f"{', '.join(str(x) for x in sorted(f.seed.unique()))} | {steps} |")
+            seeds = ", ".join(f"{x} ({int((f.seed == x).sum())})" for x in sorted(f.seed.unique()))
+            lines.append(f"| {m} | {mo} | {ds} | {seeds} | {', '.join(str(k) for k in sorted(f.kappa.unique()))} | "
+                         f"{steps} |")
         lines.append("")
     if out["tuned"]:
         lines += ["## Step sizes chosen on validation (seed 0, variant group)", "",
