@@ -12,6 +12,7 @@ from scipy.special import expit
 from torch import nn
 
 from .algorithms import ALGORITHMS, SolveResult, describe, run_algorithm
+from .algorithms.auc_postprocess import restore_model
 from .checkpoint import Checkpoint
 from .constraints import CONSTRAINTS
 from .encoding import TableEncoder, build_groups, encode_labels
@@ -162,8 +163,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
                              model_factory=problem.model_factory, model_type=spec.model.type, device=problem.device)
     model = None
     if initial_state is not None:
-        model = problem.make_model()
-        model.load_state_dict(initial_state)
+        model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model, resume=resume)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):

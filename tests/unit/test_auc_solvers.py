@@ -179,3 +179,17 @@ def test_baselines_run_and_select(solver, variant, params):
         s = res.model(val.X).numpy()
     assert auc(y[va], s) > 0.7
     assert fairness_gap(y[va], s, group[va] == 0, variant) <= 0.05 + 1e-9
+
+
+def test_a_post_processed_model_warm_starts_a_run():
+    """``run(initial_state=...)`` takes a post-processed (score-shifted) state through the same loading path
+    as the saved model (``restore_model``): a warm-started sweep job does not fail to load it."""
+    frame = table(900)
+    frame["is_a"] = (frame["s"] == "a").astype(float)   # the protected-group indicator the shift acts on
+    spec = ProblemSpec(target="label", positive_label=1, sensitive=["s"], objective="auc_square",
+                       constraints=[{"type": "auc_parity", "tolerance": 0.05, "variant": "group", "n_boot": 0}],
+                       solver={"name": "auc_postprocess"}, max_iterations=100, device="cpu")
+    first = run(frame, spec)
+    assert any(k.endswith("omega") for k in first.state_dict)  # the saved state carries the shift
+    again = run(frame, spec, initial_state=first.state_dict)
+    assert again.iterations == 100 and again.metrics["test"]["roc_auc"] > 0.6
