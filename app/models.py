@@ -76,6 +76,7 @@ class Dataset(Base):
     n_rows: Mapped[int] = mapped_column(Integer)
     n_columns: Mapped[int] = mapped_column(Integer)
     columns: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # per-column statistics, computed at upload
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -86,6 +86,10 @@ class Settings(BaseSettings):
                                         description="Let alert webhooks reach private, loopback and link-local "
                                                     "addresses (refused by default).")
 
+    worker_nice: int = Field(10, ge=0, le=19, validation_alias="FAIRSOLVE_WORKER_NICE",
+                             description="Niceness added to solver processes, so a shared machine answers API "
+                                         "requests before it trains.")
+
     @property
     def database_url(self) -> str:
         return self.database_url_env or f"sqlite:///{(self.home / 'fairsolve.db').resolve()}"

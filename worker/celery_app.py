@@ -48,8 +48,12 @@ def _structured_logs(**_) -> None:
 
 @worker_process_init.connect
 def _share_cores(**_) -> None:
-    """Each pool process gets cores / concurrency torch threads: oversubscribed threads thrash."""
+    """Each pool process gets cores / concurrency torch threads: oversubscribed threads thrash. Solver
+    processes also lower their priority by ``FAIRSOLVE_WORKER_NICE``: where the API and workers share
+    cores, requests are answered first and training takes the rest (no effect on a dedicated machine)."""
     import torch
 
+    if settings.worker_nice:
+        os.nice(settings.worker_nice)
     concurrency = celery_app.conf.worker_concurrency or os.cpu_count() or 1
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // concurrency))

@@ -48,7 +48,7 @@ def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: U
         stored = stream_to_disk(file.file, tmp, settings.max_upload_bytes)
         fmt, options, frame = parse_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
                                                             settings.max_upload_bytes))
-        columns = infer_schema(frame)
+        columns, summary = infer_schema(frame), describe(frame)
     except DatasetError as exc:
         remove_quietly(tmp)
         raise HTTPException(status_code=413 if isinstance(exc, TooLarge) else 422, detail=str(exc)) from exc
@@ -62,7 +62,8 @@ def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: U
     dataset = Dataset(id=dataset_id, owner=caller.owner, name=label,
                       original_filename=filename or None, format=fmt, read_options=options,
                       stored_name=stored_name, size_bytes=stored.size_bytes, sha256=stored.sha256,
-                      n_rows=int(frame.shape[0]), n_columns=int(frame.shape[1]), columns=columns)
+                      n_rows=int(frame.shape[0]), n_columns=int(frame.shape[1]), columns=columns,
+                      summary=summary)
     os.replace(tmp, final)
     try:
         db.add(dataset)
@@ -83,9 +84,12 @@ def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, l
 @router.get("/{dataset_id}", response_model=DatasetDetail)
 def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> dict:
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
-    frame = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+    if dataset.summary is None:  # stored at upload; datasets uploaded before that get it on first read
+        frame = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+        dataset.summary = describe(frame)
+        db.commit()
     out = DatasetOut.model_validate(dataset).model_dump()
-    out["summary"] = describe(frame)
+    out["summary"] = dataset.summary
     return out
 
 

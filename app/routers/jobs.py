@@ -28,12 +28,24 @@ def spec_error(loc: tuple, msg: str) -> HTTPException:
     return HTTPException(status_code=422, detail=[{"loc": ["body", *loc], "msg": msg, "type": "value_error"}])
 
 
-def job_out(db: Session, job: Job) -> dict:
-    out = JobOut.model_validate(job).model_dump()
-    arts = db.scalars(select(Artifact).where(Artifact.job_id == job.id).order_by(Artifact.kind))
-    out["artifacts"] = [{"id": a.id, "kind": a.kind, "media_type": a.media_type, "size_bytes": a.size_bytes,
-                         "sha256": a.sha256, "url": f"/api/v1/jobs/{job.id}/artifacts/{a.kind}"} for a in arts]
+def jobs_out(db: Session, jobs: list[Job]) -> list[dict]:
+    """Jobs as answered by the API, with their artifacts (one query for all of them)."""
+    arts: dict[str, list[Artifact]] = {j.id: [] for j in jobs}
+    if jobs:
+        for a in db.scalars(select(Artifact).where(Artifact.job_id.in_(list(arts))).order_by(Artifact.kind)):
+            arts[a.job_id].append(a)
+    out = []
+    for job in jobs:
+        row = JobOut.model_validate(job).model_dump()
+        row["artifacts"] = [{"id": a.id, "kind": a.kind, "media_type": a.media_type, "size_bytes": a.size_bytes,
+                             "sha256": a.sha256, "url": f"/api/v1/jobs/{job.id}/artifacts/{a.kind}"}
+                            for a in arts[job.id]]
+        out.append(row)
     return out
+
+
+def job_out(db: Session, job: Job) -> dict:
+    return jobs_out(db, [job])[0]
 
 
 def owned_dataset(db: Session, dataset_id: str, caller: Caller, loc: tuple) -> Dataset:
@@ -81,7 +93,7 @@ def list_jobs(db: DB, caller: CurrentCaller, status_: str | None = Query(None, a
     stmt = select(Job).where(Job.owner == caller.owner).order_by(Job.created_at.desc()).limit(limit).offset(offset)
     if status_:
         stmt = stmt.where(Job.status == status_)
-    return [job_out(db, j) for j in db.scalars(stmt)]
+    return jobs_out(db, list(db.scalars(stmt)))
 
 
 @router.get("/{job_id}", response_model=JobOut)
