@@ -17,7 +17,7 @@ from app.db import session_factory, session_scope
 from app.observability import REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
-from app.routers import audits, charts, datasets, health, jobs, keys, solvers, sweeps
+from app.routers import audits, charts, datasets, health, jobs, keys, models, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
 
@@ -48,7 +48,7 @@ def create_app() -> FastAPI:
     app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan,
                   description="Train models under fairness constraints, as a service. Every `/api/v1` route "
                               "needs an API key: `Authorization: Bearer <key>`.")
-    for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits):
+    for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too

@@ -152,6 +152,21 @@ class Artifact(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class UploadedModel(Base):
+    """A model uploaded for audits: an audit model file (safetensors weights + spec + fitted encoder)."""
+
+    __tablename__ = "uploaded_models"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    owner: Mapped[str] = mapped_column(String(255), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    stored_name: Mapped[str] = mapped_column(String(64))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONType)  # the problem spec the model was trained under
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Audit(Base):
     """A scheduled re-check of a job's model on a dataset (or an allow-listed source) against metric thresholds."""
 
@@ -160,7 +175,9 @@ class Audit(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     owner: Mapped[str] = mapped_column(String(255), index=True)
     name: Mapped[str] = mapped_column(String(255))
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    model_artifact_id: Mapped[str | None] = mapped_column(ForeignKey("uploaded_models.id", ondelete="CASCADE"),
+                                                          index=True)  # an uploaded model, when job_id is None
     dataset_id: Mapped[str | None] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
     source: Mapped[str | None] = mapped_column(String(2048))  # a server path or URL on FAIRSOLVE_AUDIT_SOURCES
     metrics: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)  # [{type, threshold, ...options}]

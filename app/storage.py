@@ -370,8 +370,8 @@ def describe(frame: pd.DataFrame) -> dict[str, Any]:
                               "q75": _float(q[3]), "max": _float(q[4])}
         else:
             top = col.astype("string").value_counts().head(10)
-            out[str(name)] = {"top": {str(k): int(v) for k, v in top.items()}}
-    return out
+            out[str(name)] = {"top": {_jsonable(str(k)): int(v) for k, v in top.items()}}
+    return {_jsonable(k): v for k, v in out.items()}  # stored as JSONB: no NUL in keys either
 
 
 def _float(x: Any) -> float | None:

@@ -32,7 +32,7 @@ from app.audits.runs import new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
 from app.audits.webhooks import WebhookRefused, check_destination
 from app.db import session_scope
-from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, utcnow
+from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, utcnow
 from app.settings import get_settings
 from app.storage import TableLimits, load_table
 from solvers import SpecError
@@ -89,14 +89,26 @@ def _inputs(run_id: str) -> dict[str, Any] | None:
             return None
         run = s.get(AuditRun, run_id)
         audit = s.get(Audit, run.audit_id)
-        job = s.get(Job, audit.job_id)
-        weights = s.scalar(select(Artifact).where(Artifact.job_id == job.id, Artifact.kind == "weights"))
+        job = s.get(Job, audit.job_id) if audit.job_id else None
+        weights = s.scalar(select(Artifact).where(Artifact.job_id == job.id, Artifact.kind == "weights")) \
+            if job is not None else None
         previous = s.scalar(select(AuditRun).where(AuditRun.audit_id == audit.id, AuditRun.status == "succeeded",
                                                    AuditRun.id != run_id)
                             .order_by(AuditRun.finished_at.desc()).limit(1))
         return {"run": run, "audit": audit, "job": job, "weights": weights, "previous": previous,
-                "training": s.get(Dataset, job.dataset_id),
+                "training": s.get(Dataset, job.dataset_id) if job is not None else None,
+                "uploaded": s.get(UploadedModel, audit.model_artifact_id) if audit.model_artifact_id else None,
                 "dataset": s.get(Dataset, audit.dataset_id) if audit.dataset_id else None}
+
+
+def _model(inputs: dict[str, Any]) -> AuditModel:
+    """The audited model: an uploaded audit model file, or the job's weights with its encoder refitted."""
+    if inputs["uploaded"] is not None:
+        return AuditModel.from_file(settings.storage_dir / "models" / inputs["uploaded"].stored_name)
+    job, weights = inputs["job"], inputs["weights"]
+    if job.status != "succeeded" or weights is None:
+        raise ModelError(f"job {job.id!r} has {job.status} and no model")
+    return AuditModel.from_job(job.id, job.spec, artifact_path(weights.stored_name), _table(inputs["training"]).table)
 
 
 def _table(dataset: Dataset) -> Data:
@@ -117,12 +129,9 @@ def run_audit(run_id: str) -> str:
     inputs = _inputs(run_id)
     if inputs is None:
         return "skipped"
-    audit, job, weights, previous = inputs["audit"], inputs["job"], inputs["weights"], inputs["previous"]
-    if job.status != "succeeded" or weights is None:
-        return _fail(run_id, f"job {job.id!r} has {job.status} and no model")
+    audit, previous = inputs["audit"], inputs["previous"]
     try:
-        model = AuditModel.from_job(job.id, job.spec, artifact_path(weights.stored_name),
-                                    _table(inputs["training"]).table)
+        model = _model(inputs)
         data = _data(audit, inputs["dataset"])
         report = evaluate([MetricSpec.model_validate(m) for m in audit.metrics], model.score(data.table),
                           previous.results if previous is not None else None)
@@ -159,6 +168,7 @@ class WebhookFailed(Exception):
 def alert_payload(alert: Alert, audit: Audit, run: AuditRun) -> dict[str, Any]:
     """The JSON a webhook receives."""
     return {"alert_id": alert.id, "audit_id": audit.id, "audit_name": audit.name, "job_id": audit.job_id,
+            "model_artifact_id": audit.model_artifact_id,
             "run_id": run.id, "message": alert.message, "breached": alert.breached,
             "run": {"finished_at": run.finished_at.isoformat() if run.finished_at else None, "n_rows": run.n_rows,
                     "data_sha256": run.data_sha256, "passed": run.passed},

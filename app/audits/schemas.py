@@ -27,14 +27,15 @@ def _webhook(value: str | None) -> str | None:
 
 
 class AuditCreate(BaseModel):
-    """An audit of a job's model. Exactly one of ``dataset_id`` / ``source``; ``schedule`` None = run on demand only."""
+    """An audit of a job's or an uploaded model (exactly one of ``job_id`` / ``model_artifact_id``) on exactly one of
+    ``dataset_id`` / ``source``; ``schedule`` None = run on demand only."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(None, max_length=255)
     job_id: str | None = Field(None, description="A succeeded job of the caller whose model is audited.")
-    model_artifact_id: str | None = Field(None, description="Not supported: uploaded models are refused (422); "
-                                          "use job_id.")
+    model_artifact_id: str | None = Field(None, description="An uploaded model of the caller (POST /api/v1/models); "
+                                          "give it or job_id.")
     dataset_id: str | None = Field(None, description="One of the caller's datasets.")
     source: str | None = Field(None, max_length=2048, description="A server file path or http(s) URL under "
                                "FAIRSOLVE_AUDIT_SOURCES, re-read at each run.")
@@ -79,7 +80,8 @@ class AuditOut(BaseModel):
 
     id: str
     name: str
-    job_id: str
+    job_id: str | None
+    model_artifact_id: str | None
     dataset_id: str | None
     source: str | None
     metrics: list[dict[str, Any]]

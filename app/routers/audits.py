@@ -13,9 +13,10 @@ from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, Run
 from app.audits.sources import SourceError, check_source
 from app.artifacts import artifact_path
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
-from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, new_id, utcnow
+from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
+from app.routers.models import model_path
 from app.storage import load_table
 from solvers import SpecError
 
@@ -38,16 +39,26 @@ def audited_job(db: Session, job_id: str | None, caller) -> Job:
     return job
 
 
-def check_columns(job: Job, dataset: Dataset) -> None:
-    """The dataset has every column the job's model reads (target, sensitive, features)."""
-    spec = problem_spec(job.spec)
+def check_columns(needed: list[str], dataset: Dataset) -> None:
+    """The dataset has every column the model reads (target, sensitive, features)."""
     have = {c["name"] for c in dataset.columns}
-    training = job.spec.get("features") or []
-    needed = [spec.target, *spec.sensitive, *training]
     missing = [c for c in dict.fromkeys(needed) if c not in have]
     if missing:
         raise spec_error(("dataset_id",), f"dataset {dataset.id!r} lacks the model's column(s) "
                                           f"{', '.join(map(repr, missing))}")
+
+
+def job_columns(job: Job) -> list[str]:
+    spec = problem_spec(job.spec)
+    return [spec.target, *spec.sensitive, *(job.spec.get("features") or [])]
+
+
+def audited_model(db: Session, settings, model_id: str, caller) -> tuple[UploadedModel, list[str]]:
+    """The caller's uploaded model and the columns it reads, or a 422 naming ``model_artifact_id``."""
+    row = db.get(UploadedModel, model_id) if "\x00" not in model_id else None
+    if row is None or row.owner != caller.owner:
+        raise spec_error(("model_artifact_id",), f"model {model_id!r} not found")
+    return row, AuditModel.from_file(model_path(settings, row)).required_columns()
 
 
 def audit_out(db: Session, audit: Audit) -> dict:
@@ -67,21 +78,27 @@ def list_audit_metrics(caller: CurrentCaller) -> list[dict]:
 
 @router.post("/api/v1/audits", status_code=status.HTTP_201_CREATED, response_model=AuditOut)
 def create_audit(body: AuditCreate, db: DB, settings: AppSettings, caller: CurrentCaller) -> dict:
-    """Create an audit of a succeeded job's model on a dataset or an allow-listed source."""
-    if body.model_artifact_id is not None:
-        raise spec_error(("model_artifact_id",), "uploaded models are not supported; audit a job's model (job_id)")
-    job = audited_job(db, body.job_id, caller)
+    """Create an audit of a succeeded job's model or an uploaded model, on a dataset or an allow-listed source."""
+    if (body.job_id is None) == (body.model_artifact_id is None):
+        raise spec_error(("job_id",), "give exactly one of job_id (a succeeded job's model) or model_artifact_id "
+                                      "(an uploaded model, POST /api/v1/models)")
+    if body.job_id is not None:
+        job = audited_job(db, body.job_id, caller)
+        needed, label = job_columns(job), f"job {job.id}"
+    else:
+        uploaded, needed = audited_model(db, settings, body.model_artifact_id, caller)
+        label = f"model {uploaded.name}"
     if (body.dataset_id is None) == (body.source is None):
         raise spec_error(("dataset_id",), "give exactly one of dataset_id or source")
     if body.dataset_id is not None:
-        check_columns(job, owned_dataset(db, body.dataset_id, caller, ("dataset_id",)))
+        check_columns(needed, owned_dataset(db, body.dataset_id, caller, ("dataset_id",)))
     else:
         try:
             check_source(body.source, settings.audit_sources)
         except SourceError as exc:
             raise spec_error(("source",), str(exc)) from exc
-    audit = Audit(id=new_id(), owner=caller.owner, name=body.name or f"audit of job {job.id}", job_id=job.id,
-                  dataset_id=body.dataset_id, source=body.source,
+    audit = Audit(id=new_id(), owner=caller.owner, name=body.name or f"audit of {label}", job_id=body.job_id,
+                  model_artifact_id=body.model_artifact_id, dataset_id=body.dataset_id, source=body.source,
                   metrics=[m.model_dump(mode="json", exclude_none=False) for m in body.metrics],
                   schedule=body.schedule, webhook_url=body.webhook_url, enabled=body.enabled,
                   next_run_at=next_run_at(body.schedule, body.enabled), created_at=utcnow())

@@ -92,7 +92,8 @@ def test_bad_audits_are_refused_naming_the_field(beat_stack, trained):
     base = {"job_id": job["id"], "dataset_id": dataset["id"], "metrics": [{"type": "accuracy", "threshold": 0.5}]}
     cases = [({"schedule": "every minute"}, ["body", "schedule"]),
              ({"metrics": [{"type": "vibes"}]}, ["body", "metrics", 0, "type"]),
-             ({"model_artifact_id": "m1"}, ["body", "model_artifact_id"]),
+             ({"model_artifact_id": "m1"}, ["body", "job_id"]),                     # both models given
+             ({"job_id": None, "model_artifact_id": "m1"}, ["body", "model_artifact_id"]),  # not found
              ({"job_id": "nope"}, ["body", "job_id"]),
              ({"dataset_id": None, "source": "/etc/passwd"}, ["body", "source"]),
              ({"source": str(beat_stack.sources / "x.csv")}, ["body", "dataset_id"]),
@@ -201,3 +202,39 @@ def test_a_run_whose_worker_vanished_is_failed_by_beat(beat_stack, trained):
         run = wait_for(lambda: [r for r in [client.get(f"/api/v1/audits/{audit['id']}/runs/{run_id}").json()]
                                 if r["status"] == "failed"], 60, beat_stack, "the lost run failed")[0]
         assert run["error"].startswith("worker lost")
+
+
+def test_an_uploaded_model_is_audited_like_its_job(beat_stack, trained):
+    """The job's exported model file, uploaded as a model (``model_artifact_id``), gives the same report as
+    the job's own audit; a file that is not an audit model is refused naming ``file``; another owner's
+    model is not found."""
+    dataset, job = trained
+    metrics = [{"type": "demographic_parity", "threshold": 1.0}, {"type": "accuracy"}]
+    with beat_stack.client() as client:
+        exported = client.get(f"/api/v1/jobs/{job['id']}/audit-model").content
+        bad = client.post("/api/v1/models", files={"file": ("m.safetensors", b"not a model")})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "file"]
+        uploaded = client.post("/api/v1/models", files={"file": ("m.safetensors", exported)}, data={"name": "prod"})
+        assert uploaded.status_code == 201, uploaded.text
+        model = uploaded.json()
+        assert model["name"] == "prod" and model["spec"]["target"] == "income"
+        assert model["id"] in {m["id"] for m in client.get("/api/v1/models").json()}
+
+        runs = []
+        for source in ({"job_id": job["id"]}, {"model_artifact_id": model["id"]}):
+            audit = client.post("/api/v1/audits", json={**source, "dataset_id": dataset["id"], "metrics": metrics})
+            assert audit.status_code == 201, audit.text
+            client.post(f"/api/v1/audits/{audit.json()['id']}/run")
+            runs.append(wait_for(lambda: finished_runs(client, audit.json()["id"], "manual"), 60, beat_stack,
+                                 "run now")[0])
+        by_job, by_model = runs
+        assert by_model["status"] == "succeeded", by_model
+        assert [r["value"] for r in by_model["results"]] == pytest.approx([r["value"] for r in by_job["results"]])
+
+        with beat_stack.client(beat_stack.new_key("stranger")) as stranger:
+            assert stranger.get(f"/api/v1/models/{model['id']}").status_code == 404
+            refused = stranger.post("/api/v1/audits", json={"model_artifact_id": model["id"],
+                                                            "dataset_id": dataset["id"], "metrics": metrics})
+            assert refused.status_code == 422
+        assert client.delete(f"/api/v1/models/{model['id']}").status_code == 204
+        assert client.get(f"/api/v1/audits/{by_model['audit_id']}").status_code == 404  # its audits went with it

@@ -37,7 +37,7 @@ def owned(postgres_stack):
 
 
 def audit_ids(stack, key: str, dataset_id: str, job_id: str) -> dict[str, str]:
-    """An audit of the job with one finished, breached run (so it has an alert)."""
+    """An audit of the job with one finished, breached run (so it has an alert), and the job's model uploaded."""
     with stack.client(key) as a:
         audit = a.post("/api/v1/audits", json={"job_id": job_id, "dataset_id": dataset_id,
                                                "metrics": [{"type": "demographic_parity", "threshold": 0.0}]})
@@ -49,7 +49,10 @@ def audit_ids(stack, key: str, dataset_id: str, job_id: str) -> dict[str, str]:
             assert time.monotonic() < deadline, stack.log("worker")
             time.sleep(0.3)
         alert_id = a.get("/api/v1/alerts").json()[0]["id"]
-    return {"audit_id": audit_id, "run_id": run_id, "alert_id": alert_id}
+        exported = a.get(f"/api/v1/jobs/{job_id}/audit-model").content
+        model = a.post("/api/v1/models", files={"file": ("m.safetensors", exported)})
+        assert model.status_code == 201, model.text
+    return {"audit_id": audit_id, "run_id": run_id, "alert_id": alert_id, "model_id": model.json()["id"]}
 
 
 def operations(client) -> list[tuple[str, str]]:

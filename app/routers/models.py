@@ -1,0 +1,105 @@
+"""Uploaded models, for audits of models trained elsewhere (``model_artifact_id``).
+
+A model is uploaded as an audit model file — safetensors weights with the problem spec and the
+fitted feature encoder in the header (what ``GET /api/v1/jobs/{job_id}/audit-model`` exports and
+``fairsolve audit run --model`` reads). Nothing is unpickled: safetensors holds tensors and strings
+only. The upload is checked before it is stored: the header must carry the audit metadata and the
+weights must fit the model the spec describes for the encoder's number of features.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import select
+
+from app.audits.model import AuditModel, ModelError
+from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.models import UploadedModel, new_id
+from app.routers.datasets import printable
+from app.routers.jobs import spec_error
+from app.storage import DatasetError, remove_quietly, stream_to_disk
+from solvers.algorithms.auc_postprocess import restore_model
+from solvers.models import model_factory
+
+router = APIRouter(prefix="/api/v1/models", tags=["models"])
+
+
+class ModelOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    name: str
+    size_bytes: int
+    sha256: str
+    spec: dict[str, Any]
+    created_at: datetime
+
+
+def model_path(settings, row: UploadedModel):
+    return settings.storage_dir / "models" / row.stored_name
+
+
+def load_checked(path) -> AuditModel:
+    """The audit model in ``path``, its weights loaded into the spec's architecture once (ModelError if not)."""
+    model = AuditModel.from_file(path)
+    try:
+        restore_model(model_factory(model.spec.model)(len(model.encoder.feature_names)), model.state)
+    except (RuntimeError, KeyError, ValueError) as exc:
+        raise ModelError(f"the weights do not fit the spec's {model.spec.model.type} model: {exc}"[:500]) from exc
+    return model
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=ModelOut)
+def upload_model(db: DB, settings: AppSettings, caller: CurrentCaller, file: UploadFile = File(...),
+                 name: str | None = Form(None, max_length=255)) -> UploadedModel:
+    """Store an audit model file (safetensors with the audit metadata) for ``model_artifact_id``."""
+    model_id = new_id()
+    folder = settings.storage_dir / "models"
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = settings.storage_dir / "tmp" / f"{model_id}.model"
+    try:
+        stored = stream_to_disk(file.file, tmp, settings.max_upload_bytes)
+        model = load_checked(tmp)
+    except DatasetError as exc:
+        remove_quietly(tmp)
+        raise HTTPException(status_code=413, detail=str(exc)) from exc
+    except ModelError as exc:
+        remove_quietly(tmp)
+        raise spec_error(("file",), str(exc).removeprefix("--model: ")) from exc
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+    row = UploadedModel(id=model_id, owner=caller.owner, stored_name=f"{model_id}.safetensors",
+                        name=printable(name) or os.path.basename(printable(file.filename))[:255] or model_id,
+                        size_bytes=stored.size_bytes, sha256=stored.sha256, spec=model.spec.model_dump(mode="json"))
+    os.replace(tmp, folder / row.stored_name)
+    db.add(row)
+    db.commit()
+    return row
+
+
+@router.get("", response_model=list[ModelOut])
+def list_models(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000),
+                offset: int = Query(0, ge=0)) -> list[UploadedModel]:
+    return list(db.scalars(select(UploadedModel).where(UploadedModel.owner == caller.owner)
+                           .order_by(UploadedModel.created_at.desc()).limit(limit).offset(offset)))
+
+
+@router.get("/{model_id}", response_model=ModelOut)
+def get_model(model_id: str, db: DB, caller: CurrentCaller) -> UploadedModel:
+    return get_or_404(db, UploadedModel, model_id, "model", caller)
+
+
+@router.delete("/{model_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_model(model_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> None:
+    """Delete the model and the audits of it (with their runs and alerts)."""
+    row = get_or_404(db, UploadedModel, model_id, "model", caller)
+    path = model_path(settings, row)
+    db.delete(row)
+    db.commit()
+    remove_quietly(path)
