@@ -7,7 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.audits.metrics import describe_metrics
-from app.audits.model import AuditModel, problem_spec
+from app.audits.model import AuditModel, ModelError, problem_spec
 from app.audits.runs import new_run, next_run_at, start_run
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
 from app.audits.sources import SourceError, check_source
@@ -58,7 +58,10 @@ def audited_model(db: Session, settings, model_id: str, caller) -> tuple[Uploade
     row = db.get(UploadedModel, model_id) if "\x00" not in model_id else None
     if row is None or row.owner != caller.owner:
         raise spec_error(("model_artifact_id",), f"model {model_id!r} not found")
-    return row, AuditModel.from_file(model_path(settings, row)).required_columns()
+    try:
+        return row, AuditModel.from_file(model_path(settings, row)).required_columns()
+    except ModelError as exc:  # the stored file is gone or damaged
+        raise spec_error(("model_artifact_id",), f"model {model_id!r} cannot be read: {exc}") from exc
 
 
 def audit_out(db: Session, audit: Audit) -> dict:
