@@ -56,9 +56,20 @@ CurrentCaller = Annotated[Caller, Depends(current_caller)]
 AdminCaller = Annotated[Caller, Depends(admin_caller)]
 
 
+def find(db: Session, model: type[T], key: str) -> T | None:
+    """``db.get``, with a key PostgreSQL cannot hold (a NUL character) answered as no row."""
+    return db.get(model, key) if "\x00" not in key else None
+
+
+def owned(db: Session, model: type[T], key: str, caller: Caller) -> T | None:
+    """The row if it exists and belongs to the caller; None for a missing row and for another owner's alike."""
+    row = find(db, model, key)
+    return row if row is not None and row.owner == caller.owner else None
+
+
 def get_or_404(db: Session, model: type[T], key: str, what: str, caller: Caller) -> T:
-    """The row if it exists and belongs to the caller; another owner's row is answered exactly like a missing one."""
-    row = db.get(model, key) if "\x00" not in key else None  # PostgreSQL refuses NUL in text: no such row
-    if row is None or getattr(row, "owner") != caller.owner:
+    """:func:`owned`, or a 404 that reads the same whether the row is missing or another owner's."""
+    row = owned(db, model, key, caller)
+    if row is None:
         raise HTTPException(status_code=404, detail=f"{what} {key!r} not found")
     return row

@@ -12,7 +12,7 @@ from app.audits.runs import new_run, next_run_at, start_run
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
 from app.audits.sources import SourceError, check_source
 from app.artifacts import artifact_path
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.deps import DB, AppSettings, CurrentCaller, get_or_404, owned
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
@@ -31,8 +31,8 @@ def audited_job(db: Session, job_id: str | None, caller) -> Job:
     """The caller's succeeded job with weights, or a 422 naming ``job_id``."""
     if job_id is None:
         raise spec_error(("job_id",), "job_id is required (the model of a succeeded job)")
-    job = db.get(Job, job_id)
-    if job is None or job.owner != caller.owner:
+    job = owned(db, Job, job_id, caller)
+    if job is None:
         raise spec_error(("job_id",), f"job {job_id!r} not found")
     if job.status != "succeeded" or weights_of(db, job_id) is None:
         raise spec_error(("job_id",), f"job {job_id!r} has {job.status}; only a succeeded job's model can be audited")
@@ -55,8 +55,8 @@ def job_columns(job: Job) -> list[str]:
 
 def audited_model(db: Session, settings, model_id: str, caller) -> tuple[UploadedModel, list[str]]:
     """The caller's uploaded model and the columns it reads, or a 422 naming ``model_artifact_id``."""
-    row = db.get(UploadedModel, model_id) if "\x00" not in model_id else None
-    if row is None or row.owner != caller.owner:
+    row = owned(db, UploadedModel, model_id, caller)
+    if row is None:
         raise spec_error(("model_artifact_id",), f"model {model_id!r} not found")
     try:
         return row, AuditModel.from_file(model_path(settings, row)).required_columns()

@@ -13,7 +13,7 @@ from app import idempotency
 from app.admission import check_active_jobs, check_caps
 from app.artifacts import artifact_path
 from app.auth import Caller
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.deps import DB, AppSettings, CurrentCaller, get_or_404, owned
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import enqueue_job, queue_for
 from app.routers.datasets import dataset_path
@@ -50,8 +50,8 @@ def job_out(db: Session, job: Job) -> dict:
 
 def owned_dataset(db: Session, dataset_id: str, caller: Caller, loc: tuple) -> Dataset:
     """The caller's dataset, or a 422 naming the field (another owner's dataset is not found)."""
-    dataset = db.get(Dataset, dataset_id) if "\x00" not in dataset_id else None  # PostgreSQL refuses NUL
-    if dataset is None or dataset.owner != caller.owner:
+    dataset = owned(db, Dataset, dataset_id, caller)
+    if dataset is None:
         raise spec_error(loc, f"dataset {dataset_id!r} not found")
     return dataset
 
