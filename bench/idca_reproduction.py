@@ -38,7 +38,7 @@ picked on validation accuracy at one point only (a9a, κ = 0.28, seed 0, K = 50,
 
 Every finished run is written to ``bench/results/idca_reproduction_runs_<dataset>.json`` at once (a
 restarted run with the same settings skips what is there). ``--report`` writes ``idca_reproduction_<dataset>.{json,md}`` and the Figure 1 style
-``idca_reproduction.html`` (self-contained Plotly) from the runs.
+``idca_reproduction.html`` (Plotly; plotly.js from its CDN) from the runs.
 
 Run: ``nice -n 10 python -m bench.idca_reproduction --dataset a9a --seeds 5`` (and ``--dataset bank``; a second
 process per dataset with ``--part idca --methods idca --seed-from 1``), then ``--report``.
@@ -372,7 +372,7 @@ def write_html(all_fronts: dict) -> None:
             fig.update_yaxes(title_text="test accuracy", row=r, col=c)
     fig.update_layout(title="Partial fairness Pareto fronts (He et al. Figure 1 layout)", height=900,
                       width=560 * len(datasets) + 200, template="plotly_white")
-    fig.write_html(RESULTS / "idca_reproduction.html", include_plotlyjs=True, full_html=True)
+    fig.write_html(RESULTS / "idca_reproduction.html", include_plotlyjs="cdn", full_html=True)  # as plada_figures: no 4.6 MB plotly.js copy
 
 
 def main() -> None:
