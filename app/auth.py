@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 
 from fastapi import HTTPException, Request
@@ -80,6 +82,40 @@ def authenticate(db: Session, key: str | None) -> Caller:
     if row is None:
         raise HTTPException(status_code=401, detail="invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
     return Caller(owner=row.owner, key_id=row.id, admin=row.admin)
+
+
+class CallerCache:
+    """Callers of recently authenticated keys, by key hash, each kept for ``ttl_s`` seconds.
+
+    Most requests then skip the key lookup (one indexed read that costs about a quarter of a small
+    request's time on PostgreSQL). Only successes are kept: an unknown key is read every time. A key
+    revoked through this process is dropped at once (:meth:`forget`); one revoked through the CLI or
+    another API process authenticates here for at most ``ttl_s`` more seconds. ``ttl_s`` = 0 disables it.
+    """
+
+    def __init__(self, ttl_s: float, max_entries: int = 100_000) -> None:
+        self.ttl_s, self.max_entries = ttl_s, max_entries
+        self._entries: dict[str, tuple[Caller, float]] = {}
+        self._lock = threading.Lock()
+
+    def caller(self, db: Session, key: str | None) -> Caller:
+        """:func:`authenticate`, answered from the cache while the key's entry is fresh."""
+        if self.ttl_s <= 0 or not key:
+            return authenticate(db, key)
+        digest, now = key_hash(key), time.monotonic()
+        entry = self._entries.get(digest)
+        if entry is not None and entry[1] > now:
+            return entry[0]
+        caller = authenticate(db, key)
+        with self._lock:
+            if len(self._entries) >= self.max_entries:
+                self._entries.clear()
+            self._entries[digest] = (caller, now + self.ttl_s)
+        return caller
+
+    def forget(self, key_id: str) -> None:
+        with self._lock:
+            self._entries = {d: e for d, e in self._entries.items() if e[0].key_id != key_id}
 
 
 def revoke(row: ApiKey) -> None:

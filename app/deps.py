@@ -9,7 +9,7 @@ from typing import Annotated, TypeVar
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
-from app.auth import Caller, authenticate, presented_key
+from app.auth import Caller, CallerCache, presented_key
 from app.db import session_factory
 from app.models import Base
 from app.ratelimit import TokenBuckets
@@ -35,9 +35,14 @@ def rate_buckets() -> TokenBuckets:
     return TokenBuckets(settings.rate_limit_per_s, settings.rate_limit_burst)
 
 
+@lru_cache
+def caller_cache() -> CallerCache:
+    return CallerCache(get_settings().auth_cache_s)
+
+
 def current_caller(request: Request, db: DB) -> Caller:
     """The key's owner (401 without a valid key), after the key's request-rate check (429)."""
-    caller = authenticate(db, presented_key(request))
+    caller = caller_cache().caller(db, presented_key(request))
     wait = rate_buckets().take(caller.key_id)
     if wait:
         raise HTTPException(status_code=429, detail=f"rate limit of {rate_buckets().rate:g} requests/s exceeded",

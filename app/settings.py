@@ -41,6 +41,10 @@ class Settings(BaseSettings):
                                          description="An admin API key registered at start-up (hashed).")
     bootstrap_owner: str = Field("admin", validation_alias="FAIRSOLVE_BOOTSTRAP_OWNER",
                                  description="The owner of the bootstrap key.")
+    auth_cache_s: float = Field(2.0, ge=0, validation_alias="FAIRSOLVE_AUTH_CACHE_S",
+                                description="Seconds an API process reuses a key's successful lookup (0: every "
+                                "request reads the key). A key revoked through another process still works "
+                                "here for at most this long; revoked through this one, it stops at once.")
     rate_limit_per_s: float = Field(50.0, validation_alias="FAIRSOLVE_RATE_LIMIT_PER_S",
                                     description="Sustained requests per second per API key (0: no limit).")
     rate_limit_burst: float = Field(200.0, validation_alias="FAIRSOLVE_RATE_LIMIT_BURST",

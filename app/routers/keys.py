@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from app.auth import create_key, revoke
-from app.deps import DB, AdminCaller, find
+from app.deps import DB, AdminCaller, caller_cache, find
 from app.models import ApiKey
 
 router = APIRouter(prefix="/api/v1/keys", tags=["keys"])
@@ -57,3 +57,4 @@ def delete(key_id: str, db: DB, caller: AdminCaller) -> None:
         raise HTTPException(status_code=404, detail=f"key {key_id!r} not found")
     revoke(row)
     db.commit()
+    caller_cache().forget(row.id)
