@@ -96,13 +96,13 @@ def audit_run(args: argparse.Namespace) -> int:
     from app.audits.metrics import MetricSpec
     from app.audits.model import AuditModel, ModelError
     from app.audits.report import evaluate, format_table
-    from app.storage import DatasetError, parse_upload
+    from app.storage import DatasetError, read_upload
 
     try:
         text = args.metrics if args.metrics.lstrip().startswith("[") else Path(args.metrics).read_text()
         specs = TypeAdapter(list[MetricSpec]).validate_json(text)
         model = AuditModel.from_file(Path(args.model))
-        _, _, table = parse_upload(Path(args.data))
+        table = read_upload(Path(args.data))
         report = evaluate(specs, model.score(table))
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 import pandas as pd
 
-from app.storage import DatasetError, TableLimits, parse_upload, stream_to_disk
+from app.storage import DatasetError, TableLimits, read_upload, stream_to_disk
 
 
 class SourceError(ValueError):
@@ -89,7 +89,7 @@ def read_source(source: str, allow: list[str], tmp_dir: Path, max_bytes: int, li
             if path.stat().st_size > max_bytes:
                 raise SourceError(f"the file is larger than the limit of {max_bytes} bytes")
             digest = _sha256(path)
-        _, _, frame = parse_upload(path, limits)
+        frame = read_upload(path, limits)
     except DatasetError as exc:
         raise SourceError(str(exc).removeprefix("file: ")) from exc
     except httpx.HTTPError as exc:

@@ -32,7 +32,8 @@ from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
 from app.routers.datasets import dataset_path
 from app.routers.jobs import job_out
 from app.routers.sweeps import default_axes, sweep_jobs
-from app.storage import describe, load_table
+from app.storage import load_table
+from app.table_profile import describe
 from app.sweeps.summary import direction, pareto_front, summarize
 
 log = logging.getLogger("fairsolve.dashboard")

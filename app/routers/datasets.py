@@ -13,8 +13,9 @@ from sqlalchemy import exists, select
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
 from app.models import Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut
-from app.storage import (DatasetError, TableLimits, TooLarge, describe, infer_schema, load_table, parse_upload,
-                         remove_quietly, stream_to_disk)
+from app.storage import (DatasetError, TableLimits, TooLarge, load_table, profile_upload, remove_quietly,
+                         stream_to_disk)
+from app.table_profile import describe
 
 router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"])
 
@@ -46,9 +47,8 @@ def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: U
     tmp = settings.storage_dir / "tmp" / f"{dataset_id}.upload"
     try:
         stored = stream_to_disk(file.file, tmp, settings.max_upload_bytes)
-        fmt, options, frame = parse_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
-                                                            settings.max_upload_bytes))
-        columns, summary = infer_schema(frame), describe(frame)
+        fmt, options, profile = profile_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
+                                                                settings.max_upload_bytes))
     except DatasetError as exc:
         remove_quietly(tmp)
         raise HTTPException(status_code=413 if isinstance(exc, TooLarge) else 422, detail=str(exc)) from exc
@@ -62,8 +62,8 @@ def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: U
     dataset = Dataset(id=dataset_id, owner=caller.owner, name=label,
                       original_filename=filename or None, format=fmt, read_options=options,
                       stored_name=stored_name, size_bytes=stored.size_bytes, sha256=stored.sha256,
-                      n_rows=int(frame.shape[0]), n_columns=int(frame.shape[1]), columns=columns,
-                      summary=summary)
+                      n_rows=profile.n_rows, n_columns=profile.n_columns, columns=profile.schema(),
+                      summary=profile.summary())
     os.replace(tmp, final)
     try:
         db.add(dataset)
