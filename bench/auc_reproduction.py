@@ -2,13 +2,17 @@
 
     python -m bench.auc_reproduction tune  --datasets a9a bank compas --part PART.jsonl
     python -m bench.auc_reproduction grid  --datasets a9a --seeds 0 1 2 3 4 --part PART.jsonl
-    python -m bench.auc_reproduction timing --part PART.jsonl
+    python -m bench.auc_reproduction timing --part PART.jsonl [--rerun]
     python -m bench.auc_reproduction report PART.jsonl [PART.jsonl ...]
 
 ``tune``/``grid``/``timing`` append one JSON line per run to ``--part`` (a run already there is skipped,
 so an interrupted grid resumes); ``report`` merges part files into
 ``bench/results/auc_reproduction.{json,md,html}`` (tables, Pareto frontiers as a Plotly
-HTML, the domination analysis).
+HTML, the domination analysis). The committed ``auc_reproduction.json`` keeps every run's record with its key,
+so it is itself a source: ``tune``/``grid``/``timing`` skip the runs it holds and take its tuning runs
+(``--tuned-from``, default: that file), and ``report bench/results/auc_reproduction.json PART.jsonl ...`` merges
+it with new part files (for a key in several sources, the first source wins). The prose at the top of the
+Markdown is ``bench/results/auc_reproduction.commentary.md`` (``--commentary``, default: that file).
 
 Data and preprocessing (the paper states only the splits; everything else is our choice):
 
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -159,26 +164,27 @@ def run_constrained(data, method, model, variant, kappa, seed, iterations, param
     """level_set / iqrc / proxy_lagrangian at one κ: one frontier point."""
     solver = METHODS[(method, model)][0]
     prob, val = _problems(data, model, kappa, variant)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = solve(prob, {"name": solver, "params": params}, max_iterations=iterations, seed=seed, validation=val)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     X, sp = data[0], data[3]
     out = _metrics(data, _scores(res.model, X[sp["validation"]]), _scores(res.model, X[sp["test"]]), variant)
-    return [{**out, "kappa": kappa, "time_s": wall, "iterations": res.iterations}]
+    return [{**out, "kappa": kappa, "time_s": wall, "cpu_s": cpu, "iterations": res.iterations}]
 
 
 def run_penalty(data, model, seed, iterations, params, kappas, lambdas):
     """correlation_penalty: one run per λ; per κ the (λ, iterate) feasible on validation with the best AUC."""
     X, sp = data[0], data[3]
     cands = {k: [] for k in kappas}
-    total = 0.0
+    total = cpu = 0.0
     for lam in lambdas:
         prob, val = _problems(data, model, kappas[0], "group")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = solve(prob, {"name": "correlation_penalty",
                            "params": {**params, "lam": lam, "select_tolerances": list(kappas)}},
                     max_iterations=iterations, seed=seed, validation=val)
         total += time.perf_counter() - t0
+        cpu += time.process_time() - c0
         for k in kappas:
             sel = res.model.selected_by_tolerance[float(k)]
             res.model.load_state_dict(sel["state_dict"])
@@ -188,7 +194,7 @@ def run_penalty(data, model, seed, iterations, params, kappas, lambdas):
     for k in kappas:
         _, lam, s_test, s_val = max(cands[k], key=lambda c: c[0])
         rows.append({**_metrics(data, s_val, s_test, "group"), "kappa": k, "lambda": lam,
-                     "time_s": total, "iterations": iterations * len(lambdas)})
+                     "time_s": total, "cpu_s": cpu, "iterations": iterations * len(lambdas)})
     return rows
 
 
@@ -196,23 +202,23 @@ def run_postprocess(data, model, seed, iterations, params, variants, kappas):
     """auc_postprocess: one unconstrained training, then the (ω₁, ω₂) grid per variant and κ on validation."""
     X, y, group, sp = data
     prob, val = _problems(data, model, 1.0, "group")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = solve(prob, {"name": "auc_postprocess", "params": params}, max_iterations=iterations, seed=seed,
                 validation=val)
     base = res.model.net.base                     # the trained network, before the shift
     h_val, h_test = (_scores(lambda x: base(x).squeeze(-1), X[sp[s]]) for s in ("validation", "test"))
-    train_s = time.perf_counter() - t0
+    train_s, train_cpu = time.perf_counter() - t0, time.process_time() - c0
     rows = []
     pv, pt = group[sp["validation"]] == 0, group[sp["test"]] == 0
     for variant in variants:
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         table = shift_table(y[sp["validation"]], h_val, pv, variant)
-        grid_s = time.perf_counter() - t1
+        grid_s, grid_cpu = time.perf_counter() - t1, time.process_time() - c1
         for k in kappas:
             w1, w2, _, _ = choose_shift(*table, k)
             rows.append({**_metrics(data, np.where(pv, w1 * h_val + w2, h_val), np.where(pt, w1 * h_test + w2, h_test),
                                     variant), "variant": variant, "kappa": k, "omega1": w1, "omega2": w2,
-                         "time_s": train_s + grid_s, "iterations": res.iterations})
+                         "time_s": train_s + grid_s, "cpu_s": train_cpu + grid_cpu, "iterations": res.iterations})
     return rows
 
 
@@ -226,24 +232,48 @@ def params_for(method, tuned, ds, model):
 
 
 # ---------------------------------------------------------------------------------------------- driver
+REPORT_JSON = RESULTS / "auc_reproduction.json"
+COMMENTARY = RESULTS / "auc_reproduction.commentary.md"
+
+
+def read_rows(path):
+    """The run records of a source: a part file (JSON lines; a last line cut off by an interruption is
+    ignored) or a report (``auc_reproduction.json``: its ``tuning_runs``, ``runs`` and ``timing`` records,
+    each with its key)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    text = path.read_text()
+    if path.suffix == ".json":
+        d = json.loads(text)
+        return [r for field in ("tuning_runs", "runs", "timing") for r in d.get(field, [])]
+    return [json.loads(line) for line in text.splitlines(keepends=True) if line.endswith("\n") and line.strip()]
+
+
 class Part:
-    """Append-only JSON-lines file of runs; ``done`` keys make a grid resumable."""
+    """Append-only JSON-lines file of runs; ``done`` keys (its own and those of ``others``: parallel part
+    files or the committed report JSON) make a grid resumable."""
 
     def __init__(self, path, others=()):
         self.path = Path(path)
-        self.rows = [json.loads(line) for line in self.path.read_text().splitlines()] if self.path.exists() else []
+        if self.path.exists():   # drop a line cut off by an interruption, so the next append starts a line
+            text = self.path.read_text()
+            if text and not text.endswith("\n"):
+                self.path.write_text(text[:text.rfind("\n") + 1])
+        self.rows = read_rows(self.path)
         self.done = {r["key"] for r in self.rows if "key" in r}
-        self.done |= {r["key"] for p in others for r in Part(p).rows if "key" in r}   # done by a parallel part
+        self.done |= {r["key"] for p in others for r in read_rows(p) if "key" in r}
 
     def add(self, key, rows):
-        with self.path.open("a") as fh:
-            for r in rows:
-                r = {"key": key, **r}
-                fh.write(json.dumps(r) + "\n")
-                self.rows.append(r)
+        rows = [{"key": key, **r} for r in rows]
+        with self.path.open("a") as fh:   # one write and an fsync per run: an interruption loses one run at most
+            fh.write("".join(json.dumps(r) + "\n" for r in rows))
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.rows += rows
         self.done.add(key)
         print(key, json.dumps([{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()
-                                if k in ("kappa", "auc", "fairness", "val_auc", "val_fairness", "time_s")}
+                                if k in ("kappa", "auc", "fairness", "val_auc", "val_fairness", "time_s", "cpu_s")}
                                for r in rows]), flush=True)
 
 
@@ -337,8 +367,23 @@ class _Clock:
         self.row[f"{self.name}_cpu_s"] = time.process_time() - self.cpu
 
 
-def timing(args, part, tuned, sizes=(10_000, 40_000)):
-    """Per-epoch cost at 10k and 40k rows of a9a (train then test rows, no repetition), 1 thread:
+def _median_clock(row, name, fn, repeats):
+    """Runs ``fn`` ``repeats`` times; ``{name}_s`` / ``{name}_cpu_s`` are the medians (one run of a 10k-row
+    epoch takes a tenth of a second: a single measurement is noise), ``{name}_cpu_all_s`` all CPU times."""
+    runs = []
+    for _ in range(repeats):
+        r = {}
+        with _Clock(r, name):
+            fn()
+        runs.append(r)
+    row[f"{name}_s"] = float(np.median([r[f"{name}_s"] for r in runs]))
+    row[f"{name}_cpu_s"] = float(np.median([r[f"{name}_cpu_s"] for r in runs]))
+    row[f"{name}_cpu_all_s"] = [r[f"{name}_cpu_s"] for r in runs]
+
+
+def timing(args, part, tuned, sizes=(10_000, 40_000), repeats=5):
+    """Per-epoch cost at 10k and 40k rows of a9a (train then test rows, no repetition; median of ``repeats``
+    measurements), 1 thread:
     level_set (one pass of mini-batches of 100, O(n)), proxy_lagrangian (one pass of mini-batches of 100,
     pairs inside each batch: O(n·B)), and one full pass of a pairwise method over all n₊n₋ pairs (the sigmoid
     pair surrogate's value and gradient, chunked: O(n²), what an offline pairwise epoch costs). Then one
@@ -352,20 +397,24 @@ def timing(args, part, tuned, sizes=(10_000, 40_000)):
         prob = Problem(X=X[:n], y=y[:n], group=group[:n], group_names=["prot", "rest"], constraints=[fam],
                        device="cpu")
         steps = n // 100
-        row = {"kind": "timing", "rows": n, "steps": steps}
+        row = {"kind": "timing", "rows": n, "steps": steps, "repeats": repeats}
         for name, params in (("level_set", {"inner_iterations": 10 ** 6, "select_every": 10 ** 6}),
                              ("proxy_lagrangian", {"select_every": 10 ** 6})):
-            with _Clock(row, f"{name}_epoch"):
-                solve(prob, {"name": name, "params": params}, max_iterations=steps, validation=None)
+            _median_clock(row, f"{name}_epoch", lambda: solve(prob, {"name": name, "params": params},
+                                                                max_iterations=steps, validation=None), repeats)
         model = prob.make_model()
         torch.nn.init.normal_(model.net.weight, std=0.1)
         pos = prob.y > 0.5
-        with _Clock(row, "pairwise_full_pass"):
+
+        def full_pass():
+            model.zero_grad()
             hp, hn = model(prob.X[pos]), model(prob.X[~pos])
             total = hp.new_zeros(())
             for chunk in torch.split(torch.arange(hp.numel()), 512):
                 total = total + torch.sigmoid(hp[chunk][:, None] - hn[None, :]).sum()
             total.backward()
+
+        _median_clock(row, "pairwise_full_pass", full_pass, repeats)
         row["pairs"] = int(pos.sum()) * int((~pos).sum())
         part.add(key, [row])
     data = (X, y, group, sp)
@@ -426,7 +475,7 @@ def dominance(agg):
 def report(parts, commentary=None):
     rows, keys = [], set()
     for p in parts:   # a key run in several parts counts once (the first part that has it)
-        new = [r for r in Part(p).rows if r.get("key") not in keys]
+        new = [r for r in read_rows(p) if r.get("key") not in keys]
         keys |= {r.get("key") for r in new}
         rows += new
     tuned = tuned_settings(rows)
@@ -439,7 +488,7 @@ def report(parts, commentary=None):
            "frontier": agg.to_dict("records") if len(agg) else [], "dominance": dom, "timing": timing_rows,
            "runs": grid_rows, "tuning_runs": [r for r in rows if r.get("kind") == "tune"]}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "auc_reproduction.json").write_text(json.dumps(out, indent=1))
+    REPORT_JSON.write_text(json.dumps(out, indent=1))
     write_html(agg)
     write_markdown(out, agg, commentary)
 
@@ -540,9 +589,11 @@ def write_markdown(out, agg, commentary):
                          f"{d['our_points_dominated_by_baseline']}/{d['our_points']} | {lv} |")
     tim = [t for t in out["timing"] if t["kind"] == "timing"]
     if tim:
+        reps = tim[0].get("repeats", 1)
         lines += ["", "## Cost per epoch (a9a rows, CPU, 1 thread)", "",
                   "CPU s = this process's CPU time (what the method costs); wall s = elapsed time, inflated by "
-                  "the other jobs sharing the machine's two cores while it ran.", "",
+                  "the other jobs sharing the machine's two cores while it ran" +
+                  (f"; each figure is the median of {reps} measurements." if reps > 1 else "."), "",
                   "| rows | level_set epoch CPU s (wall s) | proxy_lagrangian epoch, batch 100, CPU s (wall s) | "
                   "pairwise full pass over all pairs CPU s (wall s) | pairs |", "|---|---|---|---|---|"]
         names = ("level_set_epoch", "proxy_lagrangian_epoch", "pairwise_full_pass")
@@ -585,15 +636,21 @@ def main() -> None:
     ap.add_argument("--mlp-pairwise-seeds", nargs="+", type=int, default=[0, 1],
                     help="seeds of proxy_lagrangian with the MLP")
     ap.add_argument("--tune-kappa", type=float, default=0.02)
-    ap.add_argument("--tuned-from", nargs="*", default=[], help="other part files: their tuning runs are used, their runs are not repeated")
-    ap.add_argument("--commentary", help="markdown file inserted at the top of the report")
+    ap.add_argument("--tuned-from", nargs="*", default=[str(REPORT_JSON)] if REPORT_JSON.exists() else [],
+                    help="other part files or the committed report JSON (the default): their tuning runs are used, "
+                         "their runs are not repeated; give the flag with no file to start from nothing")
+    ap.add_argument("--rerun", action="store_true",
+                    help="run again what the --tuned-from sources already hold (only --part's own runs are skipped); "
+                         "list the new part first in report so that its runs win")
+    ap.add_argument("--commentary", default=str(COMMENTARY) if COMMENTARY.exists() else None,
+                    help="markdown file inserted at the top of the report (default: auc_reproduction.commentary.md)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.command == "report":
         report(args.parts, args.commentary)
         return
-    part = Part(args.part, args.tuned_from)
-    tuned = tuned_settings([r for p in args.tuned_from for r in Part(p).rows] + part.rows)
+    part = Part(args.part, () if args.rerun else args.tuned_from)
+    tuned = tuned_settings([r for p in args.tuned_from for r in read_rows(p)] + part.rows)
     {"tune": lambda: tune(args, part), "grid": lambda: grid(args, part, tuned),
      "timing": lambda: timing(args, part, tuned)}[args.command]()
 
