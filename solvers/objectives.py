@@ -11,8 +11,13 @@ With ỹ = 2y − 1 ∈ {−1,+1}:
   (IPC paper, Sec. 5: "truncated logistic loss", Xu et al. 2018). Non-convex, bounded
   growth: ℓ ≈ α log(|f|/α) for very wrong predictions instead of |f|.
 
-Each objective is an :class:`Objective`: calling it gives the mean F, and
-:meth:`Objective.per_sample` gives the vector (ℓ(f_i, y_i))_i. Constraint families
+Each objective is an :class:`Objective`: calling it gives the mean F,
+:meth:`Objective.per_sample` gives the vector (ℓ(f_i, y_i))_i and :meth:`Objective.derivative` the
+vector (∂ℓ/∂f (f_i, y_i))_i, with σ the logistic function:
+
+* ``logistic`` / ``bce``: ∂ℓ/∂f = σ(f) − y;
+* ``hinge``: ∂ℓ/∂f = −ỹ 1{ỹ f < 1} (0 at the kink, as autograd's ReLU);
+* ``truncated_logistic``: ∂ℓ/∂f = (σ(f) − y) / (1 + l/α), l the logistic loss. Constraint families
 that need a loss (``loss_gap``, ``intersectional``) use ``per_sample`` so each loss has
 ONE definition.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import torch
 import torch.nn.functional as F_
 from torch import Tensor
 
@@ -29,13 +35,22 @@ PerSampleLoss = Callable[[Tensor, Tensor], Tensor]
 class Objective:
     """F(scores, y) = mean_i ℓ(f_i, y_i); ``per_sample(scores, y)`` = (ℓ(f_i, y_i))_i."""
 
-    def __init__(self, name: str, per_sample: PerSampleLoss, doc: str = "") -> None:
+    def __init__(self, name: str, per_sample: PerSampleLoss, derivative: PerSampleLoss | None = None,
+                 doc: str = "") -> None:
         self.name = name
         self._per_sample = per_sample
+        self.closed_form_derivative = derivative is not None  # else derivative() raises
+        self._derivative = derivative
         self.__doc__ = doc or per_sample.__doc__
 
     def per_sample(self, scores: Tensor, y: Tensor) -> Tensor:
         return self._per_sample(scores, y)
+
+    def derivative(self, scores: Tensor, y: Tensor) -> Tensor:
+        """(∂ℓ/∂f (f_i, y_i))_i."""
+        if self._derivative is None:
+            raise NotImplementedError(f"objective {self.name!r} has no closed-form derivative")
+        return self._derivative(scores, y)
 
     def __call__(self, scores: Tensor, y: Tensor) -> Tensor:
         return self._per_sample(scores, y).mean()
@@ -71,10 +86,26 @@ def truncated_logistic_per_sample(scores: Tensor, y: Tensor, alpha: float = TRUN
     return alpha * (logistic_per_sample(scores, y) / alpha).log1p()
 
 
-logistic = Objective("logistic", logistic_per_sample)
-hinge = Objective("hinge", hinge_per_sample)
-bce = Objective("bce", bce_per_sample)
-truncated_logistic = Objective("truncated_logistic", truncated_logistic_per_sample)
+def logistic_derivative(scores: Tensor, y: Tensor) -> Tensor:
+    """σ(f) − y (of both ``logistic`` and ``bce``)."""
+    return torch.sigmoid(scores) - y.to(scores.dtype)
+
+
+def hinge_derivative(scores: Tensor, y: Tensor) -> Tensor:
+    """−ỹ 1{ỹ f < 1}."""
+    signed = _signed(y.to(scores.dtype))
+    return torch.where(signed * scores < 1.0, -signed, torch.zeros_like(scores))
+
+
+def truncated_logistic_derivative(scores: Tensor, y: Tensor, alpha: float = TRUNCATION_ALPHA) -> Tensor:
+    """(σ(f) − y) / (1 + l/α)."""
+    return logistic_derivative(scores, y) / (1.0 + logistic_per_sample(scores, y) / alpha)
+
+
+logistic = Objective("logistic", logistic_per_sample, logistic_derivative)
+hinge = Objective("hinge", hinge_per_sample, hinge_derivative)
+bce = Objective("bce", bce_per_sample, logistic_derivative)
+truncated_logistic = Objective("truncated_logistic", truncated_logistic_per_sample, truncated_logistic_derivative)
 
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (logistic, hinge, bce, truncated_logistic)}
 
@@ -92,3 +123,8 @@ def get_objective(name: str | Callable[[Tensor, Tensor], Tensor]) -> Callable[[T
 def per_sample_loss(name: str) -> PerSampleLoss:
     """ℓ(f_i, y_i) per sample for a named objective."""
     return get_objective(name).per_sample  # type: ignore[union-attr]
+
+
+def loss_derivative(name: str) -> PerSampleLoss:
+    """∂ℓ/∂f (f_i, y_i) per sample for a named objective."""
+    return get_objective(name).derivative  # type: ignore[union-attr]

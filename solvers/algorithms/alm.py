@@ -54,7 +54,8 @@ from torch import Tensor
 from ..constraints import FairnessData
 from ..groups import CellIndex
 from ..problem import Evaluation, Problem
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .base import ALGORITHMS, Algorithm, AlgorithmConfig
+from .score_space import ScoreSpace, ScoreSpaceAlgorithm, SpaceEvaluation, weighted_gradient
 
 
 class StochasticConstraintsConfig(AlgorithmConfig):
@@ -65,9 +66,9 @@ class StochasticConstraintsConfig(AlgorithmConfig):
 
 
 @dataclass
-class PairedEvaluation(Evaluation):
-    """An :class:`Evaluation` (F on ξ, G on ζ1, with graph) plus G on an independent batch ζ2 drawn with it
-    (no graph), all from ONE forward pass. ``second`` is None when the driver built the evaluation itself
+class PairedEvaluation(SpaceEvaluation):
+    """An :class:`Evaluation` (F on ξ, G on ζ1, with graph or a score space) plus G on an independent batch ζ2
+    drawn with it (no graph), all from ONE forward pass. ``second`` is None when the driver built the evaluation itself
     (a resumed run): the step then draws ζ2 on its own."""
 
     second: Tensor | None = None
@@ -95,7 +96,7 @@ class BalancedConstraintBatches:
 
     @property
     def n_nonempty_groups(self) -> int:
-        return int((self.sampler.counts > 0).sum())
+        return self._balanced_layout()["groups"].numel()
 
     def constraint_idx(self, scale: int = 1) -> Tensor | None:
         """Indices of a fresh constraint batch (``scale`` × per-group size), None when full batch."""
@@ -107,17 +108,18 @@ class BalancedConstraintBatches:
         same as ``count`` separate calls, so the batches are those of separate draws)."""
         per_group = per_group or self.per_group
         layout = self._balanced_layout()
-        u = torch.rand(count, layout["starts"].numel(), per_group, generator=self.sampler.generator)
-        counts = layout["counts"]
-        offsets = (u.to(counts.device) * counts[:, None]).long().clamp_max_(counts[:, None] - 1)
-        return self.sampler.by_group[layout["starts"][:, None] + offsets].reshape(count, -1)
+        counts = layout["counts"][:, None]
+        u = torch.rand(count, counts.numel(), per_group, generator=self.sampler.generator).to(counts.device)
+        offsets = (u * counts).long().clamp_max_(layout["last"]).add_(layout["starts"][:, None])
+        return self.sampler.by_group.index_select(0, offsets.reshape(-1)).reshape(count, -1)
 
     def _balanced_layout(self) -> dict:
         layout = getattr(self, "_layout_cache", None)
         if layout is None:
             sampler = self.sampler
             nonempty = sampler.counts > 0
-            layout = {"starts": sampler.starts[nonempty], "counts": sampler.counts[nonempty],
+            counts = sampler.counts[nonempty]
+            layout = {"starts": sampler.starts[nonempty], "counts": counts, "last": counts[:, None] - 1,
                       "groups": torch.nonzero(nonempty).flatten(), "cells": {}}
             self._layout_cache = layout  # a dict of tensors (recomputed identically after a restore)
         return layout
@@ -132,9 +134,8 @@ class BalancedConstraintBatches:
             cells = (group, CellIndex.build(group, self.problem.data.n_groups))
             layout["cells"][per_group] = cells
         group, by_group = cells
-        y = self.problem.y[idx]
-        return FairnessData(y=y, group=group, n_groups=by_group.n_cells, by_group=by_group,
-                            by_group_label=CellIndex.build(2 * group + y.long(), 2 * by_group.n_cells))
+        y = self.problem.y.index_select(0, idx)
+        return FairnessData(y=y, group=group, n_groups=by_group.n_cells, by_group=by_group)
 
     def fused_evaluate(self, obj_idx: Tensor, con_idx: list[Tensor], with_graph: int) -> tuple[Tensor, Tensor,
                                                                                              list[Tensor]]:
@@ -205,7 +206,7 @@ class SSLALMConfig(ALMConfig):
     "one stochastic dual ascent step with reset when ‖y‖ ≥ M_y, one projected stochastic gradient step on the "
     "proximal augmented Lagrangian K_{ρ,μ}, and a damped move of the proximal centre z.",
 )
-class SSLALM(BalancedConstraintBatches, Algorithm):
+class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
     Config = SSLALMConfig
 
     @property
@@ -221,24 +222,40 @@ class SSLALM(BalancedConstraintBatches, Algorithm):
             self.z_s = self.s.clone()
 
     def evaluate(self) -> Evaluation:
-        """F on ξ and G on ζ1 (with graph) and G on ζ2 (no graph), drawn in the order ξ, ζ1, ζ2 (the order
-        of a separate ζ2 draw in the step), from one forward pass."""
+        """F on ξ and G on ζ1 (with graph, or with a score space) and G on ζ2 (no graph), drawn in the order
+        ξ, ζ1, ζ2 (the order of a separate ζ2 draw in the step), from one forward pass."""
         if self.full_batch:
-            return self.problem.evaluate(self.model, None)
+            return ScoreSpaceAlgorithm.evaluate(self)
         obj_idx = self.batch()
         if obj_idx is None:
             obj_idx = torch.arange(self.problem.n_samples, device=self.problem.device)
         zeta = self.balanced_batches(2)
+        if self.net is not None:
+            return self.space_evaluate(obj_idx, zeta[0], zeta[1])
         scores, objective, (c1, c2) = self.fused_evaluate(obj_idx, [zeta[0], zeta[1]], 1)
-        return PairedEvaluation(scores, objective, c1, c2)
+        return PairedEvaluation(scores, objective, c1, second=c2)
+
+    def space_evaluate(self, obj_idx: Tensor, zeta1: Tensor, zeta2: Tensor) -> PairedEvaluation:
+        """:meth:`fused_evaluate` without graph: one forward over ξ, ζ1, ζ2 through ``self.net`` and the
+        score space of (F on ξ, G on ζ1) for :func:`weighted_gradient`."""
+        problem, b, n1 = self.problem, obj_idx.numel(), zeta1.numel()
+        y = problem.y.index_select(0, obj_idx)
+        d1, d2 = self.balanced_data(zeta1), self.balanced_data(zeta2)
+        with torch.no_grad():
+            scores, tape = self.net.forward(problem.X.index_select(0, torch.cat([obj_idx, zeta1, zeta2])))
+            objective = problem.objective(scores[:b], y)
+            c1 = problem.constraint_values_on(scores[b:b + n1], d1)
+            c2 = problem.constraint_values_on(scores[b + n1:], d2)
+        space = ScoreSpace(problem, self.net, tape, scores, b, y, b, d1)
+        return PairedEvaluation(scores[:b], objective, c1, space=space, second=c2)
 
     def step(self, k: int, current: Evaluation):
         c = self.config
         mu, s = self.mu, self.s
-        c1 = current.constraints                    # G(θ_k; ζ1), with graph
+        c1 = current.constraints                    # G(θ_k; ζ1)
         # (11) y_{k+1} = y_k + η c(x_k, ζ1), reset to 0 when ‖y_{k+1}‖ ≥ M_y (no host sync)
-        y = self.y + c.eta * (c1.detach() + s)
-        y = torch.where(torch.linalg.vector_norm(y) >= c.M_y, torch.zeros_like(y), y)
+        y = torch.add(self.y, c1.detach() + s, alpha=c.eta)
+        y = torch.where(torch.linalg.vector_norm(y) < c.M_y, y, 0.0)
         # c(x_k, ζ2) on an independent constraint batch (the same full set when full batch)
         if self.full_batch:
             c2 = c1.detach()
@@ -248,8 +265,8 @@ class SSLALM(BalancedConstraintBatches, Algorithm):
                 idx = self.balanced_batches(1)[0]
                 with torch.no_grad():
                     c2 = self.problem.evaluate(self.model, idx).constraints
-        w = y + c.rho * (c2 + s)                    # 𝒢_θ = ∇f + ∇c(ζ1)ᵀ w (+ μ(θ − z)),  𝒢_s = w (+ μ(s − z_s))
-        grads = gradient(current.objective + (w * c1).sum(), self.params)
+        w = torch.add(y, c2 + s, alpha=c.rho)                    # 𝒢_θ = ∇f + ∇c(ζ1)ᵀ w (+ μ(θ − z)),  𝒢_s = w (+ μ(s − z_s))
+        grads = weighted_gradient(current, self.params, 1.0, w)
         x = [*self.params, s]                       # x = (θ, s): one fused update of both blocks
         grads.append(w)
         with torch.no_grad():

@@ -69,9 +69,9 @@ def run_algorithm(
         t0, seen, first = time.perf_counter() - resume.elapsed_s, resume.samples_seen, resume.iteration
     for k in range(first, max_iterations):
         current, duals = algorithm.step(k, current)
-        parts = [current.objective.detach().reshape(1), current.constraints.detach().reshape(-1)]
-        parts += [d.detach().reshape(-1).to(current.objective.dtype) for d in (duals or {}).values()]
-        flat = torch.cat(parts).tolist()  # the single host sync of the iteration
+        with torch.no_grad():  # no graph: cat promotes the duals' dtypes
+            flat = torch.cat([current.objective.reshape(1), current.constraints.reshape(-1),
+                              *(d.reshape(-1) for d in (duals or {}).values())]).tolist()  # the one host sync
         seen += algorithm.samples_per_step()
         constraints = flat[1:1 + m]
         dual_lists, offset = None, 1 + m

@@ -45,6 +45,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat
 
 from ..problem import Evaluation
 from .base import ALGORITHMS, Algorithm, AlgorithmConfig
+from .score_space import ScoreSpaceAlgorithm
 from .switching import WeightedReservoir, load_, switching_step
 
 
@@ -78,12 +79,13 @@ class SSGConfig(AlgorithmConfig):
     "largest constraint is below the tolerance ε_k, otherwise a (Polyak) step on the most violated constraint; "
     "outputs a random objective-step iterate from the second half of the run.",
 )
-class SSG(Algorithm):
+class SSG(ScoreSpaceAlgorithm, Algorithm):
     Config = SSGConfig
 
     def __init__(self, problem, config, model, seed: int = 0) -> None:
         super().__init__(problem, config, model, seed)
         self.reservoir = WeightedReservoir(seed)
+        self.flags = (torch.zeros(1, device=problem.device), torch.ones(1, device=problem.device))  # 0: constraint
 
     def tolerance(self, k: int) -> float:
         c = self.config
@@ -102,8 +104,7 @@ class SSG(Algorithm):
             eta_c=None if c.eta_c is None else c.eta_c * scale,
             on_objective_step=(lambda: self.reservoir.offer(k, self.params, weight)) if record else None)
         nxt = self.evaluate()
-        flag = torch.full((1,), float(objective_step), dtype=nxt.objective.dtype, device=nxt.objective.device)
-        return nxt, {"objective_step": flag}
+        return nxt, {"objective_step": self.flags[int(objective_step)]}
 
     def finish(self) -> Evaluation | None:
         if self.config.output != "random" or self.reservoir.kept is None:

@@ -70,7 +70,12 @@ def switching_step(
         objective_step = bool(value.item() <= tolerance)  # the one host sync of the switch
     if objective_step and on_objective_step is not None:
         on_objective_step()
-    grads = gradient(current.objective if objective_step else g_max, params)
+    if getattr(current, "space", None) is None:
+        grads = gradient(current.objective if objective_step else g_max, params)
+    elif objective_step:
+        grads = current.space.gradient(1.0, None)
+    else:  # e_{j*}: the active row's subgradient
+        grads = current.space.gradient(0.0, torch.nn.functional.one_hot(constraints.argmax(), constraints.numel()))
     if diff is not None:
         torch._foreach_add_(grads, diff, alpha=rho_hat)  # ∇ ρ̂/2‖z−x_t‖² = ρ̂(z−x_t)
     with torch.no_grad():

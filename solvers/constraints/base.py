@@ -18,7 +18,7 @@ A new family is one module in this folder::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Sequence
 
 import numpy as np
@@ -37,27 +37,30 @@ CONSTRAINTS: Registry = Registry("constraint type")
 class FairnessData:
     """Group structure of the training samples, shared by every family.
 
-    ``by_group``: cells g ∈ {0..K-1}; ``by_group_label``: cells 2g + y (y ∈ {0,1}).
+    ``by_group``: cells g ∈ {0..K-1}; ``by_group_label``: cells 2g + y (y ∈ {0,1}), built on first use
+    when not given (a mini-batch of a family that needs only ``by_group`` never builds it).
     """
 
     y: Tensor  # (n,) float in {0, 1}
     group: Tensor  # (n,) long
     n_groups: int
     by_group: CellIndex
-    by_group_label: CellIndex
+    group_label: CellIndex | None = field(default=None, repr=False)
+
+    @property
+    def by_group_label(self) -> CellIndex:
+        if self.group_label is None:
+            self.group_label = CellIndex.build(2 * self.group + self.y.long(), 2 * self.n_groups)
+        return self.group_label
 
     @classmethod
     def build(cls, y: Tensor, group: Tensor, n_groups: int) -> "FairnessData":
         group = group.long()
-        return cls(
-            y=y, group=group, n_groups=n_groups,
-            by_group=CellIndex.build(group, n_groups),
-            by_group_label=CellIndex.build(2 * group + y.long(), 2 * n_groups),
-        )
+        return cls(y=y, group=group, n_groups=n_groups, by_group=CellIndex.build(group, n_groups))
 
     def subset(self, idx: Tensor) -> "FairnessData":
         """The same structure on the samples ``idx`` (a mini-batch)."""
-        return FairnessData.build(self.y[idx], self.group[idx], self.n_groups)
+        return FairnessData.build(self.y.index_select(0, idx), self.group.index_select(0, idx), self.n_groups)
 
     def to(self, device: torch.device) -> "FairnessData":
         return FairnessData(self.y.to(device), self.group.to(device), self.n_groups, self.by_group.to(device),
@@ -177,6 +180,14 @@ class ConstraintFamily:
     def surrogate(self, scores: Tensor, data: FairnessData) -> Tensor:
         """G(θ) = Δ̂(θ) − ε, shape (m,)."""
         return self.gap(scores, data) - self.tolerance
+
+    def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
+        """∂(wᵀG)/∂f ∈ R^n at the scores f (a score-space gradient; no graph kept). Default: autograd
+        through :meth:`surrogate`; a family may override it with its closed form."""
+        with torch.enable_grad():
+            f = scores.detach().requires_grad_()
+            (grad,) = torch.autograd.grad((self.surrogate(f, data) * w).sum(), f, allow_unused=True)
+        return torch.zeros_like(f) if grad is None else grad
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(tolerance={self.tolerance}, config={self.config!r})"

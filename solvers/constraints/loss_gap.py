@@ -8,7 +8,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
-from ..objectives import per_sample_loss
+from ..objectives import loss_derivative, per_sample_loss
 from .base import CONSTRAINTS, ConstraintFamily, FairnessData
 
 LossName = Literal["bce", "logistic", "hinge", "truncated_logistic"]
@@ -57,8 +57,10 @@ class LossGap(ConstraintFamily):
     Σ_g w_g L_g / Σ_g w_g over the groups present in ``data`` with w_g = N_g/N the training
     shares — on the full training set this is exactly the overall mean, and on a
     group-balanced mini-batch it stays an estimate of the population mean. A row whose
-    group(s) are absent from ``data`` is 0 (before − δ). Vectorised: one ``index_add`` for all
-    L_g, then gathers — no loop over groups or samples. Needs :meth:`bind`.
+    group(s) are absent from ``data`` is 0 (before − δ). Every row is linear in the group losses,
+    Δ̂ = Lᵀ R with a fixed K × m matrix R (:meth:`row_matrix`, built once per cell index, with the
+    1/n_g of the means folded in): one ``index_add`` for the group sums and one product — no loop over
+    groups or samples. Needs :meth:`bind`.
     """
 
     Config = LossGapConfig  # type: ignore[assignment]
@@ -69,40 +71,66 @@ class LossGap(ConstraintFamily):
         kept = torch.nonzero(counts > self.config.min_group_fraction * total).flatten()
         self._weights = counts / total
         names = self.group_names
+        K = len(names)
         if self.config.mode == "one_sided":
             self._rows = (kept,)
             self._names = [f"{self.name}[{names[g]}]" for g in kept.tolist()]
+            self._basis = _one_hot(kept, K)                        # column g: e_g
         else:
             i, j = torch.triu_indices(kept.numel(), kept.numel(), 1)
             a = torch.stack([kept[i], kept[j]], 1).reshape(-1)   # (a,b), (b,a), ...
             b = torch.stack([kept[j], kept[i]], 1).reshape(-1)
             self._rows = (a, b)
             self._names = [f"{self.name}[{names[p]}-{names[q]}]" for p, q in zip(a.tolist(), b.tolist())]
+            self._basis = _one_hot(a, K) - _one_hot(b, K)          # column (a, b): e_a − e_b
 
     @property
     def names(self) -> list[str]:
         self._require_bound()
         return list(self._names)
 
-    def group_losses(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, Tensor, Tensor]:
-        """(L_g for every group, valid mask, weighted overall L)."""
+    def _check(self, data: FairnessData) -> None:
         self._require_bound()
-        cells = data.by_group
-        if cells.n_cells != len(self.group_names):
-            raise ValueError(f"{self.name}: bound to {len(self.group_names)} groups, data has {cells.n_cells}")
-        losses = per_sample_loss(self.config.loss)(scores, data.y)
-        group_loss = cells.means(losses)
-        w = self._cached("weights", self._weights, scores) * cells.valid
-        overall = (w * group_loss).sum() / w.sum().clamp_min(torch.finfo(scores.dtype).tiny)
-        return group_loss, cells.valid, overall
+        if data.by_group.n_cells != len(self.group_names):
+            raise ValueError(f"{self.name}: bound to {len(self.group_names)} groups, data has {data.by_group.n_cells}")
+
+    def row_matrix(self, valid: Tensor, like: Tensor) -> Tensor:
+        """R ∈ R^{K×m} with Δ̂ = Lᵀ R (L the group losses): column r of a one-sided row g is
+        (e_g − ω) with ω_h = w_h 1{h valid} / Σ_{h'} w_h' 1{h' valid} (w_h = N_h/N), of a two-sided row (a, b)
+        is e_a − e_b; a column whose group(s) are absent (``valid`` False) is 0. No host sync."""
+        if self.config.mode == "one_sided":
+            rows = self._cached("rows", self._rows[0], valid)
+            w = self._cached("weights", self._weights, like) * valid
+            omega = w / w.sum().clamp_min(torch.finfo(like.dtype).tiny)
+            return (self._cached("basis", self._basis, like) - omega[:, None]) * valid[rows]
+        a, b = self._cached("a", self._rows[0], valid), self._cached("b", self._rows[1], valid)
+        return self._cached("basis", self._basis, like) * (valid[a] & valid[b])
+
+    def _per_sample_matrix(self, cells, like: Tensor) -> Tensor:
+        """R̃ = diag(1/n_g) R for the cells of ``data`` (n_g their sizes), so that Δ̂ = (Σ_{i∈g} ℓ_i)_gᵀ R̃; cached
+        on the cell index: a balanced batch layout or the training set reuses its cell index."""
+        cache = cells.__dict__.setdefault("_row_matrices", {})
+        key = (self, like.dtype)
+        R = cache.get(key)
+        if R is None:
+            R = self.row_matrix(cells.valid, like) / cells.counts.clamp_min(1.0).to(like.dtype)[:, None]
+            cache[key] = R
+        return R
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
-        group_loss, valid, overall = self.group_losses(scores, data)
-        if self.config.mode == "one_sided":
-            rows = self._cached("rows", self._rows[0], group_loss)
-            diff, ok = group_loss[rows] - overall, valid[rows]
-        else:
-            a = self._cached("a", self._rows[0], group_loss)
-            b = self._cached("b", self._rows[1], group_loss)
-            diff, ok = group_loss[a] - group_loss[b], valid[a] & valid[b]
-        return torch.where(ok, diff, torch.zeros_like(diff))
+        self._check(data)
+        cells = data.by_group
+        losses = per_sample_loss(self.config.loss)(scores, data.y)
+        sums = losses.new_zeros(cells.n_cells).index_add_(0, cells.index, losses)
+        return sums @ self._per_sample_matrix(cells, scores)
+
+    def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
+        """∂(wᵀG)/∂f_i = ℓ'(f_i, y_i) (R̃ w)_{g_i}."""
+        cells = data.by_group
+        per_group = self._per_sample_matrix(cells, scores) @ w.to(scores.dtype)
+        return loss_derivative(self.config.loss)(scores, data.y) * per_group.index_select(0, cells.index)
+
+
+def _one_hot(index: Tensor, n: int) -> Tensor:
+    """(n, len(index)) with column r = e_{index[r]}."""
+    return torch.nn.functional.one_hot(index, n).t().to(torch.float64)

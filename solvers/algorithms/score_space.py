@@ -1,0 +1,117 @@
+r"""Gradients ∇θ [α F(θ) + wᵀ G(θ)] by the chain rule through the scores, without autograd.
+
+F and G of a mini-batch depend on θ only through the scores s = f_θ(x) of one forward pass, so
+
+    ∇θ [α F + wᵀ G] = J_θ(s)ᵀ u,   u = α ∂F/∂s + ∂(wᵀG)/∂s ∈ R^n,
+
+where ∂F/∂s_i = ℓ'(s_i, y_i)/b on the b objective rows (:meth:`solvers.objectives.Objective.derivative`),
+∂(wᵀG)/∂s is each constraint family's :meth:`~solvers.constraints.ConstraintFamily.vjp` on the constraint
+rows, and J_θ(s)ᵀ u is :meth:`solvers.fused_scores.ScoreNet.pullback`. Every algorithm whose update needs
+only such gradients (ALM / SSL-ALM: α = 1, w = y + ρ c; the switching rule: α = 1, w = 0 or α = 0,
+w = e_{j*}) evaluates with :func:`score_evaluation` / :meth:`ScoreSpace.evaluation` and differentiates with
+:func:`weighted_gradient`; an evaluation without a score space (custom model or objective, auxiliary
+constraint parameters, a resumed run's first point) falls back to autograd on its graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..constraints import FairnessData
+from ..fused_scores import ScoreNet
+from ..problem import Evaluation, Problem
+from .base import gradient
+
+
+@dataclass
+class ScoreSpace:
+    """How an evaluation's F and G depend on the scores of one forward pass: F on rows ``[0, b)`` with
+    labels ``y``, G on rows ``[start, start + len(data.y))`` with group structure ``data``."""
+
+    problem: Problem
+    net: ScoreNet
+    tape: list[Tensor]
+    scores: Tensor
+    b: int
+    y: Tensor
+    start: int
+    data: FairnessData
+
+    def score_gradient(self, alpha: float, w: Tensor | None) -> Tensor:
+        """u = α ∂F/∂s + ∂(wᵀG)/∂s over every row of the forward pass (0 on rows neither depends on)."""
+        problem, s, b, start = self.problem, self.scores, self.b, self.start
+        stop = start + self.data.y.numel()
+        du_f = problem.objective.derivative(s[:b], self.y) * (alpha / b) if alpha != 0.0 else None
+        du_g = None
+        if w is not None:
+            part, offset = s[start:stop], 0
+            for family in problem.constraints:
+                m = len(family.names)
+                vjp = family.vjp(part, self.data, w[offset:offset + m])
+                du_g, offset = vjp if du_g is None else du_g + vjp, offset + m
+        if start == 0 and stop == b == s.numel():  # F and G on the same rows
+            return du_g if du_f is None else du_f if du_g is None else du_f + du_g
+        pieces = [s.new_zeros(b) if du_f is None else du_f, s.new_zeros(start - b),
+                  s.new_zeros(stop - start) if du_g is None else du_g, s.new_zeros(s.numel() - stop)]
+        return torch.cat(pieces)
+
+    def gradient(self, alpha: float, w: Tensor | None) -> list[Tensor]:
+        """∇θ [α F + wᵀ G]."""
+        with torch.no_grad():
+            return self.net.pullback(self.tape, self.score_gradient(alpha, w))
+
+
+@dataclass
+class SpaceEvaluation(Evaluation):
+    """An :class:`Evaluation` computed without graph, with the :class:`ScoreSpace` that differentiates it."""
+
+    space: ScoreSpace | None = None
+
+
+def score_net(algorithm) -> ScoreNet | None:
+    """The algorithm's model as a :class:`ScoreNet` when its gradients can be taken in score space: a library
+    linear/MLP model, a :class:`Problem` whose objective has a closed-form derivative, and no auxiliary
+    (constraint-family) parameters. None otherwise."""
+    problem = algorithm.problem
+    net = ScoreNet.of(algorithm.model)
+    if (net is None or not isinstance(problem, Problem) or not getattr(problem.objective, "closed_form_derivative", False)
+            or len(algorithm.params) != len(net.params)):
+        return None
+    return net
+
+
+def score_evaluation(problem: Problem, net: ScoreNet, idx: Tensor | None) -> SpaceEvaluation:
+    """:meth:`Problem.evaluate` (F and G on the samples ``idx``, all when None) with a score space."""
+    X, y, data = (problem.X, problem.y, problem.data) if idx is None else \
+        (problem.X.index_select(0, idx), problem.y.index_select(0, idx), problem.data.subset(idx))
+    with torch.no_grad():
+        scores, tape = net.forward(X)
+        objective, constraints = problem.objective(scores, y), problem.constraint_values_on(scores, data)
+    space = ScoreSpace(problem, net, tape, scores, scores.numel(), y, 0, data)
+    return SpaceEvaluation(scores, objective, constraints, space=space)
+
+
+class ScoreSpaceAlgorithm:
+    """Mixin of an :class:`~solvers.algorithms.base.Algorithm` whose updates use :func:`weighted_gradient`
+    only: its evaluations carry a score space whenever :func:`score_net` allows one (``self.net``)."""
+
+    def __init__(self, problem, config, model, seed: int = 0) -> None:
+        super().__init__(problem, config, model, seed)
+        self.net = score_net(self)
+
+    def evaluate(self) -> Evaluation:
+        if self.net is None:
+            return super().evaluate()
+        self.last_batch = self.batch()
+        return score_evaluation(self.problem, self.net, self.last_batch)
+
+
+def weighted_gradient(current: Evaluation, params: list[Tensor], alpha: float, w: Tensor | None) -> list[Tensor]:
+    """∇θ [α F + wᵀ G] at ``current``: in score space when it carries one, else autograd on its graph."""
+    space = getattr(current, "space", None)
+    if space is not None:
+        return space.gradient(alpha, w)
+    loss = alpha * current.objective if w is None else alpha * current.objective + (w * current.constraints).sum()
+    return gradient(loss, params)

@@ -1,0 +1,126 @@
+"""Score-space gradients (solvers.fused_scores, solvers.algorithms.score_space) against autograd."""
+import pytest
+import torch
+
+from solvers import CONSTRAINTS
+from solvers.algorithms import ALGORITHMS
+from solvers.algorithms.score_space import ScoreSpace, score_evaluation, score_net
+from solvers.constraints import FairnessData
+from solvers.fused_scores import ScoreNet
+from solvers.models import linear, mlp
+from solvers.objectives import OBJECTIVES
+from solvers.problem import Problem
+
+
+def _randomised(model):
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_()
+    return model
+
+
+@pytest.mark.parametrize("model", [mlp(6, [5, 4], "relu"), mlp(6, [7], "tanh"), linear(6)],
+                         ids=["mlp-relu", "mlp-tanh", "linear"])
+def test_score_net_matches_autograd(model):
+    model = _randomised(model)
+    net = ScoreNet.of(model)
+    x, v = torch.randn(11, 6), torch.randn(11)
+    with torch.no_grad():
+        scores, tape = net.forward(x)
+        grads = net.pullback(tape, v)
+    assert torch.allclose(scores, model(x), atol=1e-6)
+    expected = torch.autograd.grad((model(x) * v).sum(), list(model.parameters()))
+    for g, e in zip(grads, expected):
+        assert g.shape == e.shape and torch.allclose(g, e, atol=1e-5)
+
+
+def test_score_net_refuses_other_models():
+    assert ScoreNet.of(torch.nn.Linear(3, 1)) is None
+
+
+@pytest.mark.parametrize("name", ["bce", "hinge", "logistic", "truncated_logistic"])
+def test_objective_derivative_matches_autograd(name):
+    obj = OBJECTIVES[name]
+    assert obj.closed_form_derivative
+    f = torch.linspace(-4, 4, 41, dtype=torch.float64).requires_grad_()
+    f = (f + 0.013).detach().requires_grad_()  # off the hinge's kink
+    y = (torch.arange(41) % 2).double()
+    (expected,) = torch.autograd.grad(obj.per_sample(f, y).sum(), f)
+    assert torch.allclose(obj.derivative(f.detach(), y), expected, atol=1e-12)
+
+
+def _problem(constraints, n=60, k=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    group = torch.cat([torch.arange(k), torch.randint(0, k, (n - k,), generator=g)])
+    y = torch.cat([torch.tensor([0.0, 1.0, 0.0]), torch.randint(0, 2, (n - 3,), generator=g).float()])
+    X = torch.randn(n, 5, generator=g)
+    return Problem(X=X, y=y, group=group, group_names=[f"g{i}" for i in range(k)], model_type="mlp",
+                   model_factory=lambda d: mlp(d, [4], "relu"), objective="bce", constraints=constraints,
+                   device="cpu")
+
+
+@pytest.mark.parametrize("mode", ["one_sided", "two_sided"])
+def test_weighted_gradient_matches_autograd(mode):
+    """∇θ [α F + wᵀ G] in score space equals autograd's, for loss_gap (closed-form vjp) together with a family
+    using the default (autograd) vjp."""
+    fams = [CONSTRAINTS.get("loss_gap")(0.01, {"mode": mode}), CONSTRAINTS.get("demographic_parity")(0.02)]
+    problem = _problem(fams)
+    model = _randomised(problem.make_model())
+    net = ScoreNet.of(model)
+    idx = torch.tensor([0, 1, 2, 5, 7, 11, 13, 17, 19, 23])
+    ev = score_evaluation(problem, net, idx)
+    ref = problem.evaluate(model, idx)
+    assert torch.allclose(ev.objective, ref.objective) and torch.allclose(ev.constraints, ref.constraints, atol=1e-6)
+    m = ref.constraints.numel()
+    for alpha, w in [(1.0, None), (0.0, torch.linspace(0.5, 2.0, m)), (1.0, torch.linspace(-1.0, 1.0, m))]:
+        loss = alpha * ref.objective + (0.0 if w is None else (w * ref.constraints).sum())
+        expected = torch.autograd.grad(loss, list(model.parameters()), retain_graph=True)
+        for g, e in zip(ev.space.gradient(alpha, w), expected):
+            assert torch.allclose(g, e, atol=1e-5)
+
+
+def test_split_rows_space_matches_autograd():
+    """F and G on different rows of one forward (ALM's ξ | ζ1 | ζ2 layout)."""
+    problem = _problem([CONSTRAINTS.get("loss_gap")(0.0, {"mode": "two_sided"})])
+    model = _randomised(problem.make_model())
+    net = ScoreNet.of(model)
+    obj, con, rest = torch.tensor([3, 4, 8]), torch.tensor([0, 1, 2, 9, 10]), torch.tensor([30, 31])
+    with torch.no_grad():
+        scores, tape = net.forward(problem.X[torch.cat([obj, con, rest])])
+    data = problem.data.subset(con)
+    space = ScoreSpace(problem, net, tape, scores, 3, problem.y[obj], 3, data)
+    w = torch.linspace(-0.5, 0.9, len(problem.constraint_names))
+    loss = problem.objective(model(problem.X[obj]), problem.y[obj]) \
+        + (w * problem.constraint_values_on(model(problem.X[con]), data)).sum()
+    for g, e in zip(space.gradient(1.0, w), torch.autograd.grad(loss, list(model.parameters()))):
+        assert torch.allclose(g, e, atol=1e-5)
+
+
+@pytest.mark.parametrize("solver", ["ssl_alm", "alm", "ssg"])
+def test_score_space_solvers_match_autograd_path(solver):
+    """The same run with and without the score space (autograd fallback) gives the same iterates."""
+    problem = _problem([CONSTRAINTS.get("loss_gap")(0.01, {"mode": "two_sided"})], n=200)
+    cls = ALGORITHMS.get(solver)
+    runs = []
+    for use_space in (True, False):
+        torch.manual_seed(0)
+        model = problem.make_model()
+        alg = cls(problem, cls.Config(batch_size=16), model, seed=0)
+        alg.horizon = 30
+        if not use_space:
+            alg.net = None
+        else:
+            assert alg.net is not None and score_net(alg) is not None
+        current = alg.evaluate()
+        alg.start(current)
+        for k in range(30):
+            current, _ = alg.step(k, current)
+        runs.append([p.detach().clone() for p in model.parameters()])
+    for a, b in zip(*runs):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
+def test_fairness_data_group_label_is_lazy():
+    data = FairnessData.build(torch.tensor([0.0, 1.0, 1.0]), torch.tensor([0, 0, 1]), 2)
+    assert data.group_label is None
+    assert data.by_group_label.counts.tolist() == [1.0, 1.0, 0.0, 1.0]
