@@ -24,12 +24,15 @@ the strongly convex subproblem (31)
 (the shared :func:`~solvers.algorithms.switching.switching_step` with center w^(k), ρ̂ = μ and the
 normalised objective step). The Jacobian of f⁻ at w^(k) is taken once per outer iteration.
 
-Fast linear path (linear model, full batch, ``fast_linear``): the same iteration in score space on one
-flat vector v = (weight, bias, θ): per inner step one product h = Xv_w + v_b (CSR X), the f⁺ rows with
-no autograd graph (a reused buffer), and either ∇g_0 = Xᵀ∂f0/∂h + μ(v − w^(k)) or the active row's
-closed-form subgradient from its group only (``dc_plus_row_grad``, pulled back through that group's
-block of Xᵀ) − J_r + μ(v − w^(k)); J = ∂f⁻(w^(k)) in closed form (``dc_minus_jacobian``) where the
-family has it. Families without these oracles fall back to autograd on their rows.
+Fast linear path (linear model, full batch, ``fast_linear``, families with the ``dc_plus`` /
+``dc_plus_row_grad`` oracles): the same iteration in score space on one flat vector v = (weight, bias,
+θ) with closed-form gradients and no host sync (:meth:`IDCA._ssg_fast`): per inner step one product
+h = Xv_w + v_b (CSR X), the f⁺ values, ∂f0/∂h in closed form (:func:`objective_value_and_score_grad`)
+and the active row's ∂f⁺_r/∂h, the switch by ``torch.where``, one product Xᵀu; f⁻(w^(k)) and
+J = ∂f⁻(w^(k)) are formed once per outer iteration (``dc_minus_jacobian`` in closed form where the
+family has it, else autograd in score space). Measured on a9a (n = 29,305, 247 features + cross terms,
+|Î| = 10), one thread, a shared and loaded 2-core machine: about 1 ms of CPU per inner step, of which the
+two CSR products are half (the f⁺ ramps 0.2 ms); one κ point at K = 100, T = 150 in 17 s of CPU.
 
 Properties by construction (tested): if w^(k) is ε-feasible then t = 0 ∈ T, so
 f0(w^(k+1)) ≤ g_0(w^(k+1)) ≤ g_0(w^(k)) = f0(w^(k)) (f0 non-increasing) and
@@ -60,6 +63,7 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+import torch.nn.functional as F_
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from torch import Tensor
 
@@ -85,15 +89,26 @@ class IDCAConfig(AlgorithmConfig):
     pd_lr: PositiveFloat = Field(0.01, description="Primal step of the primal-dual inner solver (not in the paper).")
     pd_dual_lr: PositiveFloat = Field(0.5, description="Dual step of the primal-dual inner solver (not in the paper).")
     fast_linear: bool = Field(
-        True, description="Linear model, full batch: compute scores and their parameter gradients through "
-        ":class:`~solvers.algorithms.linear_scores.LinearScores` (CSR X when sparse, score-space autograd). "
-        "Same iterates as the plain autograd path up to float rounding.")
+        True, description="Linear model, full batch: the inner SSG in score space with closed-form gradients "
+        "(:class:`~solvers.algorithms.linear_scores.LinearScores`: CSR X when sparse; the families' dc_plus / "
+        "dc_plus_row_grad oracles). Same iterates as the plain autograd path up to float rounding.")
 
 
-def _plus_rows(family, scores: Tensor, data) -> Tensor:
-    """f⁺ rows of one family (its surrogate G when it has no DC split)."""
-    split = getattr(family, "dc_parts", None)
-    return split(scores, data)[0] if split is not None else family.surrogate(scores, data)
+def objective_value_and_score_grad(objective, h: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    r"""f0 = (1/n) Σ_i ℓ(h_i, y_i) and ∂f0/∂h (n,), no graph kept. Logistic and bce (the same loss,
+    y ∈ {0, 1}) in closed form: ℓ = softplus(−ỹh) with ỹ = 2y − 1 equals softplus(h) − y h, so
+
+        f0 = (Σ_i softplus(h_i) − ⟨y, h⟩)/n,    ∂f0/∂h_i = (σ(h_i) − y_i)/n;
+
+    any other objective by autograd on the n-vector h."""
+    n = h.numel()
+    if getattr(objective, "name", None) in ("logistic", "bce"):
+        return (F_.softplus(h).sum() - y.dot(h)) / n, (torch.sigmoid(h) - y).div_(n)
+    with torch.enable_grad():
+        hl = h.detach().requires_grad_(True)
+        f0 = objective(hl, y)
+        (u,) = torch.autograd.grad(f0, hl)
+    return f0.detach(), u
 
 
 def _jacobian_rows(out: Tensor, inputs: list[Tensor], like: list[Tensor]) -> list[Tensor]:
@@ -179,12 +194,6 @@ class IDCA(Algorithm):
             self.aux.append(own)
             self.rows += [(family, r, len(self.aux) - 1) for r in range(len(family.names))]
 
-    def _model_grad(self, gh: Tensor, out: Tensor) -> None:
-        """out[:d+1] = (Xᵀ g_h, Σ g_h): the pull-back of a score-space gradient g_h (h = Xw + b)."""
-        d = self.n_model - 1
-        torch.mv(self.fast.XT, gh, out=out[:d])
-        out[d] = gh.sum()
-
     def _linearise_fast(self) -> tuple[Tensor, Tensor]:
         """f⁻(w^(k)) (m,) and its Jacobian (m, D) in v's layout: families with ``dc_minus_jacobian``
         give it in closed form, others by autograd in score space (one backward per row)."""
@@ -216,85 +225,87 @@ class IDCA(Algorithm):
         return torch.cat(values), torch.cat(blocks)
 
     def _ssg_fast(self, c: Tensor, J: Tensor) -> None:
-        r"""Algorithm 2 on subproblem (31), same iterates as :meth:`_ssg` (up to float rounding), in score
-        space: per step ONE product h = Xv_w + v_b, the f⁺ rows with no graph, then either
-        ∇g_0 = (Xᵀ∂f0/∂h, Σ∂f0/∂h, 0) + μ(v − w^(k)) with the normalised step ε/‖∇g_0‖², or the active
-        row's ∇f⁺_r (``dc_plus_row_grad``, only group k's samples) − J_r + μ(v − w^(k)) with Polyak's
-        step g(v)/‖·‖² — one more product Xᵀg_h. g(v) = max_i [f⁺_i(v) − f⁻_i(w^(k)) − J_i(v − w^(k))]
-        + μ/2‖v − w^(k)‖²."""
+        r"""Algorithm 2 on subproblem (31), the iterates of :meth:`_ssg` (up to float rounding), in score
+        space with closed-form gradients and no host sync. Per inner step, with D = (v − w^(k)):
+
+            h = X v_w + v_b                                           (one CSR product)
+            g_i(v) = f⁺_i(h, θ) − f⁻_i(w^(k)) − J_i D + μ/2‖D‖²,  r = argmax_i g_i,  g(v) = g_r(v)
+            objective step (g(v) ≤ ε):  u = ∂f0/∂h (closed form, :func:`objective_value_and_score_grad`),
+                                        ∇ = (Xᵀu, Σu, 0) + μD,  step ε/‖∇‖²
+            constraint step:            u = ∂f⁺_r/∂h (the family's ``dc_plus_row_grad``),
+                                        ∇ = (Xᵀu, Σu, ∂f⁺_r/∂θ) − J_r + μD,  step g(v)/‖∇‖²
+            v ← v − step ∇                                            (one CSR product Xᵀu)
+
+        J = ∂f⁻(w^(k)) and f⁻(w^(k)) are fixed within the outer iteration (:meth:`_linearise_fast`). Both
+        candidate score gradients are formed (n-vectors, cheap) and the switch picks one with
+        ``torch.where``, so ONE Xᵀ product serves either step and the loop never reads a value back to
+        the host. τ = argmin over objective steps of g_0(v_t) = f0(v_t) + μ/2‖D‖² is tracked the same way;
+        no objective step at all keeps the last iterate."""
         cfg, problem, fast = self.config, self.problem, self.fast
-        v, mu, eps = self.flat, cfg.mu, cfg.epsilon
-        d = self.n_model - 1
+        v, mu = self.flat, cfg.mu
+        d, n_model = self.n_model - 1, self.n_model
         center = v.clone()
-        best, best_val = v.clone(), None
+        best, best_val = v.clone(), v.new_full((), float("inf"))
         grad = torch.empty_like(v)
-        tiny = torch.finfo(v.dtype).tiny
-        m = c.numel()
-        for _ in range(cfg.inner_iterations):
-            with torch.no_grad():
+        w, b, grad_w, grad_b, grad_aux = v[:d], v[d:n_model], grad[:d], grad[d:n_model], grad[n_model:]
+        h = v.new_empty(fast.y.numel())
+        y = fast.y.to(v.dtype)
+        eps, tiny = v.new_tensor(cfg.epsilon), torch.finfo(v.dtype).tiny
+        families = problem.constraints
+        sizes = [len(f.names) for f in families]
+        offsets = torch.as_tensor([0] + sizes, device=v.device).cumsum(0)
+        with torch.no_grad():
+            for _ in range(cfg.inner_iterations):
                 diff = v - center
-                prox = 0.5 * mu * diff.dot(diff)
-                h = torch.mv(fast.X, v[:d]) + v[d]
-                if m:
-                    plus = torch.cat([f.dc_parts(h, fast.data)[0] if hasattr(f, "dc_parts")
-                                      else f.surrogate(h, fast.data) for f in problem.constraints])
-                    gv = plus - c - J @ diff
-                    g_max, r = gv.max(0)
+                prox = diff.dot(diff).mul_(0.5 * mu)
+                torch.mv(fast.X, w, out=h)
+                h.add_(b)
+                f0, u = objective_value_and_score_grad(problem.objective, h, y)
+                torch.mul(diff, mu, out=grad)
+                if families:
+                    plus = torch.cat([f.dc_plus(h, fast.data) for f in families]) if len(families) > 1 else \
+                        families[0].dc_plus(h, fast.data)
+                    g_max, r = torch.addmv(plus - c, J, diff, alpha=-1.0).max(0)
                     value = g_max + prox
-                    objective_step = bool(value.item() <= eps)   # the one host sync of the switch
+                    objective_step = value <= eps
+                    u_row, aux_row = self._row_grad(h, r.reshape(1), sizes, offsets)
+                    u = torch.where(objective_step, u, u_row)
+                    # constraint step: + (0, 0, ∂f⁺_r/∂θ) − J_r; objective step: nothing
+                    grad.addcmul_(J.index_select(0, r.reshape(1))[0], objective_step.to(v.dtype) - 1.0)
+                    grad_aux.addcmul_(aux_row, ~objective_step)
+                    step = torch.where(objective_step, eps, value.clamp_min(0.0))
                 else:
-                    objective_step = True
-            hl = h.requires_grad_(True)
-            if objective_step:
-                f0 = problem.objective(hl, fast.y)
-                (gh,) = torch.autograd.grad(f0, hl)
-                with torch.no_grad():
-                    val = f0.detach() + prox
-                    if best_val is None:
-                        best_val = val
-                        best.copy_(v)
-                    else:
-                        better = val < best_val
-                        best_val = torch.where(better, val, best_val)
-                        best.copy_(torch.where(better, v, best))
-                    grad.zero_()
-                    self._model_grad(gh, grad)
-                    grad.add_(diff, alpha=mu)
-                    step = eps / grad.dot(grad).clamp_min(tiny)
-            else:
-                family, local, fi = self.rows[int(r)]
-                own = self.aux[fi]
-                row_grad = getattr(family, "dc_plus_row_grad", None)
-                with torch.no_grad():
-                    grad.zero_()
-                if row_grad is not None:  # closed form, from the row's group only
-                    cell, gh, grads = row_grad(h, fast.data, local)
-                    with torch.no_grad():
-                        grad[:d], grad[d] = fast.pullback_cell(cell, gh)
-                else:
-                    params = [p for p, _ in own]
-                    grads = torch.autograd.grad(_plus_rows(family, hl, fast.data)[local], [hl] + params,
-                                                allow_unused=True)
-                    with torch.no_grad():
-                        if grads[0] is not None:
-                            self._model_grad(grads[0], grad)
-                    grads = grads[1:]
-                with torch.no_grad():
-                    for (_, (a, b)), g in zip(own, grads):
-                        if g is not None:
-                            grad[a:b] += g.reshape(-1)
-                    grad.sub_(J[int(r)])
-                    grad.add_(diff, alpha=mu)
-                    step = value.clamp_min(0.0) / grad.dot(grad).clamp_min(tiny)
-            with torch.no_grad():
-                v.sub_(step * grad)
+                    objective_step, step = torch.ones((), dtype=torch.bool, device=v.device), eps
+                grad_w.add_(torch.mv(fast.XT, u))
+                grad_b.add_(u.sum())
+                step = step / grad.dot(grad).clamp_min(tiny)
+                g0 = f0 + prox
+                better = objective_step & (g0 < best_val)
+                best_val = torch.where(better, g0, best_val)
+                torch.where(better, v, best, out=best)
+                v.addcmul_(grad, step, value=-1.0)
                 if problem.domain is not None:
                     problem.project_(self.params)
-            self.inner_steps += 1
-        if best_val is not None:
-            with torch.no_grad():
-                v.copy_(best)
+                self.inner_steps += 1
+            torch.where(torch.isfinite(best_val), best, v, out=v)
 
+    def _row_grad(self, h: Tensor, r: Tensor, sizes: list[int], offsets: Tensor) -> tuple[Tensor, Tensor]:
+        """(∂f⁺_r/∂h (n,), ∂f⁺_r/∂(auxiliary variables) in v's layout after the model) for the global
+        constraint row r ((1,) tensor). With several families each one's row is formed and all but the
+        family holding r are weighted by 0 (no host sync)."""
+        families = self.problem.constraints
+        aux = h.new_zeros(self.flat.numel() - self.n_model)
+        total = None
+        for fi, family in enumerate(families):
+            local = r if len(families) == 1 else (r - offsets[fi]).clamp(0, sizes[fi] - 1)
+            u, grads = family.dc_plus_row_grad(h, self.fast.data, local)
+            if len(families) > 1:
+                here = ((r >= offsets[fi]) & (r < offsets[fi + 1])).to(h.dtype)
+                u, grads = u * here, [g * here for g in grads]
+            for (_, (a, b)), g in zip(self.aux[fi], grads):
+                aux[a - self.n_model:b - self.n_model] += g.reshape(-1)
+            total = u if total is None else total + u
+        return total, aux
 
     # -- subproblem (31) -----------------------------------------------------------------
     def _linearise(self) -> tuple[Tensor, list[Tensor], list[Tensor]]:
@@ -389,7 +400,8 @@ class IDCA(Algorithm):
             self.inner_steps += 1
 
     def step(self, k: int, current: Evaluation):
-        if self.fast is not None and self.config.inner == "ssg":
+        if self.fast is not None and self.config.inner == "ssg" and all(
+                hasattr(f, "dc_plus_row_grad") and hasattr(f, "dc_plus") for f in self.problem.constraints):
             self._ssg_fast(*self._linearise_fast())
             with torch.no_grad():  # the new iterate, in the fast path's sample order (sums only)
                 h = self.fast.scores()

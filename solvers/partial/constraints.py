@@ -52,6 +52,12 @@ class PartialConfig(ConstraintConfig):
 
 _CELL_LAYOUT: dict[int, tuple[weakref.ref, Any]] = {}
 _FAST_MIN_N = 4096  # below this (mini-batches) index_add is as fast and needs no cached layout
+_RAMP_BLOCK = 8192  # samples per block of PartialStatisticalParity._ramps (2|Î| x 8192 floats: 640 KB, in L2)
+
+
+def _segment_sums(values: Tensor, sizes: tuple[int, ...]) -> Tensor:
+    """(R, C) sums of the consecutive column blocks of sizes ``sizes`` of ``values`` (R, n)."""
+    return torch.stack([part.sum(1) for part in values.split(sizes, dim=1)], 1)
 
 
 class _SegmentMeans(torch.autograd.Function):
@@ -60,8 +66,7 @@ class _SegmentMeans(torch.autograd.Function):
     @staticmethod
     def forward(ctx, values: Tensor, sizes: tuple[int, ...], inv: Tensor) -> Tensor:
         ctx.sizes, ctx.inv = sizes, inv
-        sums = torch.stack([part.sum(1) for part in values.split(sizes, dim=1)], 1)
-        return sums * inv
+        return _segment_sums(values, sizes) * inv
 
     @staticmethod
     def backward(ctx, g: Tensor):
@@ -70,23 +75,34 @@ class _SegmentMeans(torch.autograd.Function):
         return torch.cat(parts, 1), None, None
 
 
+def _per_index(cells, tag: str, like: Tensor, build):
+    """``build()`` cached per (cell index tensor, tag, dtype, device) in a weak cache that lives as long
+    as the index tensor (the full training set's, seen at every inner step of IDCA)."""
+    index = cells.index
+    ref, store = _CELL_LAYOUT.get(id(index), (None, None))
+    if ref is None or ref() is not index:
+        key = id(index)
+        store = {}
+        _CELL_LAYOUT[key] = (weakref.ref(index, lambda _: _CELL_LAYOUT.pop(key, None)), store)
+    slot = (tag, like.dtype, like.device)
+    if slot not in store:
+        store[slot] = build()
+    return store[slot]
+
+
 def _layout(cells, values: Tensor):
     """Cached per cell index: ("sorted", sizes, 1/n_c) when samples are grouped by cell (IDCA's fast
     linear path sorts them so), else ("matrix", (n, C) of 1/n_c weights)."""
-    index = cells.index
-    ref, lay = _CELL_LAYOUT.get(id(index), (None, None))
-    if ref is not None and ref() is index and lay[-1].dtype == values.dtype and lay[-1].device == values.device:
-        return lay
-    inv = 1.0 / cells.counts.clamp_min(1.0).to(values.dtype)
-    if bool((index[1:] >= index[:-1]).all()):
-        lay = ("sorted", tuple(int(c) for c in torch.bincount(index, minlength=cells.n_cells).tolist()), inv)
-    else:
+    def build():
+        index = cells.index
+        inv = 1.0 / cells.counts.clamp_min(1.0).to(values.dtype)
+        if bool((index[1:] >= index[:-1]).all()):
+            return "sorted", tuple(int(c) for c in torch.bincount(index, minlength=cells.n_cells).tolist()), inv
         M = values.new_zeros(index.numel(), cells.n_cells)
         M[torch.arange(index.numel(), device=index.device), index] = 1.0
-        lay = ("matrix", M * inv[None, :])
-    key = id(index)
-    _CELL_LAYOUT[key] = (weakref.ref(index, lambda _: _CELL_LAYOUT.pop(key, None)), lay)
-    return lay
+        return "matrix", M * inv[None, :]
+
+    return _per_index(cells, "layout", values, build)
 
 
 def _cell_means(values: Tensor, cells) -> Tensor:
@@ -101,19 +117,10 @@ def _cell_means(values: Tensor, cells) -> Tensor:
         return sums / cells.counts.clamp_min(1.0).to(values.dtype)
     lay = _layout(cells, values)
     if lay[0] == "sorted":
-        return _SegmentMeans.apply(values, lay[1], lay[2])
+        if torch.is_grad_enabled() and values.requires_grad:
+            return _SegmentMeans.apply(values, lay[1], lay[2])
+        return _segment_sums(values, lay[1]) * lay[2]
     return values @ lay[1]
-
-
-def _cell_slice(values: Tensor, cells, c: int) -> Tensor:
-    """``values[..., i]`` for the samples i of cell ``c``: a slice (no copy) when the samples are
-    sorted by cell (IDCA's fast linear path), else a boolean selection."""
-    if cells.index.numel() >= _FAST_MIN_N:
-        lay = _layout(cells, values)
-        if lay[0] == "sorted":
-            start = sum(lay[1][:c])
-            return values[..., start:start + lay[1][c]]
-    return values[..., cells.index == c]
 
 
 def _cell_weights(cells, like: Tensor) -> Tensor:
@@ -122,6 +129,12 @@ def _cell_weights(cells, like: Tensor) -> Tensor:
     onehot = F_.one_hot(cells.index, cells.n_cells).t().to(like.dtype)
     inv = torch.where(cells.valid, 1.0 / cells.counts.clamp_min(1.0), 0.0).to(like.dtype)
     return onehot * inv[:, None]
+
+
+def _member_weights(cells, k: Tensor, like: Tensor) -> Tensor:
+    """(n,) weights 1[i ∈ cell k]/n_k (0 for an empty cell) for a (1,) long tensor ``k``, without a host
+    sync: ∂/∂v_i of the cell mean (1/n_k) Σ_{i∈k} v_i. Rows of the cached (C, n) :func:`_cell_weights`."""
+    return _per_index(cells, "weights", like, lambda: _cell_weights(cells, like)).index_select(0, k)[0]
 
 
 class PartialFamily(ConstraintFamily):
@@ -163,6 +176,10 @@ class PartialFamily(ConstraintFamily):
         self._require_bound()
         if self.intervals is None:
             raise RuntimeError(f"constraint {self.name!r}: interval 'auto' is resolved when the Problem is built")
+
+    def dc_plus(self, scores: Tensor, data: FairnessData) -> Tensor:
+        """The f⁺ rows of :meth:`dc_parts` (values)."""
+        return self.dc_parts(scores, data)[0]
 
     def surrogate(self, scores: Tensor, data: FairnessData) -> Tensor:
         plus, minus = self.dc_parts(scores, data)
@@ -223,6 +240,12 @@ class PartialStatisticalParity(PartialFamily):
             theta0 = -np.log(tc / (1 - tc))
         self.theta0 = torch.as_tensor(theta0, dtype=torch.float32)
         self.theta = self.theta0.clone().requires_grad_(True)
+        P, G = self.L.shape
+        rows = torch.arange(2 * P * G)
+        side, j, k = self._row(rows)
+        self.row_j, self.row_k = j, k                               # row r = (side, j, k) of dc_parts
+        self.row_offset = torch.where(side == 0, 0.5, -0.5)          # f⁺_r = mean over k of max{h − θ_j − offset, 0}
+        self.row_theta = (j[:, None] == torch.arange(P)[None, :]).to(torch.float32)   # (m, P) one-hot of j
         self._device_cache = {}
 
     @property
@@ -251,23 +274,18 @@ class PartialStatisticalParity(PartialFamily):
     def dc_parts(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, Tensor]:
         self._require_rows()
         cells = data.by_group
-        theta = self.theta.to(scores.device, scores.dtype)
-        graph = torch.is_grad_enabled() and (scores.requires_grad or theta.requires_grad)
-        x = scores[None, :] - theta[:, None] if graph or self.config.surrogate != "clipped_linear" else None  # (P, n)
         L = self._cached("L", self.L, scores)
         U = self._cached("U", self.U, scores)
         valid = cells.valid[None, :]
         if self.config.surrogate == "clipped_linear":
-            P = theta.shape[0]                                         # one product for σ⁺ and σ⁻
-            if graph:
-                A = _cell_means(F_.relu(torch.cat([x + 0.5, x - 0.5])), cells)
-            else:  # values only (IDCA's inner switching test): in place in a reused buffer
-                A = self._ramp_means(scores, torch.cat([theta - 0.5, theta + 0.5]), cells)
-            A_plus, A_minus = A[:P], A[P:]                              # (P, G) each
+            P = L.shape[0]
+            A = self._ramps(scores, cells)
+            A_minus, A_plus = A[:P], A[P:]                              # (P, G) each
             lo_plus, lo_minus = A_minus, A_plus - L
             up_plus, up_minus = A_plus, A_minus + U
         else:
-            S = _cell_means(torch.sigmoid(x), cells)
+            theta = self.theta.to(scores.device, scores.dtype)
+            S = _cell_means(torch.sigmoid(scores[None, :] - theta[:, None]), cells)
             lo_plus, lo_minus = torch.zeros_like(S), S - L
             up_plus, up_minus = S, U.expand_as(S)
         plus = torch.cat([torch.where(valid, lo_plus, 0.0).reshape(-1), torch.where(valid, up_plus, 0.0).reshape(-1)])
@@ -275,48 +293,72 @@ class PartialStatisticalParity(PartialFamily):
                            torch.where(valid, up_minus, 1.0).reshape(-1)])
         return plus, minus
 
-    def _ramp_means(self, scores: Tensor, t: Tensor, cells) -> Tensor:
-        """(R, C) cell means of max{h_i − t_r, 0} with no autograd graph: h − t written into a reused
-        (R, n) buffer, clamped in place, then the cell sums (3 passes, no allocation of the (R, n)
-        block — its fresh allocation and page faults dominated the values-only call)."""
-        shape = (t.numel(), scores.numel())
-        buf = getattr(self, "_ramp_buffer", None)
-        if buf is None or buf.shape != shape or buf.dtype != scores.dtype or buf.device != scores.device:
-            buf = self._ramp_buffer = scores.new_empty(shape)
-        torch.sub(scores[None, :], t[:, None], out=buf)
-        return _cell_means(buf.clamp_min_(0.0), cells)
+    def dc_plus(self, scores: Tensor, data: FairnessData) -> Tensor:
+        """The f⁺ rows of :meth:`dc_parts` only, no graph (IDCA's inner switching test). Clipped linear:
+        the rows (lower j,k: A⁻_{j,k}; upper: A⁺_{j,k}) are in the order of :meth:`_ramps`' rows."""
+        if self.config.surrogate != "clipped_linear":
+            return self.dc_parts(scores, data)[0]
+        A = self._ramps(scores, data.by_group)
+        return torch.where(data.by_group.valid[None, :], A, 0.0).reshape(-1)
 
-    def _row(self, row: int) -> tuple[int, int, int]:
-        """Row index of :meth:`dc_parts` → (side: 0 lower / 1 upper, grid index j, group k)."""
+    def _ramps(self, scores: Tensor, cells) -> Tensor:
+        """(2|Î|, G) = [A⁻; A⁺]: cell means of σ⁻(h − θ_j) = max{h − (θ_j + 0.5), 0}, then of
+        σ⁺(h − θ_j) = max{h − (θ_j − 0.5), 0}. With a graph: relu of the (2|Î|, n) block. Values only
+        (IDCA's inner step, where this block is the largest array): max{h − t, 0} = max{h, t} − t, so
+        the means are mean_k max{h, t} − t, summed block by block over each cell's samples (contiguous
+        in IDCA's group-sorted order) through a reused (2|Î|, 8192) buffer that stays in cache: one
+        write and one read per block instead of three passes over the whole (2|Î|, n) array."""
+        theta = self.theta.to(scores.device, scores.dtype)
+        t = torch.cat([theta + 0.5, theta - 0.5])[:, None]
+        if torch.is_grad_enabled() and (scores.requires_grad or theta.requires_grad):
+            return _cell_means(F_.relu(scores[None, :] - t), cells)
+        lay = _layout(cells, scores) if cells.index.numel() >= _FAST_MIN_N else None
+        if lay is None or lay[0] != "sorted":
+            return _cell_means(torch.maximum(scores[None, :], t), cells) - t
+        buf = getattr(self, "_ramp_buffer", None)
+        if buf is None or buf.shape[0] != t.shape[0] or buf.dtype != scores.dtype or buf.device != scores.device:
+            buf = self._ramp_buffer = scores.new_empty((t.shape[0], _RAMP_BLOCK))
+        sums, start = [], 0
+        for size in lay[1]:
+            total = t.new_zeros(t.shape[0])
+            for a in range(start, start + size, _RAMP_BLOCK):
+                part = buf[:, :min(_RAMP_BLOCK, start + size - a)]
+                torch.maximum(scores[None, a:a + part.shape[1]], t, out=part)
+                total += part.sum(1)
+            sums.append(total)
+            start += size
+        return torch.stack(sums, 1) * lay[2] - t
+
+    def _row(self, row):
+        """Row index of :meth:`dc_parts` → (side: 0 lower / 1 upper, grid index j, group k); ints or tensors."""
         P, G = self.L.shape
-        side, rest = divmod(row, P * G)
+        side, rest = row // (P * G), row % (P * G)
         return side, rest // G, rest % G
 
-    def dc_plus_row_grad(self, scores: Tensor, data: FairnessData, row: int) -> tuple[int, Tensor, list[Tensor]]:
-        r"""Subgradient of ONE row of f⁺ (the active row of IDCA's switching step), in closed form from
-        group k's samples only: returns (k, ∂f⁺/∂h on ``_cell_slice(h, cells, k)`` (n_k,), [∂f⁺/∂θ (|Î|,)]).
-        With x_i = h_i − θ_j, i ∈ k:
+    def dc_plus_row_grad(self, scores: Tensor, data: FairnessData, row: Tensor) -> tuple[Tensor, list[Tensor]]:
+        r"""Subgradient of ONE row r of f⁺ (IDCA's active row), in closed form and without a host sync
+        (``row`` is a 0-dim long tensor): (∂f⁺_r/∂h (n,), [∂f⁺_r/∂θ (|Î|,)]). With x_i = h_i − θ_j and
+        w_i = 1[i ∈ k]/n_k (row r = (side, j, k)):
 
-            clipped linear: lower f⁺ = A⁻_{j,k}: ∂/∂h_i = 1[x_i − 0.5 > 0]/n_k;  upper f⁺ = A⁺_{j,k}: 1[x_i + 0.5 > 0]/n_k
-            sigmoid:        lower f⁺ = 0;  upper f⁺ = S_{j,k}: s(x_i)(1 − s(x_i))/n_k
+            clipped linear: lower f⁺ = A⁻_{j,k}: ∂/∂h_i = w_i 1[x_i − 0.5 > 0];  upper f⁺ = A⁺_{j,k}: w_i 1[x_i + 0.5 > 0]
+            sigmoid:        lower f⁺ = 0;  upper f⁺ = S_{j,k}: w_i s(x_i)(1 − s(x_i))
 
-        and ∂/∂θ_j = −Σ_i ∂/∂h_i (other θ: 0); relu'(0) = 0 as in autograd."""
+        and ∂/∂θ_j = −Σ_i ∂/∂h_i (other θ: 0); relu'(0) = 0 as in autograd; rows of a group absent from
+        ``data`` are constant (0)."""
         self._require_rows()
-        side, j, k = self._row(row)
-        h = _cell_slice(scores.detach(), data.by_group, k)
-        theta = self.theta.detach().to(scores.device, scores.dtype)
-        g_theta = torch.zeros_like(theta)
-        if h.numel() == 0 or (self.config.surrogate == "sigmoid" and side == 0):
-            return k, torch.zeros_like(h), [g_theta]
-        x = h - theta[j]
-        if self.config.surrogate == "clipped_linear":
-            gh = ((x - 0.5 > 0) if side == 0 else (x + 0.5 > 0)).to(h.dtype)
-        else:
-            s = torch.sigmoid(x)
-            gh = s * (1.0 - s)
-        gh = gh / h.numel()
-        g_theta[j] = -gh.sum()
-        return k, gh, [g_theta]
+        r = row.reshape(1)
+        h = scores.detach()
+        theta = self.theta.detach().to(h.device, h.dtype)
+        j = self._cached("row_j", self.row_j, h).index_select(0, r)
+        offset = self._cached("row_offset", self.row_offset, h).index_select(0, r)
+        weights = _member_weights(data.by_group, self._cached("row_k", self.row_k, h).index_select(0, r), h)
+        if self.config.surrogate == "clipped_linear":   # 1[h − θ_j − offset > 0]
+            gh = torch.where(h > theta.index_select(0, j) + offset, weights, 0.0)
+        else:                                           # upper rows (offset < 0) only
+            s = torch.sigmoid(h - theta.index_select(0, j))
+            gh = s * (1.0 - s) * weights * (offset < 0)
+        g_theta = self._cached("row_theta", self.row_theta, h).index_select(0, r)[0] * -gh.sum()
+        return gh, [g_theta]
 
     def dc_minus_jacobian(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, list[Tensor]]:
         r"""Jacobian of f⁻ (rows of :meth:`dc_parts`) w.r.t. the scores h (m, n) and θ (m, |Î|), in
@@ -386,25 +428,77 @@ class PartialDemographicParity(PartialFamily):
         self._require_rows()
         return [f"{self.name}[{self.group_names[a]}-{self.group_names[b]}]" for a, b in self.pairs.tolist()]
 
-    def _M(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, Tensor]:
-        cells = data.by_group
-        x = (scores - self.config.threshold)[None, :]
-        a = self._cached("alpha", self.alpha_t, scores)
-        b = self._cached("beta", self.beta_t, scores)
-        mask = self._cached("mask", self.piece_mask, scores)
-        width = self._cached("width", self.width_t, scores)
+    def _means(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, Tensor]:
+        """Per-sample features φ (2, n) and their group means (2, G) at x = h − θ̂: clipped linear
+        φ = (σ⁺(x), σ⁻(x)) (means S⁺, S⁻); sigmoid φ = (σ(x), 0) (means S, 0)."""
+        x = scores - self.config.threshold
         if self.config.surrogate == "clipped_linear":
-            Sp = _cell_means(F_.relu(x + 0.5), cells)[0]               # (G,)
-            Sm = _cell_means(F_.relu(x - 0.5), cells)[0]
-            Ma = torch.maximum(Sm[:, None] + a, Sp[:, None])           # (G, J)
-            Mb = torch.maximum(Sm[:, None] + b, Sp[:, None])
+            phi = torch.stack([F_.relu(x + 0.5), F_.relu(x - 0.5)])
         else:
-            S = _cell_means(torch.sigmoid(x), cells)[0]
-            Ma = torch.maximum(-S[:, None], -a)
-            Mb = torch.maximum(-S[:, None], -b)
-        Ma = (Ma * mask).sum(1) / width
-        Mb = (Mb * mask).sum(1) / width
-        return Ma, Mb
+            phi = torch.stack([torch.sigmoid(x), torch.zeros_like(x)])
+        return phi, _cell_means(phi, data.by_group)
+
+    def _pieces(self, S: Tensor, scores: Tensor, end: str) -> tuple[Tensor, Tensor]:
+        """M-terms at the interval ends c = α_kj (``end='alpha'``) or β_kj: the values
+        Σ_j mask_kj M_k(c_kj)/|I_k| (G,) and their derivatives w.r.t. the two group means (G, 2),
+        with M_k(c) = max{S⁻_k + c, S⁺_k} (clipped linear) or max{−S_k, −c} (sigmoid). At a tie the
+        subgradient takes the second argument."""
+        c = self._cached(end, self.alpha_t if end == "alpha" else self.beta_t, scores)
+        mask = self._cached("mask", self.piece_mask, scores).to(scores.dtype) / self._cached(
+            "width", self.width_t, scores)[:, None]                       # (G, J): mask_kj / |I_k|
+        if self.config.surrogate == "clipped_linear":
+            first = S[1][:, None] + c > S[0][:, None]                    # M = S⁻ + c
+            M = torch.where(first, S[1][:, None] + c, S[0][:, None])
+            dM = torch.stack([(mask * ~first).sum(1), (mask * first).sum(1)], 1)   # ∂/∂(S⁺, S⁻)
+        else:
+            first = -S[0][:, None] > -c                                   # M = −S
+            M = torch.where(first, -S[0][:, None], -c)
+            dM = torch.stack([-(mask * first).sum(1), torch.zeros_like(S[0])], 1)
+        return (M * mask).sum(1), dM
+
+    def _M(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, Tensor]:
+        _, S = self._means(scores, data)
+        return self._pieces(S, scores, "alpha")[0], self._pieces(S, scores, "beta")[0]
+
+    def _pair_grads(self, scores: Tensor, data: FairnessData, rows: Tensor, plus: bool) -> Tensor:
+        r"""∂/∂h (R, n) of the rows ``rows`` of f⁺ (``plus``) or f⁻, without a host sync. Row (k, k'):
+        f⁺ = Ma_k + Mb_{k'}, f⁻ = Mb_k + Ma_{k'} + κ (see the class doc), and for i in group g
+
+            ∂/∂h_i = Σ_{(M, g)} ∂M/∂S⁺_g φ'⁺(x_i)/n_g + ∂M/∂S⁻_g φ'⁻(x_i)/n_g,
+
+        φ'⁺ = 1[x + 0.5 > 0], φ'⁻ = 1[x − 0.5 > 0] (clipped linear; relu'(0) = 0) or φ' = (s(1 − s), 0)
+        (sigmoid), x = h − θ̂. Rows whose groups are not both present are constant (0)."""
+        h = scores.detach()
+        x = h - self.config.threshold
+        if self.config.surrogate == "clipped_linear":
+            dphi = torch.stack([(x + 0.5 > 0), (x - 0.5 > 0)]).to(h.dtype)       # (2, n)
+        else:
+            s = torch.sigmoid(x)
+            dphi = torch.stack([s * (1.0 - s), torch.zeros_like(s)])
+        _, S = self._means(h, data)
+        dA, dB = self._pieces(S, h, "alpha")[1], self._pieces(S, h, "beta")[1]
+        first, second = (dA, dB) if plus else (dB, dA)
+        pairs = self.pairs.to(h.device).index_select(0, rows)
+        k, k2 = pairs[:, 0], pairs[:, 1]
+        cells = data.by_group
+        groups = torch.arange(cells.n_cells, device=h.device)
+        coef = ((k[:, None] == groups).to(h.dtype)[..., None] * first[None]
+                + (k2[:, None] == groups).to(h.dtype)[..., None] * second[None])             # (R, G, 2)
+        coef = coef * (cells.valid[k] & cells.valid[k2]).to(h.dtype)[:, None, None]
+        inv = torch.where(cells.valid, 1.0 / cells.counts.clamp_min(1.0), 0.0).to(h.dtype)
+        per_sample = (coef * inv[None, :, None]).index_select(1, cells.index)                  # (R, n, 2)
+        return per_sample[..., 0] * dphi[0] + per_sample[..., 1] * dphi[1]
+
+    def dc_plus_row_grad(self, scores: Tensor, data: FairnessData, row: Tensor) -> tuple[Tensor, list[Tensor]]:
+        """∂f⁺_r/∂h (n,) of one row (a 0-dim long tensor; no host sync) and [] (no auxiliary variables)."""
+        self._require_rows()
+        return self._pair_grads(scores, data, row.reshape(1), plus=True)[0], []
+
+    def dc_minus_jacobian(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, list[Tensor]]:
+        """∂f⁻/∂h (m, n) of every row, in closed form (IDCA's linearisation (32)), and [] (no θ)."""
+        self._require_rows()
+        rows = torch.arange(self.pairs.shape[0], device=scores.device)
+        return self._pair_grads(scores, data, rows, plus=False), []
 
     def dc_parts(self, scores: Tensor, data: FairnessData) -> tuple[Tensor, Tensor]:
         self._require_rows()
