@@ -13,6 +13,8 @@ from app.settings import get_settings
 
 
 def make_engine(url: str) -> Engine:
+    """SQLite: WAL, foreign keys and a busy timeout. Server databases: a pool of ``db_pool_size`` kept
+    connections (pinged on checkout, so a restarted database costs no request)."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -25,7 +27,9 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    settings = get_settings()
+    return create_engine(url, pool_pre_ping=True, pool_size=settings.db_pool_size,
+                         max_overflow=settings.db_max_overflow)
 
 
 @lru_cache
