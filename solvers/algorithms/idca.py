@@ -51,6 +51,10 @@ Choices (the paper's experiments, §G.2.2, and documented gaps):
 * Empty T (v^(0) not ε-feasible, e.g. an infeasible warm start): the last inner iterate is kept
   (the constraint steps move it towards feasibility). The paper does not cover this case.
 * Reported model: the last outer iterate w^(K) (G.2.2 "the final solution").
+* Stop rule: the fast (full-batch, deterministic) path stops when w^(k+1) = w^(k) exactly (the inner
+  SSG found no objective-step iterate better than its start, τ = 0): every later outer iteration would
+  repeat it, so w^(K) = w^(k+1) and the run ends early with the same output (one host sync per outer
+  iteration). On a9a at ε = 5e-3 this fixed point is reached after about 50 outer iterations.
 * Deep-learning variant (§G.9): ``inner="primal_dual"`` (default for non-linear models) replaces
   SSG by a stochastic primal-dual method on the same subproblem with mini-batches of
   ``pd_batch_size`` = 64 (Yu, Neely & Wei 2017 style: v ← v − η(∇g_0 + Σ λ_i ∇g_i) on a batch,
@@ -288,6 +292,8 @@ class IDCA(Algorithm):
                     problem.project_(self.params)
                 self.inner_steps += 1
             torch.where(torch.isfinite(best_val), best, v, out=v)
+            # τ = 0 with v_0 = w^(k): w^(k+1) = w^(k), and the deterministic iteration repeats itself
+            self.converged = bool(torch.equal(v, center))
 
     def _row_grad(self, h: Tensor, r: Tensor, sizes: list[int], offsets: Tensor) -> tuple[Tensor, Tensor]:
         """(∂f⁺_r/∂h (n,), ∂f⁺_r/∂(auxiliary variables) in v's layout after the model) for the global

@@ -106,3 +106,25 @@ def test_mlp_primal_dual_inner_solver_reduces_the_violation():
         before = partial_sp(erm.model(torch.as_tensor(X)).numpy(), s, [0.0, 0.3], 2)["value"]
         after = partial_sp(idca.model(torch.as_tensor(X)).numpy(), s, [0.0, 0.3], 2)["value"]
     assert after < 0.5 * before                                  # exact pSP^I: about 0.96 -> 0.24
+
+
+def test_idca_stops_at_its_fixed_point_with_the_same_output():
+    """The fast path stops when w^(k+1) = w^(k) exactly (τ = 0): one more outer iteration from there
+    returns the same point, so the output equals that of the run to K."""
+    from solvers.algorithms.idca import IDCA, IDCAConfig
+
+    problem = _problem({"type": "partial_statistical_parity", "tolerance": 0.1, "interval": [0.0, 0.3]}, n=5000)
+    result = solve(problem, {"name": "idca", "params": {"inner_iterations": 40, "epsilon": 5e-3}}, max_iterations=400)
+    assert result.iterations < 400                         # it reached the fixed point
+    alg = IDCA(problem, IDCA.resolve_config(IDCAConfig(inner_iterations=40, epsilon=5e-3), problem),
+               problem.make_model(), seed=0)
+    alg.horizon = 400
+    alg.start(alg.evaluate())
+    for _ in range(result.iterations):
+        alg.step(0, None)
+    assert alg.converged
+    before = alg.flat.clone()
+    alg.step(0, None)
+    assert torch.equal(alg.flat, before)
+    fixed = torch.cat([p.detach().reshape(-1) for p in result.model.parameters()])
+    assert torch.equal(fixed, before[:fixed.numel()])
