@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch.nn.functional import linear
 
 from .models import ScoreModel
 
@@ -49,23 +50,21 @@ class ScoreNet:
         return cls([p for m in linears for p in (m.weight, m.bias)], activations.pop() if activations else "relu")
 
     def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor]]:
-        """(scores a_L of shape (n,), tape [h_0, ..., h_{L−1}]); call under ``torch.no_grad()``."""
-        act = torch.relu if self.activation == "relu" else torch.tanh
+        """(scores a_L of shape (n,), tape [h_0, ..., h_{L−1}]). Meant for grad mode off (the driver turns it off
+        for score-space algorithms); with it on, the same values with a needless graph."""
+        act = torch.relu_ if self.activation == "relu" else torch.tanh_
         params, tape, h = self.params, [x], x
         last = len(params) // 2 - 1
-        for layer in range(last + 1):
-            a = torch.addmm(params[2 * layer + 1], h, params[2 * layer].t())
-            if layer < last:
-                h = act(a)
-                tape.append(h)
-        return a.squeeze(-1), tape
+        for layer in range(last):
+            h = act(linear(h, params[2 * layer], params[2 * layer + 1]))   # h_l = φ(a_l), in place
+            tape.append(h)
+        return linear(h, params[-2], params[-1]).squeeze(-1), tape
 
     def __call__(self, x: Tensor) -> Tensor:
-        with torch.no_grad():
-            return self.forward(x)[0]
+        return self.forward(x)[0]
 
     def pullback(self, tape: list[Tensor], v: Tensor) -> list[Tensor]:
-        """∇θ (vᵀ a_L) for the tape of :meth:`forward`, in the order of ``params``; call under ``torch.no_grad()``."""
+        """∇θ (vᵀ a_L) for the tape of :meth:`forward`, in the order of ``params`` (grad mode as :meth:`forward`)."""
         params = self.params
         grads: list[Tensor] = [v] * len(params)
         g = v.unsqueeze(-1)                                              # g_L = v, (n, 1)

@@ -75,7 +75,7 @@ def hinge_per_sample(scores: Tensor, y: Tensor) -> Tensor:
 
 def bce_per_sample(scores: Tensor, y: Tensor) -> Tensor:
     """−y log σ(f) − (1−y) log(1−σ(f))."""
-    return F_.binary_cross_entropy_with_logits(scores, y.to(scores.dtype), reduction="none")
+    return torch.binary_cross_entropy_with_logits(scores, y.to(scores.dtype), None, None, 0)  # 0: no reduction
 
 
 TRUNCATION_ALPHA = 2.0

@@ -236,16 +236,15 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         return PairedEvaluation(scores, objective, c1, second=c2)
 
     def space_evaluate(self, obj_idx: Tensor, zeta1: Tensor, zeta2: Tensor) -> PairedEvaluation:
-        """:meth:`fused_evaluate` without graph: one forward over ξ, ζ1, ζ2 through ``self.net`` and the
-        score space of (F on ξ, G on ζ1) for :func:`weighted_gradient`."""
+        """:meth:`fused_evaluate` in score space: one forward over ξ, ζ1, ζ2 through ``self.net`` (no graph under
+        the driver) and the score space of (F on ξ, G on ζ1) for :func:`weighted_gradient`."""
         problem, b, n1 = self.problem, obj_idx.numel(), zeta1.numel()
         y = problem.y.index_select(0, obj_idx)
         d1, d2 = self.balanced_data(zeta1), self.balanced_data(zeta2)
-        with torch.no_grad():
-            scores, tape = self.net.forward(problem.X.index_select(0, torch.cat([obj_idx, zeta1, zeta2])))
-            objective = problem.objective(scores[:b], y)
-            c1 = problem.constraint_values_on(scores[b:b + n1], d1)
-            c2 = problem.constraint_values_on(scores[b + n1:], d2)
+        scores, tape = self.net.forward(problem.X.index_select(0, torch.cat([obj_idx, zeta1, zeta2])))
+        objective = problem.objective(scores[:b], y)
+        c1 = problem.constraint_values_on(scores[b:b + n1], d1)
+        c2 = problem.constraint_values_on(scores[b + n1:], d2)
         space = ScoreSpace(problem, self.net, tape, scores, b, y, b, d1)
         return PairedEvaluation(scores[:b], objective, c1, space=space, second=c2)
 

@@ -68,6 +68,9 @@ class Algorithm:
     #: an algorithm sets this True when its own stopping rule fires (e.g. SFLS's U(r_k) ≥ −ε_opt);
     #: the driver then ends the run with status "completed".
     converged: bool = False
+    #: False when no step builds an autograd graph (gradients in score space, :mod:`.score_space`): the driver
+    #: then runs the iterations with grad mode off.
+    needs_autograd: bool = True
 
     def __init__(self, problem: Problem, config: AlgorithmConfig, model: nn.Module, seed: int = 0) -> None:
         self.problem = problem

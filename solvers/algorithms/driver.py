@@ -49,7 +49,6 @@ def run_algorithm(
     algorithm.horizon = max_iterations
     algorithm.validation = validation
     names = problem.constraint_names
-    m = len(names)
     observer.on_start({
         "max_iterations": max_iterations,
         "constraint_names": names,
@@ -59,19 +58,27 @@ def run_algorithm(
         "groups": list(problem.group_names),
     })
 
+    with torch.set_grad_enabled(algorithm.needs_autograd):
+        return _iterate(algorithm, problem, model, observer, max_iterations, time_limit_s, resume)
+
+
+def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer: Observer, max_iterations: int,
+             time_limit_s: float, resume: ckpt.Checkpoint | None) -> SolveResult:
     t0 = time.perf_counter()
     current = algorithm.evaluate()
     algorithm.start(current)
     status, stop_reason, record, seen, k, first = "completed", None, None, 0, 0, 0
     if resume is not None:
         ckpt.restore(algorithm, resume)
-        current = problem.evaluate(model, getattr(algorithm, "last_batch", None))
+        with torch.enable_grad():  # a plain evaluation: the step differentiates its graph
+            current = problem.evaluate(model, getattr(algorithm, "last_batch", None))
         t0, seen, first = time.perf_counter() - resume.elapsed_s, resume.samples_seen, resume.iteration
+    m = len(problem.constraint_names)
     for k in range(first, max_iterations):
         current, duals = algorithm.step(k, current)
         with torch.no_grad():  # no graph: cat promotes the duals' dtypes
             flat = torch.cat([current.objective.reshape(1), current.constraints.reshape(-1),
-                              *(d.reshape(-1) for d in (duals or {}).values())]).tolist()  # the one host sync
+                              *[d.reshape(-1) for d in (duals or {}).values()]]).tolist()  # the one host sync
         seen += algorithm.samples_per_step()
         constraints = flat[1:1 + m]
         dual_lists, offset = None, 1 + m

@@ -55,12 +55,11 @@ class ScoreSpace:
             return du_g if du_f is None else du_f if du_g is None else du_f + du_g
         pieces = [s.new_zeros(b) if du_f is None else du_f, s.new_zeros(start - b),
                   s.new_zeros(stop - start) if du_g is None else du_g, s.new_zeros(s.numel() - stop)]
-        return torch.cat(pieces)
+        return torch.cat([piece for piece in pieces if piece.numel()])
 
     def gradient(self, alpha: float, w: Tensor | None) -> list[Tensor]:
         """∇θ [α F + wᵀ G]."""
-        with torch.no_grad():
-            return self.net.pullback(self.tape, self.score_gradient(alpha, w))
+        return self.net.pullback(self.tape, self.score_gradient(alpha, w))
 
 
 @dataclass
@@ -86,9 +85,8 @@ def score_evaluation(problem: Problem, net: ScoreNet, idx: Tensor | None) -> Spa
     """:meth:`Problem.evaluate` (F and G on the samples ``idx``, all when None) with a score space."""
     X, y, data = (problem.X, problem.y, problem.data) if idx is None else \
         (problem.X.index_select(0, idx), problem.y.index_select(0, idx), problem.data.subset(idx))
-    with torch.no_grad():
-        scores, tape = net.forward(X)
-        objective, constraints = problem.objective(scores, y), problem.constraint_values_on(scores, data)
+    scores, tape = net.forward(X)
+    objective, constraints = problem.objective(scores, y), problem.constraint_values_on(scores, data)
     space = ScoreSpace(problem, net, tape, scores, scores.numel(), y, 0, data)
     return SpaceEvaluation(scores, objective, constraints, space=space)
 
@@ -100,6 +98,7 @@ class ScoreSpaceAlgorithm:
     def __init__(self, problem, config, model, seed: int = 0) -> None:
         super().__init__(problem, config, model, seed)
         self.net = score_net(self)
+        self.needs_autograd = self.net is None
 
     def evaluate(self) -> Evaluation:
         if self.net is None:
@@ -113,5 +112,6 @@ def weighted_gradient(current: Evaluation, params: list[Tensor], alpha: float, w
     space = getattr(current, "space", None)
     if space is not None:
         return space.gradient(alpha, w)
-    loss = alpha * current.objective if w is None else alpha * current.objective + (w * current.constraints).sum()
-    return gradient(loss, params)
+    with torch.enable_grad():  # the evaluation's graph (a resumed run's first point, under a no-grad driver)
+        loss = alpha * current.objective if w is None else alpha * current.objective + (w * current.constraints).sum()
+        return gradient(loss, params)

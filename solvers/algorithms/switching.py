@@ -71,7 +71,8 @@ def switching_step(
     if objective_step and on_objective_step is not None:
         on_objective_step()
     if getattr(current, "space", None) is None:
-        grads = gradient(current.objective if objective_step else g_max, params)
+        with torch.enable_grad():  # (g_max may have been taken under a no-grad driver)
+            grads = gradient(current.objective if objective_step else constraints.max(), params)
     elif objective_step:
         grads = current.space.gradient(1.0, None)
     else:  # e_{j*}: the active row's subgradient

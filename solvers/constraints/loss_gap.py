@@ -113,8 +113,15 @@ class LossGap(ConstraintFamily):
         key = (self, like.dtype)
         R = cache.get(key)
         if R is None:
-            R = self.row_matrix(cells.valid, like) / cells.counts.clamp_min(1.0).to(like.dtype)[:, None]
-            cache[key] = R
+            valid = cells.valid
+            if valid.device.type == "cpu":  # one R per pattern of present groups (reading it costs no sync)
+                pattern = ("R", valid.numpy().tobytes(), like.dtype)
+                R = self._device_cache.get(pattern)
+                if R is None:
+                    R = self._device_cache[pattern] = self.row_matrix(valid, like)
+            else:
+                R = self.row_matrix(valid, like)
+            R = cache[key] = R / cells.counts.clamp_min(1.0).to(like.dtype)[:, None]
         return R
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
