@@ -265,6 +265,11 @@ class PartialStatisticalParity(PartialFamily):
         self._require_rows()
         return [self.theta]
 
+    def shift_thresholds_(self, b: float) -> None:
+        """θ ← θ + b in place: the rows at scores h + b equal those at h (a start at h ≡ b stays feasible)."""
+        with torch.no_grad():
+            self.theta.add_(b)
+
     def init_parameters(self, device) -> list[Tensor]:
         """Reset θ_q to the feasible start and return [θ] on ``device``."""
         self._require_rows()

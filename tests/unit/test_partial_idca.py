@@ -128,3 +128,23 @@ def test_idca_stops_at_its_fixed_point_with_the_same_output():
     assert torch.equal(alg.flat, before)
     fixed = torch.cat([p.detach().reshape(-1) for p in result.model.parameters()])
     assert torch.equal(fixed, before[:fixed.numel()])
+
+
+@pytest.mark.parametrize("constraint", [
+    {"type": "partial_statistical_parity", "tolerance": 0.1, "interval": [0.0, 0.3]},
+    {"type": "partial_demographic_parity", "tolerance": 0.02, "interval": [0.0, 0.3]},
+])
+def test_idca_constant_score_start_is_feasible_and_monotone(constraint):
+    """initial_score = b: h ≡ b with the pSP thresholds shifted by b: every outer iterate ε-feasible, f0
+    non-increasing from f0(h ≡ b)."""
+    problem = _problem(constraint)
+    obs = RecordingObserver()
+    eps, b = 1e-3, -1.0
+    solve(problem, {"name": "idca", "params": {"inner_iterations": 60, "epsilon": eps, "initial_score": b}}, obs,
+          max_iterations=10)
+    y = problem.y.numpy()
+    start = float(np.mean(np.log1p(np.exp(-(2 * y - 1) * b))))
+    objectives = np.array([r.objective for r in obs.records])
+    assert np.all(np.diff(np.r_[start, objectives]) <= 1e-6)
+    assert start - objectives[-1] > 0.02
+    assert max(r.max_violation for r in obs.records) <= eps + 1e-6
