@@ -216,8 +216,7 @@ def run_idca_tuned(data, interval, metric, kappa, args) -> dict:
             problem = build_problem(data, interval, [(metric, kappa)])
             model = problem.make_model()
             obs = _Checkpoints(model, data, interval, [args.K_select])
-            result = solve(problem, {"name": "idca", "params": {"inner_iterations": T, "epsilon": eps}}, obs,
-                           max_iterations=args.K_select, model=model)
+            result = solve(problem, idca_solver(T, eps, args), obs, max_iterations=args.K_select, model=model)
             if args.K_select not in obs.records:
                 obs.snapshot(args.K_select)
             stage1.append({"T": T, "epsilon": eps, "iterations": result.iterations, **obs.records[args.K_select]})
@@ -225,7 +224,7 @@ def run_idca_tuned(data, interval, metric, kappa, args) -> dict:
     problem = build_problem(data, interval, [(metric, kappa)])
     model = problem.make_model()
     obs = _Checkpoints(model, data, interval, args.K_grid)
-    solver = {"name": "idca", "params": {"inner_iterations": pick["T"], "epsilon": pick["epsilon"]}}
+    solver = idca_solver(pick["T"], pick["epsilon"], args)
     result = solve(problem, solver, obs, max_iterations=max(args.K_grid), model=model)
     last = result.iterations
     if last not in obs.records:  # stopped at its fixed point before the end: that iterate for every later K
@@ -243,8 +242,16 @@ def run_idca_tuned(data, interval, metric, kappa, args) -> dict:
 
 def idca_protocol(args) -> str:
     """The IDCA tuning protocol of a run; runs of another protocol are never averaged with it."""
+    start = "" if args.initial_score is None else f", start h = {args.initial_score:g}"
     return (f"G.2.2: T in {list(args.T_grid)}, eps in {list(args.eps_grid)} at K = {args.K_select}, "
-            f"K in {list(args.K_grid)}")
+            f"K in {list(args.K_grid)}{start}")
+
+
+def idca_solver(T: int, eps: float, args) -> dict:
+    params = {"inner_iterations": T, "epsilon": eps}
+    if args.initial_score is not None:
+        params["initial_score"] = args.initial_score
+    return {"name": "idca", "params": params}
 
 
 def plan(dataset: str, seeds: int, methods: list[str], baseline_seeds: int) -> list[tuple]:
@@ -322,11 +329,14 @@ def method_of(record: dict, protocol: str | None) -> str:
     return "idca" if record["protocol"] == protocol else "idca_other"
 
 
-def fronts(dataset: str, runs: dict, protocol: str | None = None) -> dict:
-    """metric -> method -> [{param, seeds, accuracy (mean, ci), fairness (mean, ci), ks, seconds}]."""
-    rows = [{**r, "method": method_of(r, protocol)} for k, r in runs.items() if k.startswith(dataset + "|")]
-    out: dict = {"psp": {}, "pdp": {}}
+def fronts(dataset: str, runs: dict) -> dict:
+    """metric -> method -> [{param, seeds, accuracy (mean, ci), fairness (mean, ci), ks, seconds}]; IDCA: the
+    runs of the metric's current protocol (:func:`current_protocol`)."""
+    out: dict = {"psp": {}, "pdp": {}, "protocols": {}}
     for metric in ("psp", "pdp"):
+        mine = {k: r for k, r in runs.items() if k.startswith(dataset + "|")}
+        protocol = out["protocols"][metric] = current_protocol(mine, metric)
+        rows = [{**r, "method": method_of(r, protocol)} for r in mine.values()]
         groups: dict = {}
         for r in rows:
             if r["method"] == "unconstrained" or r["metric"] in (metric, "both"):
@@ -341,16 +351,18 @@ def fronts(dataset: str, runs: dict, protocol: str | None = None) -> dict:
                 "ks_fairness": ci95([r["test"]["ks_fairness"] for r in rs]),
                 "cpu_seconds": float(np.mean([r["cpu_seconds"] for r in rs])),
                 "seconds": float(np.mean([r["seconds"] for r in rs])),
-                **({"tuned": [f"K={r['iterations']} T={r['solver']['params']['inner_iterations']} "
-                              f"ε={r['solver']['params']['epsilon']:g}" for r in sorted(rs, key=lambda r: r["seed"])],
+                **({"tuned": [f"K={r['iterations']}"
+                              + (f" (fixed point at {r['stopped_at']})" if r["stopped_at"] < r["iterations"] else "")
+                              + f" T={r['solver']['params']['inner_iterations']} ε={r['solver']['params']['epsilon']:g}"
+                              for r in sorted(rs, key=lambda r: r["seed"])],
                     "tuning_cpu_seconds": float(np.mean([r["tuning_cpu_seconds"] for r in rs]))}
                    if "protocol" in rs[0] else {})})
     return out
 
 
-def current_protocol(runs: dict) -> str | None:
-    """The IDCA tuning protocol of most runs (the one the tables report)."""
-    protocols = [r["protocol"] for r in runs.values() if r.get("protocol")]
+def current_protocol(runs: dict, metric: str) -> str | None:
+    """The IDCA tuning protocol of most runs of ``metric`` (the one the tables report)."""
+    protocols = [r["protocol"] for r in runs.values() if r.get("protocol") and r["metric"] == metric]
     return max(set(protocols), key=protocols.count) if protocols else None
 
 
@@ -389,8 +401,8 @@ def report(notes: dict) -> None:
         runs, settings = state["runs"], state["settings"]
         if not runs:
             continue
-        protocol = current_protocol(runs)
-        fr = fronts(dataset, runs, protocol)
+        fr = fronts(dataset, runs)
+        protocol = fr["protocols"]["psp"]
         all_fronts[dataset] = fr
         table = compare_table4(dataset, fr)
         out = {"dataset": dataset, "interval": PAPER[dataset]["interval"], "settings": settings,
@@ -427,6 +439,7 @@ def report(notes: dict) -> None:
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
         for metric, name in (("psp", "pSP"), ("pdp", "pDP")):
             lines += ["", f"## Pareto fronts, {name} (Figure 1 row {name}): test accuracy vs 1 − max {name}^I", "",
+                      f"IDCA (tuned) protocol: {fr['protocols'][metric]}.", "",
                       "| method | κ / λ | seeds | accuracy | fairness | CPU s / run |", "|---|---|---|---|---|---|"]
             for method, entries in fr[metric].items():
                 for e in entries:
@@ -448,7 +461,7 @@ def write_html(all_fronts: dict) -> None:
     datasets = list(all_fronts)
     fig = make_subplots(rows=2, cols=len(datasets), subplot_titles=[
         f"{d} — {m}" for m in ("pSP", "pDP") for d in datasets], horizontal_spacing=0.08, vertical_spacing=0.12)
-    colors = {"idca": "#d62728", "regularization": "#9467bd", "group": "#1f77b4", "inter": "#2ca02c",
+    colors = {"idca": "#d62728", "idca_fixed": "#f4a3a3", "idca_other": "#e377c2", "regularization": "#9467bd", "group": "#1f77b4", "inter": "#2ca02c",
               "intra": "#ff7f0e", "ssg": "#8c564b", "unconstrained": "#000000"}
     shown = set()
     for c, dataset in enumerate(datasets, start=1):
@@ -495,6 +508,8 @@ def main() -> None:
     ap.add_argument("--K-grid", type=int, nargs="+", default=[100, 150, 200, 250, 300, 350, 400],
                     help="IDCA K candidates (paper G.2.2)")
     ap.add_argument("--eps", type=float, default=5e-3, help="ε (tolerance) of the SSG baseline")
+    ap.add_argument("--initial-score", type=float, default=None,
+                    help="IDCA start h ≡ b instead of w(0) = 0 (see IDCAConfig.initial_score); part of the protocol")
     ap.add_argument("--baseline-iters", type=int, default=1000)
     ap.add_argument("--reg-lr", type=float, default=5e-3)
     ap.add_argument("--pairwise-iters", type=int, default=100)
