@@ -59,6 +59,11 @@ class Objective:
         return f"Objective({self.name!r})"
 
 
+def _like(y: Tensor, scores: Tensor) -> Tensor:
+    """``y`` in the dtype of ``scores`` (no op when it already is)."""
+    return y if y.dtype == scores.dtype else y.to(scores.dtype)
+
+
 def _signed(y: Tensor) -> Tensor:
     return 2.0 * y - 1.0
 
@@ -75,7 +80,7 @@ def hinge_per_sample(scores: Tensor, y: Tensor) -> Tensor:
 
 def bce_per_sample(scores: Tensor, y: Tensor) -> Tensor:
     """−y log σ(f) − (1−y) log(1−σ(f))."""
-    return torch.binary_cross_entropy_with_logits(scores, y.to(scores.dtype), None, None, 0)  # 0: no reduction
+    return torch.binary_cross_entropy_with_logits(scores, _like(y, scores), None, None, 0)  # 0: no reduction
 
 
 TRUNCATION_ALPHA = 2.0
@@ -88,12 +93,12 @@ def truncated_logistic_per_sample(scores: Tensor, y: Tensor, alpha: float = TRUN
 
 def logistic_derivative(scores: Tensor, y: Tensor) -> Tensor:
     """σ(f) − y (of both ``logistic`` and ``bce``)."""
-    return torch.sigmoid(scores) - y.to(scores.dtype)
+    return torch.sigmoid(scores) - _like(y, scores)
 
 
 def hinge_derivative(scores: Tensor, y: Tensor) -> Tensor:
     """−ỹ 1{ỹ f < 1}."""
-    signed = _signed(y.to(scores.dtype))
+    signed = _signed(_like(y, scores))
     return torch.where(signed * scores < 1.0, -signed, torch.zeros_like(scores))
 
 
@@ -123,8 +128,3 @@ def get_objective(name: str | Callable[[Tensor, Tensor], Tensor]) -> Callable[[T
 def per_sample_loss(name: str) -> PerSampleLoss:
     """ℓ(f_i, y_i) per sample for a named objective."""
     return get_objective(name).per_sample  # type: ignore[union-attr]
-
-
-def loss_derivative(name: str) -> PerSampleLoss:
-    """∂ℓ/∂f (f_i, y_i) per sample for a named objective."""
-    return get_objective(name).derivative  # type: ignore[union-attr]

@@ -34,10 +34,14 @@ Choices the paper leaves open (documented here):
 * z update uses x_k (the paper's formula), not x_{k+1}.
 * Batches: ξ = ``batch_size`` samples drawn uniformly (epoch permutation); ζ1 and ζ2 are two
   independent constraint batches of ``constraint_batch`` samples per group (``sampler.balanced``;
-  "we sample an equal number of data points for every subgroup", Sec. 4). F is evaluated on ξ and
-  G on ζ1 (two forwards with graph) and G on ζ2 (one forward without graph). The paper gives no batch
+  "we sample an equal number of data points for every subgroup", Sec. 4), drawn in blocks of
+  ``ZETA_BLOCK`` pairs at once (the same distribution; fewer calls). F on ξ and G on ζ1 and ζ2 come
+  from ONE forward over the three batches. The paper gives no batch
   size (the public code uses 8, and 8 per group for constraints); ``batch_size=None`` (default) is the
   full-batch deterministic method, where ζ1 = ζ2 = ξ = the training set and one forward suffices.
+* Gradients: for the library's linear / MLP models 𝒢_θ = ∇f + ∇c(ζ1)ᵀw is taken in score space
+  (:mod:`.score_space`: closed-form ∂/∂scores, hand-written backward of the network, no autograd
+  graph); other models, objectives or constraint parameters use autograd on the same quantities.
 * The evaluation returned for logging (objective on ξ, constraints on ζ1, at θ_{k+1}) is the one
   the next iteration uses, so logging costs no extra forward.
 * Output: the last iterate (the paper's public code takes one extra full-batch step after its loop;
@@ -108,9 +112,11 @@ class BalancedConstraintBatches:
         same as ``count`` separate calls, so the batches are those of separate draws)."""
         per_group = per_group or self.per_group
         layout = self._balanced_layout()
-        counts = layout["counts"][:, None]
-        u = torch.rand(count, counts.numel(), per_group, generator=self.sampler.generator).to(counts.device)
-        offsets = (u * counts).long().clamp_max_(layout["last"]).add_(layout["starts"][:, None])
+        counts = layout["counts"]                    # (K, 1) column, like "last" and "starts"
+        u = torch.rand(count, counts.numel(), per_group, generator=self.sampler.generator)
+        if u.device != counts.device:
+            u = u.to(counts.device)
+        offsets = (u * counts).long().clamp_max_(layout["last"]).add_(layout["starts"])
         return self.sampler.by_group.index_select(0, offsets.reshape(-1)).reshape(count, -1)
 
     def _balanced_layout(self) -> dict:
@@ -118,8 +124,8 @@ class BalancedConstraintBatches:
         if layout is None:
             sampler = self.sampler
             nonempty = sampler.counts > 0
-            counts = sampler.counts[nonempty]
-            layout = {"starts": sampler.starts[nonempty], "counts": counts, "last": counts[:, None] - 1,
+            counts = sampler.counts[nonempty][:, None]
+            layout = {"starts": sampler.starts[nonempty][:, None], "counts": counts, "last": counts - 1,
                       "groups": torch.nonzero(nonempty).flatten(), "cells": {}}
             self._layout_cache = layout  # a dict of tensors (recomputed identically after a restore)
         return layout
@@ -208,6 +214,9 @@ class SSLALMConfig(ALMConfig):
 )
 class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
     Config = SSLALMConfig
+    _samples: int | None = None
+    zeta_block: Tensor = torch.empty(0, 2, 0, dtype=torch.long)   # drawn on first use
+    zeta_pos: int = 0
 
     @property
     def mu(self) -> float:
@@ -229,11 +238,25 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         obj_idx = self.batch()
         if obj_idx is None:
             obj_idx = torch.arange(self.problem.n_samples, device=self.problem.device)
-        zeta = self.balanced_batches(2)
+        zeta = self.next_zeta()
         if self.net is not None:
             return self.space_evaluate(obj_idx, zeta[0], zeta[1])
         scores, objective, (c1, c2) = self.fused_evaluate(obj_idx, [zeta[0], zeta[1]], 1)
         return PairedEvaluation(scores, objective, c1, second=c2)
+
+    #: pairs (ζ1, ζ2) drawn per block (one ``rand`` for ZETA_BLOCK iterations; capped at 2^16 indices)
+    ZETA_BLOCK = 64
+
+    def next_zeta(self) -> Tensor:
+        """The next pair (ζ1, ζ2) as a (2, K·per_group) tensor, from a block of pairs drawn at once by
+        :meth:`balanced_batches` (the same distribution as per-iteration draws; the block and its position are
+        algorithm state, so checkpoints resume it)."""
+        if self.zeta_pos >= self.zeta_block.shape[0]:
+            pairs = max(1, min(self.ZETA_BLOCK, 2 ** 15 // (self.per_group * self.n_nonempty_groups)))
+            self.zeta_block = self.balanced_batches(2 * pairs).reshape(pairs, 2, -1)
+            self.zeta_pos = 0
+        self.zeta_pos += 1
+        return self.zeta_block[self.zeta_pos - 1]
 
     def space_evaluate(self, obj_idx: Tensor, zeta1: Tensor, zeta2: Tensor) -> PairedEvaluation:
         """:meth:`fused_evaluate` in score space: one forward over ξ, ζ1, ζ2 through ``self.net`` (no graph under
@@ -282,9 +305,10 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         return nxt, {"y": y, "slack": s}
 
     def samples_per_step(self) -> int:
-        if self.full_batch:
-            return self.problem.n_samples
-        return super().samples_per_step() + 2 * self.constraint_samples()
+        if self._samples is None:  # constant: ξ plus ζ1 and ζ2
+            self._samples = self.problem.n_samples if self.full_batch else \
+                super().samples_per_step() + 2 * self.constraint_samples()
+        return self._samples
 
 
 @ALGORITHMS.register(

@@ -76,9 +76,8 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
     m = len(problem.constraint_names)
     for k in range(first, max_iterations):
         current, duals = algorithm.step(k, current)
-        with torch.no_grad():  # no graph: cat promotes the duals' dtypes
-            flat = torch.cat([current.objective.reshape(1), current.constraints.reshape(-1),
-                              *[d.reshape(-1) for d in (duals or {}).values()]]).tolist()  # the one host sync
+        flat = torch.cat([current.objective.reshape(1), current.constraints.reshape(-1),  # cat promotes dtypes
+                          *[d.reshape(-1) for d in (duals or {}).values()]]).tolist()  # the one host sync
         seen += algorithm.samples_per_step()
         constraints = flat[1:1 + m]
         dual_lists, offset = None, 1 + m

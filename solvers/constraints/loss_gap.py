@@ -8,7 +8,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
-from ..objectives import loss_derivative, per_sample_loss
+from ..objectives import get_objective
 from .base import CONSTRAINTS, ConstraintFamily, FairnessData
 
 LossName = Literal["bce", "logistic", "hinge", "truncated_logistic"]
@@ -66,6 +66,7 @@ class LossGap(ConstraintFamily):
     Config = LossGapConfig  # type: ignore[assignment]
 
     def _on_bind(self) -> None:
+        self._loss = get_objective(self.config.loss)  # ℓ (per_sample) and ∂ℓ/∂f (derivative)
         counts = self.group_counts
         total = counts.sum().clamp_min(1.0)
         kept = torch.nonzero(counts > self.config.min_group_fraction * total).flatten()
@@ -127,15 +128,15 @@ class LossGap(ConstraintFamily):
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         self._check(data)
         cells = data.by_group
-        losses = per_sample_loss(self.config.loss)(scores, data.y)
+        losses = self._loss.per_sample(scores, data.y)
         sums = losses.new_zeros(cells.n_cells).index_add_(0, cells.index, losses)
         return sums @ self._per_sample_matrix(cells, scores)
 
     def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
         """∂(wᵀG)/∂f_i = ℓ'(f_i, y_i) (R̃ w)_{g_i}."""
         cells = data.by_group
-        per_group = self._per_sample_matrix(cells, scores) @ w.to(scores.dtype)
-        return loss_derivative(self.config.loss)(scores, data.y) * per_group.index_select(0, cells.index)
+        per_group = self._per_sample_matrix(cells, scores) @ (w if w.dtype == scores.dtype else w.to(scores.dtype))
+        return self._loss.derivative(scores, data.y) * per_group.index_select(0, cells.index)
 
 
 def _one_hot(index: Tensor, n: int) -> Tensor:
