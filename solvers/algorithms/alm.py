@@ -58,8 +58,8 @@ from torch import Tensor
 from ..constraints import FairnessData
 from ..groups import CellIndex
 from ..problem import Evaluation, Problem
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig
-from .score_space import ScoreSpace, ScoreSpaceAlgorithm, SpaceEvaluation, weighted_gradient
+from .base import ALGORITHMS, Algorithm, AlgorithmConfig, project
+from .score_space import ScoreSpace, ScoreSpaceAlgorithm, SpaceEvaluation, constraint_values, weighted_gradient
 
 
 class StochasticConstraintsConfig(AlgorithmConfig):
@@ -266,8 +266,7 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         d1, d2 = self.balanced_data(zeta1), self.balanced_data(zeta2)
         scores, tape = self.net.forward(problem.X.index_select(0, torch.cat([obj_idx, zeta1, zeta2])))
         objective = problem.objective(scores[:b], y)
-        c1 = problem.constraint_values_on(scores[b:b + n1], d1)
-        c2 = problem.constraint_values_on(scores[b + n1:], d2)
+        c1, c2 = constraint_values(problem, scores[b:b + n1], d1), constraint_values(problem, scores[b + n1:], d2)
         space = ScoreSpace(problem, self.net, tape, scores, b, y, b, d1)
         return PairedEvaluation(scores[:b], objective, c1, space=space, second=c2)
 
@@ -298,8 +297,8 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
                 torch._foreach_lerp_(z, x, c.beta)  # z_{k+1} = z_k + β(x_k − z_k)   (x_k: before the step)
             # x_{k+1} = proj_𝒳(x_k − τ𝒢)
             torch._foreach_add_(x, grads, alpha=-c.tau)
-            self.problem.project_(self.params)
             s.clamp_min_(0.0)
+        project(self.problem, self.params)
         self.y = y
         nxt = self.evaluate()
         return nxt, {"y": y, "slack": s}

@@ -120,6 +120,12 @@ def gradient(loss: Tensor, params: list[Tensor]) -> list[Tensor]:
     return [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
 
 
+def project(problem, params: list[Tensor]) -> None:
+    """θ ← Π_Θ(θ) in place (``problem.project_``); nothing to do when the problem has no domain (Θ = R^d)."""
+    if getattr(problem, "domain", True) is not None:
+        problem.project_(params)
+
+
 def describe(cls: type[Algorithm]) -> dict[str, Any]:
     """Registry entry as served by ``GET /solvers``."""
     from ..constraints import CONSTRAINTS

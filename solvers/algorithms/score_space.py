@@ -81,12 +81,18 @@ def score_net(algorithm) -> ScoreNet | None:
     return net
 
 
+def constraint_values(problem: Problem, scores: Tensor, data: FairnessData) -> Tensor:
+    """G on ``scores`` (:meth:`Problem.constraint_values_on`, without its concatenation for one family)."""
+    families = problem.constraints
+    return families[0].surrogate(scores, data) if len(families) == 1 else problem.constraint_values_on(scores, data)
+
+
 def score_evaluation(problem: Problem, net: ScoreNet, idx: Tensor | None) -> SpaceEvaluation:
     """:meth:`Problem.evaluate` (F and G on the samples ``idx``, all when None) with a score space."""
     X, y, data = (problem.X, problem.y, problem.data) if idx is None else \
         (problem.X.index_select(0, idx), problem.y.index_select(0, idx), problem.data.subset(idx))
     scores, tape = net.forward(X)
-    objective, constraints = problem.objective(scores, y), problem.constraint_values_on(scores, data)
+    objective, constraints = problem.objective(scores, y), constraint_values(problem, scores, data)
     space = ScoreSpace(problem, net, tape, scores, scores.numel(), y, 0, data)
     return SpaceEvaluation(scores, objective, constraints, space=space)
 

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from ..problem import Evaluation
-from .base import gradient
+from .base import gradient, project
 
 
 def squared_norm(tensors: list[Tensor]) -> Tensor:
@@ -57,8 +57,10 @@ def switching_step(
     ``normalize_f``: objective step η^f/‖F̃'(z_k)‖² (Nesterov's switching rule (3.2.24), IDCA's
     Algorithm 2 with η^f = ε) instead of the constant η^f.
     """
-    with torch.no_grad():
-        diff = torch._foreach_sub(params, center) if center is not None else None
+    diff = None
+    if center is not None:
+        with torch.no_grad():
+            diff = torch._foreach_sub(params, center)
     constraints = current.constraints
     if constraints.numel() == 0:
         g_max, objective_step = None, True
@@ -92,7 +94,7 @@ def switching_step(
             step = value.clamp_min(0.0) / norm2.clamp_min(torch.finfo(norm2.dtype).tiny)
             torch._foreach_mul_(grads, step.to(grads[0].dtype))
             torch._foreach_sub_(params, grads)
-        problem.project_(params)
+    project(problem, params)
     return objective_step
 
 

@@ -55,7 +55,7 @@ class FairnessData:
 
     @classmethod
     def build(cls, y: Tensor, group: Tensor, n_groups: int) -> "FairnessData":
-        group = group.long()
+        group = group if group.dtype == torch.long else group.long()
         return cls(y=y, group=group, n_groups=n_groups, by_group=CellIndex.build(group, n_groups))
 
     def subset(self, idx: Tensor) -> "FairnessData":

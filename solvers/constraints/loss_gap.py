@@ -122,7 +122,8 @@ class LossGap(ConstraintFamily):
                     R = self._device_cache[pattern] = self.row_matrix(valid, like)
             else:
                 R = self.row_matrix(valid, like)
-            R = cache[key] = R / cells.counts.clamp_min(1.0).to(like.dtype)[:, None]
+            counts = cells.counts.clamp_min(1.0)
+            R = cache[key] = R / (counts if counts.dtype == like.dtype else counts.to(like.dtype)).unsqueeze(1)
         return R
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
