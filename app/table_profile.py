@@ -11,7 +11,11 @@ it reports is exact, and equal to what pandas gives for the concatenated column:
   interpolated linearly between order statistics (pandas' default), read off the cumulative counts:
   for q ∈ [0, 1] and n values x₍₀₎ ≤ … ≤ x₍ₙ₋₁₎, with p = q(n − 1) and k = ⌊p⌋,
   Q(q) = x₍ₖ₎ + (p − k)(x₍ₖ₊₁₎ − x₍ₖ₎);
-* other columns (text, booleans, dates): the ten most frequent values, as text.
+* other columns (text, booleans, dates): the ten most frequent values, as text;
+* ``values``: every distinct value, exactly as read, when there are at most :data:`VALUES_CAP` and each
+  can be stored as JSON unchanged (finite numbers, booleans, text without NUL of at most
+  :data:`VALUE_CHARS` characters). A job spec is checked against these instead of the table
+  (:mod:`app.spec_table`).
 
 Memory is bounded by the number of distinct values of each column, not by the number of rows: a
 column whose every value differs (an id, a continuous measurement) keeps one count per row.
@@ -29,6 +33,8 @@ import pandas as pd
 EXAMPLES = 5
 EXAMPLE_CHARS = 200
 TOP_VALUES = 10
+VALUES_CAP = 1000
+VALUE_CHARS = 1000
 QUARTILES = {"min": 0.0, "q25": 0.25, "median": 0.5, "q75": 0.75, "max": 1.0}
 
 
@@ -66,6 +72,15 @@ def jsonable(value: Any) -> Any:
     return text[:EXAMPLE_CHARS].replace("\x00", "\ufffd")
 
 
+def exact_json(value: Any) -> bool:
+    """Whether ``value`` survives a JSON (and PostgreSQL JSONB) round trip unchanged."""
+    if isinstance(value, bool) or (isinstance(value, int) and abs(value) < 2**53):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str) and len(value) <= VALUE_CHARS and "\x00" not in value
+
+
 def finite(x: Any) -> float | None:
     x = float(x)
     return None if math.isnan(x) or math.isinf(x) else x
@@ -97,8 +112,13 @@ class ColumnProfile:
         return combined_kind(self.kinds)
 
     def schema(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": self.kind, "n_distinct": 0 if self.counts is None else len(self.counts),
-                "n_missing": self.n_missing, "examples": [jsonable(v) for v in self.examples]}
+        entry = {"name": self.name, "dtype": self.kind, "n_distinct": 0 if self.counts is None else len(self.counts),
+                 "n_missing": self.n_missing, "examples": [jsonable(v) for v in self.examples]}
+        if self.counts is not None and len(self.counts) <= VALUES_CAP and self.kind != "datetime":
+            values = [v.item() if isinstance(v, np.generic) else v for v in self.counts.index]
+            if all(exact_json(v) for v in values):
+                entry["values"] = values
+        return entry
 
     def summary(self) -> dict[str, Any]:
         counts = self.counts if self.counts is not None else pd.Series(dtype="int64")

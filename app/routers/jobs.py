@@ -16,9 +16,8 @@ from app.auth import Caller
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404, owned
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import enqueue_job, queue_for
-from app.routers.datasets import dataset_path
 from app.schemas import JobCreate, JobOut, TrajectoryOut
-from app.storage import load_table
+from app.spec_table import spec_table
 from solvers import SpecError, check_spec_against_table
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
@@ -66,9 +65,8 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
         return replayed
     check_caps(body, settings)
     dataset = owned_dataset(db, body.dataset_id, caller, ("dataset_id",))
-    table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
     try:
-        check_spec_against_table(body, table)
+        check_spec_against_table(body, spec_table(settings, dataset, body))
     except SpecError as exc:
         raise spec_error(exc.loc, exc.msg) from exc
     check_active_jobs(db, caller.owner, 1, settings)

@@ -17,9 +17,8 @@ from app.deps import DB, AppSettings, CurrentCaller, get_or_404
 from app.models import Dataset, Job, Sweep, new_id
 from app.queue import enqueue_job, queue_for
 from app.routers.charts import figure_response
-from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
-from app.storage import load_table
+from app.spec_table import spec_table
 from app.sweeps import report
 from app.sweeps.grid import GridError, SweepCreate, expand
 from app.sweeps.summary import direction, pareto_front, summarize
@@ -38,9 +37,8 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
         return replayed
     check_caps(body.base, settings, ("body", "base"))
     dataset = owned_dataset(db, body.base.dataset_id, caller, ("base", "dataset_id"))
-    table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
     try:
-        check_spec_against_table(body.base, table)
+        check_spec_against_table(body.base, spec_table(settings, dataset, body.base))
         planned = expand(body)
     except SpecError as exc:
         raise spec_error(("base", *exc.loc), exc.msg) from exc

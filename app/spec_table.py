@@ -1,0 +1,52 @@
+"""The table a job spec is checked against at submission, usually without reading the dataset.
+
+:func:`solvers.check_spec_against_table` reads the column names, the dtype of the sensitive columns,
+the distinct values of the target and the groups each sensitive column yields. All of these depend
+only on each column's set of distinct values (and whether it has missing values), which the upload's
+profile stores (:mod:`app.table_profile`, ``values``). So the check runs on a stand-in table whose
+every column the check reads cycles through its distinct values (plus one missing value when the
+column has any): the same distinct values, the same observed groups, the same answer — in a few rows,
+however large the dataset. When a column the check reads has no stored values (more than the cap, or
+a dataset profiled before they were kept), the stored table is read instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from app.models import Dataset
+from app.routers.datasets import dataset_path
+from app.settings import Settings
+from app.storage import load_table
+from solvers import ProblemSpec
+
+DTYPES = {"integer": "int64", "float": "float64", "boolean": "bool", "string": "str"}
+
+
+def distinct_value_table(columns: list[dict[str, Any]], read: list[str]) -> pd.DataFrame | None:
+    """The stand-in table (module docstring), or None when a column in ``read`` has no stored values."""
+    by_name = {c["name"]: c for c in columns}
+    read = [name for name in dict.fromkeys(read) if name in by_name]  # unknown names: the check reports them
+    if any("values" not in by_name[name] or by_name[name]["dtype"] not in DTYPES
+           or (by_name[name]["n_missing"] and by_name[name]["dtype"] in ("integer", "boolean")) for name in read):
+        return None  # (pandas never reads a column with missing values as integers or booleans)
+    cycles = {name: [*by_name[name]["values"], *([None] if by_name[name]["n_missing"] else [])] for name in read}
+    rows = max([len(values) for values in cycles.values()] + [1])
+    frame = {}
+    for name, column in by_name.items():
+        values = cycles.get(name) or [None]
+        dtype = DTYPES[column["dtype"]] if name in cycles else "object"
+        if dtype == "str" and not all(isinstance(v, str) for v in values if v is not None):
+            dtype = "object"  # text mixed with numbers: pandas keeps such a column as objects
+        frame[name] = pd.Series([values[i % len(values)] for i in range(rows)], dtype=dtype)
+    return pd.DataFrame(frame)
+
+
+def spec_table(settings: Settings, dataset: Dataset, spec: ProblemSpec) -> pd.DataFrame:
+    """What ``spec`` is checked against: the stand-in table when possible, else the dataset itself."""
+    table = distinct_value_table(dataset.columns, [spec.target, *spec.sensitive])
+    if table is not None:
+        return table
+    return load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
