@@ -2,9 +2,10 @@
 API on PostgreSQL + Redis, then a linear demographic-parity solve on it.
 
 Figures: upload wall time (client's POST to 201), the API process's resident memory before the
-upload and its peak during it (``VmHWM`` of ``/proc/<pid>/status``, reset before the upload by
-writing 5 to ``/proc/<pid>/clear_refs`` where the kernel allows), the file size, and the solve's
-time and test metrics.
+upload, its peak during it and through the submission of a job on the dataset (``VmHWM`` of
+``/proc/<pid>/status``, reset before the upload by writing 5 to ``/proc/<pid>/clear_refs`` where the
+kernel allows), the file size, the solve's time and test metrics, and what the idle API's memory is
+made of: the resident size of fresh interpreters importing the API's library stack step by step.
 
     python -m bench.scale_upload [--rows 1000000] [--iterations 300]
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -54,6 +57,28 @@ def reset_peak(pid: int) -> bool:
         return False
 
 
+IMPORT_STEPS = {  # cumulative: each step imports the ones before it too
+    "web and data stack (fastapi, sqlalchemy, celery, numpy, pyarrow, pandas, plotly)":
+        "import fastapi, sqlalchemy, celery, numpy, pyarrow.parquet, pandas, plotly.graph_objects",
+    "+ scipy.stats, sklearn.metrics": "import scipy.stats, sklearn.metrics",
+    "+ torch": "import torch",
+    "the API (app.main)": "import app.main",
+}
+
+
+def import_footprint() -> dict[str, float]:
+    """Peak resident MiB of a fresh interpreter after each cumulative import step."""
+    out, code = {}, ""
+    for label, statement in IMPORT_STEPS.items():
+        code += statement + "\n"
+        # VmHWM of the new address space (ru_maxrss would carry this large process's peak across fork + exec)
+        probe = code + "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
+        run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                             cwd=Path(__file__).resolve().parents[1])
+        out[label] = int(run.stdout.split()[-1]) / 1024
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -88,6 +113,7 @@ def main() -> None:
                         "time_limit_s": 3000, "device": "cpu"}
                 t0 = time.perf_counter()
                 job = client.post("/api/v1/jobs", json=spec).json()
+                submitted = memory_kib(api_pid)  # VmHWM: the peak through the upload and the job's submission
                 job = stack.wait_job(client, job["id"], {"succeeded", "failed"}, timeout=3000)
                 solve_wall_s = time.perf_counter() - t0
         finally:
@@ -98,6 +124,7 @@ def main() -> None:
         "rows": args.rows, "file_mib": size / 2**20, "upload_s": upload_s,
         "api_rss_before_mib": before["VmRSS"] / 1024, "api_peak_mib": peak_mib, "peak_was_reset": peak_reset,
         "peak_over_before_mib": peak_mib - before["VmRSS"] / 1024,
+        "api_peak_through_submission_mib": submitted["VmHWM"] / 1024,
         "peak_over_file": peak_mib / (size / 2**20),
         "increase_over_file": (peak_mib - before["VmRSS"] / 1024) / (size / 2**20),
         "solve": {"status": job["status"], "error": job["error"], "iterations": (job["result"] or {}).get("iterations"),
@@ -105,6 +132,7 @@ def main() -> None:
                   "test_accuracy": ((job["metrics"] or {}).get("test") or {}).get("accuracy"),
                   "test_dp": ((job["metrics"] or {}).get("test") or {}).get("demographic_parity")},
     }
+    result["import_footprint_mib"] = footprint = import_footprint()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "scale_upload.json").write_text(json.dumps(result, indent=2))
     s = result["solve"]
@@ -116,10 +144,15 @@ def main() -> None:
           f"| API peak resident memory during upload | {peak_mib:.0f} MiB ({result['peak_over_file']:.2f}× file) |",
           f"| increase over the idle API | {result['peak_over_before_mib']:.0f} MiB "
           f"({result['increase_over_file']:.2f}× file) |",
+          f"| API peak resident memory through the job's submission on it | "
+          f"{result['api_peak_through_submission_mib']:.0f} MiB |",
           f"| solve (plada, linear, DP ≤ 0.02, {args.iterations} iterations) | {s['status']}, solver "
           f"{s['solver_time_s']:.1f} s, wall {s['wall_s']:.1f} s |" if s["solver_time_s"] else
           f"| solve | {s['status']}: {s['error']} |",
-          f"| test accuracy / DP | {s['test_accuracy']} / {s['test_dp']} |", ""]
+          f"| test accuracy / DP | {s['test_accuracy']} / {s['test_dp']} |", "",
+          "What the idle API holds: peak resident size of a fresh interpreter after each import step "
+          "(cumulative).", "", "| imports | MiB |", "|---|---|"]
+    md += [f"| {label} | {mib:.0f} |" for label, mib in footprint.items()] + [""]
     (RESULTS / "scale_upload.md").write_text("\n".join(md))
     print("\n".join(md))
 
