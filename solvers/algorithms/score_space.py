@@ -6,9 +6,9 @@ F and G of a mini-batch depend on θ only through the scores s = f_θ(x) of one 
 
 where ∂F/∂s_i = ℓ'(s_i, y_i)/b on the b objective rows (:meth:`solvers.objectives.Objective.derivative`),
 ∂(wᵀG)/∂s is each constraint family's :meth:`~solvers.constraints.ConstraintFamily.vjp` on the constraint
-rows, and J_θ(s)ᵀ u is :meth:`solvers.fused_scores.ScoreNet.pullback`. Every algorithm whose update needs
+rows, and J_θ(s)ᵀ u is :meth:`solvers.score_net.ScoreNet.pullback`. Every algorithm whose update needs
 only such gradients (ALM / SSL-ALM: α = 1, w = y + ρ c; the switching rule: α = 1, w = 0 or α = 0,
-w = e_{j*}) evaluates with :func:`score_evaluation` / :meth:`ScoreSpace.evaluation` and differentiates with
+w = e_{j*}) evaluates with :func:`score_evaluation` (:class:`ScoreSpaceAlgorithm`) and differentiates with
 :func:`weighted_gradient`; an evaluation without a score space (custom model or objective, auxiliary
 constraint parameters, a resumed run's first point) falls back to autograd on its graph.
 """
@@ -20,8 +20,8 @@ import torch
 from torch import Tensor
 
 from ..constraints import FairnessData
-from ..fused_scores import ScoreNet
 from ..problem import Evaluation, Problem
+from ..score_net import ScoreNet
 from .base import gradient
 
 
@@ -69,7 +69,7 @@ class SpaceEvaluation(Evaluation):
     space: ScoreSpace | None = None
 
 
-def score_net(algorithm) -> ScoreNet | None:
+def score_space_net(algorithm) -> ScoreNet | None:
     """The algorithm's model as a :class:`ScoreNet` when its gradients can be taken in score space: a library
     linear/MLP model, a :class:`Problem` whose objective has a closed-form derivative, and no auxiliary
     (constraint-family) parameters. None otherwise."""
@@ -99,11 +99,11 @@ def score_evaluation(problem: Problem, net: ScoreNet, idx: Tensor | None) -> Spa
 
 class ScoreSpaceAlgorithm:
     """Mixin of an :class:`~solvers.algorithms.base.Algorithm` whose updates use :func:`weighted_gradient`
-    only: its evaluations carry a score space whenever :func:`score_net` allows one (``self.net``)."""
+    only: its evaluations carry a score space whenever :func:`score_space_net` allows one (``self.net``)."""
 
     def __init__(self, problem, config, model, seed: int = 0) -> None:
         super().__init__(problem, config, model, seed)
-        self.net = score_net(self)
+        self.net = score_space_net(self)
         self.needs_autograd = self.net is None
 
     def evaluate(self) -> Evaluation:

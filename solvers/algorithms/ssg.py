@@ -34,6 +34,8 @@ from the descriptions in the PLADA notes and the stochastic benchmark's Algorith
 * Mini-batches: the switching test and the step use the same batch (the benchmark draws a
   separate batch for the test); the test then compares a plug-in estimate of g with ε_k.
 * Host syncs: one ``.item()`` per iteration for the branch (plus the driver's one).
+* Gradients: for the library's linear / MLP models ∂F and ∂G_{j*} are taken in score space
+  (:mod:`.score_space`, no autograd graph per iteration); other models use autograd.
 * Logged "duals": ``objective_step`` (1 when k ∈ I's branch was taken, else 0).
 """
 from __future__ import annotations

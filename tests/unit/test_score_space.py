@@ -1,12 +1,12 @@
-"""Score-space gradients (solvers.fused_scores, solvers.algorithms.score_space) against autograd."""
+"""Score-space gradients (solvers.score_net, solvers.algorithms.score_space) against autograd."""
 import pytest
 import torch
 
 from solvers import CONSTRAINTS
 from solvers.algorithms import ALGORITHMS
-from solvers.algorithms.score_space import ScoreSpace, score_evaluation, score_net
+from solvers.algorithms.score_space import ScoreSpace, score_evaluation, score_space_net
 from solvers.constraints import FairnessData
-from solvers.fused_scores import ScoreNet
+from solvers.score_net import ScoreNet
 from solvers.models import linear, mlp
 from solvers.objectives import OBJECTIVES
 from solvers.problem import Problem
@@ -110,7 +110,7 @@ def test_score_space_solvers_match_autograd_path(solver):
         if not use_space:
             alg.net = None
         else:
-            assert alg.net is not None and score_net(alg) is not None
+            assert alg.net is not None and score_space_net(alg) is not None
         current = alg.evaluate()
         alg.start(current)
         for k in range(30):
