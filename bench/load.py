@@ -13,6 +13,7 @@ is a closed loop with no think time: every client fires its next request as soon
 answers, so the API is saturated by construction and the run measures its capacity (requests/s);
 its latencies are queueing time (50 clients / throughput), not service time.
 
+    pip install -r requirements-bench.txt   # aiohttp, the clients
     python -m bench.load [--clients 50] [--seconds 60] [--workers 2] [--poll-s 1 0]
 """
 
