@@ -87,10 +87,11 @@ def authenticate(db: Session, key: str | None) -> Caller:
 class CallerCache:
     """Callers of recently authenticated keys, by key hash, each kept for ``ttl_s`` seconds.
 
-    Most requests then skip the key lookup (one indexed read that costs about a quarter of a small
-    request's time on PostgreSQL). Only successes are kept: an unknown key is read every time. A key
-    revoked through this process is dropped at once (:meth:`forget`); one revoked through the CLI or
-    another API process authenticates here for at most ``ttl_s`` more seconds. ``ttl_s`` = 0 disables it.
+    Most requests then skip the key lookup (an indexed read: 0.4–0.5 ms of the API's 2.3–2.8 ms of
+    CPU for a small authenticated GET on PostgreSQL, measured). Only successes are kept: an unknown
+    key is read every time. A key revoked through this process is dropped at once (:meth:`forget`);
+    one revoked through the CLI or another API process authenticates here for at most ``ttl_s`` more
+    seconds. ``ttl_s`` = 0 disables it.
     """
 
     def __init__(self, ttl_s: float, max_entries: int = 100_000) -> None:
