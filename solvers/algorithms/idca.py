@@ -59,7 +59,7 @@ Choices (the paper's experiments, §G.2.2, and documented gaps):
 * Stop rule: the fast (full-batch, deterministic) path stops when w^(k+1) = w^(k) exactly (the inner
   SSG found no objective-step iterate better than its start, τ = 0): every later outer iteration would
   repeat it, so w^(K) = w^(k+1) and the run ends early with the same output (one host sync per outer
-  iteration). On a9a at ε = 5e-3 this fixed point is reached after about 50 outer iterations.
+  iteration). On a9a (pSP, ε = 5e-3) it is reached after 38–107 outer iterations.
 * Deep-learning variant (§G.9): ``inner="primal_dual"`` (default for non-linear models) replaces
   SSG by a stochastic primal-dual method on the same subproblem with mini-batches of
   ``pd_batch_size`` = 64 (Yu, Neely & Wei 2017 style: v ← v − η(∇g_0 + Σ λ_i ∇g_i) on a batch,
