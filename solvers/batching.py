@@ -27,7 +27,19 @@ class BatchSampler:
 
     def uniform(self, batch_size: int) -> Tensor:
         """The next ``batch_size`` indices of the current epoch's permutation (wrapping into a new epoch)."""
-        parts, need = [], min(batch_size, self.n)
+        return self.uniform_run(batch_size)[0]
+
+    def uniform_run(self, batch_size: int) -> tuple[Tensor, Tensor | None, int, int]:
+        """(:meth:`uniform`'s indices idx, π, a, b) with idx = π[a:b] when the batch is one run of the epoch's
+        permutation π (then (idx, None, 0, 0) when it wraps into a new epoch); π is the sampler's own tensor
+        (read it, never write it)."""
+        need = min(batch_size, self.n)
+        if self._pos + need <= self._perm.numel():  # inside the current epoch: a run of the permutation
+            start = self._pos
+            self._pos += need
+            take = self._perm[start:self._pos]   # a copy below: a checkpoint restores a batch in place
+            return take.clone() if take.device == self.device else take.to(self.device), self._perm, start, self._pos
+        parts = []
         while need > 0:
             if self._pos >= self._perm.numel():
                 self._perm, self._pos = torch.randperm(self.n, generator=self.generator), 0
@@ -35,7 +47,9 @@ class BatchSampler:
             self._pos += take.numel()
             need -= take.numel()
             parts.append(take)
-        return torch.cat(parts).to(self.device)
+        if len(parts) == 1:  # the batch opens a new epoch
+            return parts[0].to(self.device, copy=True), self._perm, 0, self._pos
+        return torch.cat(parts).to(self.device), None, 0, 0
 
     def balanced(self, per_group: int) -> Tensor:
         """``per_group`` indices from every non-empty group, shape (K_nonempty · per_group,)."""

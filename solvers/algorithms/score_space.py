@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from ..constraints import FairnessData
+from ..objectives import Objective
 from ..problem import Evaluation, Problem
 from ..score_net import ScoreNet
 from .base import gradient
@@ -45,9 +46,12 @@ class ScoreSpace:
         stop = start + self.data.y.numel()
         du_f = problem.objective.derivative(s[:b], self.y) * (alpha / b) if alpha != 0.0 else None
         du_g = None
-        if w is not None:
+        families = problem.constraints
+        if w is not None and len(families) == 1:
+            du_g = families[0].vjp(s if stop - start == s.numel() else s[start:stop], self.data, w)
+        elif w is not None:
             part, offset = s[start:stop], 0
-            for family in problem.constraints:
+            for family in families:
                 m = len(family.names)
                 vjp = family.vjp(part, self.data, w[offset:offset + m])
                 du_g, offset = vjp if du_g is None else du_g + vjp, offset + m
@@ -87,12 +91,24 @@ def constraint_values(problem: Problem, scores: Tensor, data: FairnessData) -> T
     return families[0].surrogate(scores, data) if len(families) == 1 else problem.constraint_values_on(scores, data)
 
 
-def score_evaluation(problem: Problem, net: ScoreNet, idx: Tensor | None) -> SpaceEvaluation:
-    """:meth:`Problem.evaluate` (F and G on the samples ``idx``, all when None) with a score space."""
-    X, y, data = (problem.X, problem.y, problem.data) if idx is None else \
-        (problem.X.index_select(0, idx), problem.y.index_select(0, idx), problem.data.subset(idx))
+def score_evaluation(problem: Problem, net: ScoreNet, idx: Tensor | None,
+                     data: FairnessData | None = None) -> SpaceEvaluation:
+    """:meth:`Problem.evaluate` (F and G on the samples ``idx``, all when None) with a score space; ``data``:
+    the batch's group structure when the caller has it (:meth:`FairnessData.run`)."""
+    if idx is None:
+        X, data = problem.X, problem.data
+    else:
+        X, data = problem.X.index_select(0, idx), problem.data.subset(idx) if data is None else data
+    y = data.y
     scores, tape = net.forward(X)
-    objective, constraints = problem.objective(scores, y), constraint_values(problem, scores, data)
+    if isinstance(problem.objective, Objective):  # ℓ(f_i, y_i) once, shared with a family whose loss is ℓ
+        losses = problem.objective.per_sample(scores, y)
+        if idx is not None:  # (a batch's own structure; the shared full-set one keeps no memo)
+            data.share_losses(problem.objective, scores, losses)
+        objective = losses.mean()
+    else:
+        objective = problem.objective(scores, y)
+    constraints = constraint_values(problem, scores, data)
     space = ScoreSpace(problem, net, tape, scores, scores.numel(), y, 0, data)
     return SpaceEvaluation(scores, objective, constraints, space=space)
 
@@ -109,8 +125,13 @@ class ScoreSpaceAlgorithm:
     def evaluate(self) -> Evaluation:
         if self.net is None:
             return super().evaluate()
-        self.last_batch = self.batch()
-        return score_evaluation(self.problem, self.net, self.last_batch)
+        size, problem = self.config.batch_size, self.problem
+        if size is None or size >= problem.n_samples:
+            self.last_batch = None
+            return score_evaluation(problem, self.net, None)
+        self.last_batch, order, start, stop = self.sampler.uniform_run(size)  # as self.batch()
+        data = None if order is None else problem.data.run(order, start, stop)
+        return score_evaluation(problem, self.net, self.last_batch, data)
 
 
 def weighted_gradient(current: Evaluation, params: list[Tensor], alpha: float, w: Tensor | None) -> list[Tensor]:

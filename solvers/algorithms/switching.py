@@ -62,8 +62,15 @@ def switching_step(
         with torch.no_grad():
             diff = torch._foreach_sub(params, center)
     constraints = current.constraints
+    space = getattr(current, "space", None)
+    active = None  # j* (score space without a centre: read on the host with the values, no argmax/one-hot)
     if constraints.numel() == 0:
         g_max, objective_step = None, True
+    elif space is not None and diff is None:
+        values = constraints.tolist()  # the one host sync of the switch
+        active = max(range(len(values)), key=values.__getitem__)  # the first maximiser, as torch.argmax
+        value = values[active]
+        objective_step = value <= tolerance
     else:
         g_max = constraints.max()  # subgradient of max_j G_j = subgradient of the active row
         value = g_max.detach()
@@ -72,13 +79,14 @@ def switching_step(
         objective_step = bool(value.item() <= tolerance)  # the one host sync of the switch
     if objective_step and on_objective_step is not None:
         on_objective_step()
-    if getattr(current, "space", None) is None:
+    if space is None:
         with torch.enable_grad():  # (g_max may have been taken under a no-grad driver)
             grads = gradient(current.objective if objective_step else constraints.max(), params)
     elif objective_step:
-        grads = current.space.gradient(1.0, None)
+        grads = space.gradient(1.0, None)
     else:  # e_{j*}: the active row's subgradient
-        grads = current.space.gradient(0.0, torch.nn.functional.one_hot(constraints.argmax(), constraints.numel()))
+        j = int(constraints.argmax()) if active is None else active
+        grads = space.gradient(0.0, unit_vector(j, constraints))
     if diff is not None:
         torch._foreach_add_(grads, diff, alpha=rho_hat)  # ∇ ρ̂/2‖z−x_t‖² = ρ̂(z−x_t)
     with torch.no_grad():
@@ -91,11 +99,24 @@ def switching_step(
             torch._foreach_add_(params, grads, alpha=-(eta_f if objective_step else eta_c))
         else:
             norm2 = squared_norm(grads)
+            value = norm2.new_tensor(value) if active is not None else value  # (the host value: an exact copy)
             step = value.clamp_min(0.0) / norm2.clamp_min(torch.finfo(norm2.dtype).tiny)
             torch._foreach_mul_(grads, step.to(grads[0].dtype))
             torch._foreach_sub_(params, grads)
     project(problem, params)
     return objective_step
+
+
+_UNIT_ROWS: dict = {}
+
+
+def unit_vector(j: int, like: Tensor) -> Tensor:
+    """e_j ∈ R^m (m = ``like.numel()``) in ``like``'s dtype and device: a row of a cached identity."""
+    key = (like.numel(), like.dtype, like.device)
+    eye = _UNIT_ROWS.get(key)
+    if eye is None:
+        eye = _UNIT_ROWS[key] = torch.eye(key[0], dtype=like.dtype, device=like.device)
+    return eye[j]
 
 
 class WeightedReservoir:

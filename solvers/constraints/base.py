@@ -39,6 +39,8 @@ class FairnessData:
 
     ``by_group``: cells g ∈ {0..K-1}; ``by_group_label``: cells 2g + y (y ∈ {0,1}), built on first use
     when not given (a mini-batch of a family that needs only ``by_group`` never builds it).
+    ``losses``: per-sample losses ℓ(f_i, y_i) already computed on these rows (:meth:`share_losses`), so a
+    family whose loss is the objective's (``loss_gap`` with BCE under a BCE objective) does not recompute them.
     """
 
     y: Tensor  # (n,) float in {0, 1}
@@ -46,6 +48,8 @@ class FairnessData:
     n_groups: int
     by_group: CellIndex
     group_label: CellIndex | None = field(default=None, repr=False)
+    losses: tuple | None = field(default=None, repr=False, compare=False)  # (loss, scores, ℓ(scores, y))
+    ordered: tuple | None = field(default=None, repr=False, compare=False)  # cache of :meth:`run`
 
     @property
     def by_group_label(self) -> CellIndex:
@@ -58,9 +62,40 @@ class FairnessData:
         group = group if group.dtype == torch.long else group.long()
         return cls(y=y, group=group, n_groups=n_groups, by_group=CellIndex.build(group, n_groups))
 
+    def share_losses(self, loss, scores: Tensor, values: Tensor) -> None:
+        """Record ``values`` = ``loss.per_sample(scores, self.y)`` for :meth:`per_sample_loss`."""
+        self.losses = (loss, scores, values)
+
+    def per_sample_loss(self, loss, scores: Tensor) -> Tensor:
+        """``loss.per_sample(scores, self.y)``: the shared values when the same loss was recorded on the same
+        scores tensor (identity, not equality: the memo holds the tensor, so its id cannot be reused)."""
+        memo = self.losses
+        if memo is not None and memo[0] is loss and memo[1] is scores:
+            return memo[2]
+        return loss.per_sample(scores, self.y)
+
     def subset(self, idx: Tensor) -> "FairnessData":
         """The same structure on the samples ``idx`` (a mini-batch)."""
         return FairnessData.build(self.y.index_select(0, idx), self.group.index_select(0, idx), self.n_groups)
+
+    def run(self, order: Tensor, start: int, stop: int) -> "FairnessData":
+        """:meth:`subset` for idx = ``order[start:stop]`` (a run of an epoch's permutation π), from views of π's
+        structure: y_π, g_π and the running counts C_t = Σ_{s<t} e_{g_{π_s}}, so the batch's cell counts are
+        C_stop − C_start (exact integers in float32 below 2^24 samples, hence the same values as :meth:`subset`).
+        Built once per π (cached on its identity and in-place version); O(1) tensor operations per batch."""
+        cached = self.ordered
+        if cached is None or cached[0] is not order or cached[1] != order._version:
+            perm = order.to(self.y.device)
+            y, group = self.y.index_select(0, perm), self.group.index_select(0, perm)
+            counts = torch.zeros(group.numel() + 1, self.n_groups, dtype=torch.float64, device=group.device)
+            counts[1:].scatter_(1, group.unsqueeze(1), 1.0)
+            cached = self.ordered = (order, order._version, y, group, counts.cumsum_(0).to(torch.float32))
+        if order.numel() >= 2 ** 24:  # counts beyond float32's exact integers
+            return self.subset(order[start:stop].to(self.y.device))
+        _, _, y, group, cumulative = cached
+        counts = cumulative[stop] - cumulative[start]
+        cells = CellIndex(index=group[start:stop], n_cells=self.n_groups, counts=counts, valid=counts > 0)
+        return FairnessData(y=y[start:stop], group=cells.index, n_groups=self.n_groups, by_group=cells)
 
     def to(self, device: torch.device) -> "FairnessData":
         return FairnessData(self.y.to(device), self.group.to(device), self.n_groups, self.by_group.to(device),

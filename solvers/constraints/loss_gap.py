@@ -108,28 +108,28 @@ class LossGap(ConstraintFamily):
         return self._cached("basis", self._basis, like) * (valid[a] & valid[b])
 
     def _per_sample_matrix(self, cells, like: Tensor) -> Tensor:
-        """R̃ = diag(1/n_g) R for the cells of ``data`` (n_g their sizes), so that Δ̂ = (Σ_{i∈g} ℓ_i)_gᵀ R̃; cached
-        on the cell index: a balanced batch layout or the training set reuses its cell index."""
-        cache = cells.__dict__.setdefault("_row_matrices", {})
-        key = (self, like.dtype)
-        R = cache.get(key)
+        """R̃ = diag(1/n_g) R for the cells of ``data`` (n_g their sizes), so that Δ̂ = (Σ_{i∈g} ℓ_i)_gᵀ R̃; kept on
+        the cell index (a mini-batch's G and its VJP, a balanced batch layout or the training set reuse it) and, on
+        the CPU, per count vector (mini-batches of one size repeat a few compositions; reading it costs no sync)."""
+        memo = cells.__dict__.get("_row_matrix")
+        if memo is not None and memo[0] is self and memo[1] is like.dtype:
+            return memo[2]
+        counts = cells.counts
+        key = ("R~", counts.numpy().tobytes(), like.dtype) if counts.device.type == "cpu" else None
+        R = None if key is None else self._device_cache.get(key)
         if R is None:
-            valid = cells.valid
-            if valid.device.type == "cpu":  # one R per pattern of present groups (reading it costs no sync)
-                pattern = ("R", valid.numpy().tobytes(), like.dtype)
-                R = self._device_cache.get(pattern)
-                if R is None:
-                    R = self._device_cache[pattern] = self.row_matrix(valid, like)
-            else:
-                R = self.row_matrix(valid, like)
-            counts = cells.counts.clamp_min(1.0)
-            R = cache[key] = R / (counts if counts.dtype == like.dtype else counts.to(like.dtype)).unsqueeze(1)
+            counts = counts.clamp_min(1.0)
+            R = self.row_matrix(cells.valid, like) / (counts if counts.dtype == like.dtype
+                                                      else counts.to(like.dtype)).unsqueeze(1)
+            if key is not None and len(self._device_cache) < _CACHED_COMPOSITIONS:
+                self._device_cache[key] = R
+        cells.__dict__["_row_matrix"] = (self, like.dtype, R)
         return R
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         self._check(data)
         cells = data.by_group
-        losses = self._loss.per_sample(scores, data.y)
+        losses = data.per_sample_loss(self._loss, scores)  # shared with the objective when it is ℓ
         sums = losses.new_zeros(cells.n_cells).index_add_(0, cells.index, losses)
         return sums @ self._per_sample_matrix(cells, scores)
 
@@ -138,6 +138,9 @@ class LossGap(ConstraintFamily):
         cells = data.by_group
         per_group = self._per_sample_matrix(cells, scores) @ (w if w.dtype == scores.dtype else w.to(scores.dtype))
         return self._loss.derivative(scores, data.y) * per_group.index_select(0, cells.index)
+
+
+_CACHED_COMPOSITIONS = 4096  # bound of the per-count-vector cache (many groups: too many compositions to keep)
 
 
 def _one_hot(index: Tensor, n: int) -> Tensor:
