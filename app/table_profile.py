@@ -2,23 +2,25 @@
 
 An upload is profiled while it is read, a chunk of rows at a time, so the API process never holds the
 whole table. Per column a :class:`ColumnProfile` keeps the missing count, the first distinct values in
-file order, the pandas kinds of the chunks and the value counts (one entry per distinct value). What
-it reports is exact, and equal to what pandas gives for the concatenated column:
+file order, the pandas kinds of the chunks, the present values of numeric chunks (in their own dtype,
+8 bytes a value) and the value counts of the other chunks. What it reports equals what pandas gives
+for the concatenated column:
 
 * ``dtype``: the kind of the concatenated column (:func:`combined_kind`);
 * ``n_distinct``, ``n_missing`` and ``examples`` (the first :data:`EXAMPLES` distinct values);
 * numeric columns: mean, standard deviation (ddof = 1), minimum, quartiles and maximum, the quantiles
-  interpolated linearly between order statistics (pandas' default), read off the cumulative counts:
-  for q ∈ [0, 1] and n values x₍₀₎ ≤ … ≤ x₍ₙ₋₁₎, with p = q(n − 1) and k = ⌊p⌋,
-  Q(q) = x₍ₖ₎ + (p − k)(x₍ₖ₊₁₎ − x₍ₖ₎);
+  interpolated linearly between order statistics (pandas' default): for q ∈ [0, 1] and n values
+  x₍₀₎ ≤ … ≤ x₍ₙ₋₁₎, with p = q(n − 1) and k = ⌊p⌋, Q(q) = x₍ₖ₎ + (p − k)(x₍ₖ₊₁₎ − x₍ₖ₎);
 * other columns (text, booleans, dates): the ten most frequent values, as text;
 * ``values``: every distinct value, exactly as read, when there are at most :data:`VALUES_CAP` and each
   can be stored as JSON unchanged (finite numbers, booleans, text without NUL of at most
   :data:`VALUE_CHARS` characters). A job spec is checked against these instead of the table
   (:mod:`app.spec_table`).
 
-Memory is bounded by the number of distinct values of each column, not by the number of rows: a
-column whose every value differs (an id, a continuous measurement) keeps one count per row.
+Memory: 8 bytes per present numeric value, and one count per distinct value of the other columns up to
+:data:`COUNT_CAP`. A column with more distinct values than that (an id) keeps a 64-bit hash per value
+instead: its distinct count stays exact (up to a hash collision, odds about n²/2⁶⁵), and its top values
+are counted over the rows read until the cap was passed (the summary says so).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ EXAMPLES = 5
 EXAMPLE_CHARS = 200
 TOP_VALUES = 10
 VALUES_CAP = 1000
+COUNT_CAP = 100_000
 VALUE_CHARS = 1000
 QUARTILES = {"min": 0.0, "q25": 0.25, "median": 0.5, "q75": 0.75, "max": 1.0}
 
@@ -94,61 +97,108 @@ class ColumnProfile:
         self.kinds: set[str] = set()
         self.n_missing = 0
         self.examples: list[Any] = []
-        self.counts: pd.Series | None = None  # distinct value -> occurrences
+        self.numbers: list[np.ndarray] = []  # numeric chunks: their present values, in the chunk's dtype
+        self.counts: pd.Series | None = None  # other chunks: distinct value -> occurrences, up to COUNT_CAP values
+        self.hashes: list[np.ndarray] = []  # past COUNT_CAP: 64-bit hashes of the values, for the distinct count
+        self.numbers_sorted = False
 
     def add(self, series: pd.Series) -> None:
-        self.kinds.add(kind_of(series))
+        kind = kind_of(series)
+        self.kinds.add(kind)
         present = series.dropna()
         self.n_missing += len(series) - len(present)
         if len(self.examples) < EXAMPLES:
-            for value in present.unique()[:EXAMPLES]:
+            head = present.iloc[:1000].unique()  # the first distinct values are almost always near the top
+            for value in (head if len(head) >= EXAMPLES else present.unique())[:EXAMPLES]:
                 if len(self.examples) < EXAMPLES and not any(value == seen for seen in self.examples):
                     self.examples.append(value)
-        chunk = present.value_counts(sort=False)
+        if kind in ("integer", "float"):
+            self.numbers.append(present.to_numpy())
+            self.numbers_sorted = False
+        else:
+            self._count(present.value_counts(sort=False))
+
+    def _count(self, chunk: pd.Series) -> None:
+        if self.hashes:
+            self.hashes.append(value_hashes(chunk.index))
+            return
         self.counts = chunk if self.counts is None else self.counts.add(chunk, fill_value=0)
+        if len(self.counts) > COUNT_CAP:  # an id-like column: keep hashes, not values
+            self.hashes.append(value_hashes(self.counts.index))
 
     @property
     def kind(self) -> str:
         return combined_kind(self.kinds)
 
+    def _sorted_numbers(self) -> np.ndarray:
+        """The numeric chunks' values in one array, sorted in place (kept: schema and summary both read it)."""
+        if len(self.numbers) != 1 or not self.numbers_sorted:
+            x = np.concatenate(self.numbers) if self.numbers else np.empty(0)
+            x.sort()
+            self.numbers, self.numbers_sorted = [x], True
+        return self.numbers[0]
+
+    def _all_counts(self) -> pd.Series:
+        """The counts with the numeric chunks folded in (a column read as numbers in some chunks only)."""
+        for values in self.numbers:
+            self._count(pd.Series(values).value_counts(sort=False))
+        self.numbers = []
+        return self.counts if self.counts is not None else pd.Series(dtype="int64")
+
+    def distinct(self) -> tuple[int, list[Any] | None]:
+        """The number of distinct values and, when there are at most VALUES_CAP, the values."""
+        if self.kind in ("integer", "float"):
+            x = self._sorted_numbers()
+            first = np.ones(len(x), dtype=bool)
+            np.not_equal(x[1:], x[:-1], out=first[1:])
+            n = int(first.sum())
+            return n, x[first].tolist() if n <= VALUES_CAP else None
+        counts = self._all_counts()
+        if self.hashes:
+            h = np.concatenate(self.hashes)
+            h.sort()
+            return 1 + int(np.count_nonzero(h[1:] != h[:-1])), None
+        if len(counts) > VALUES_CAP:
+            return len(counts), None
+        return len(counts), [v.item() if isinstance(v, np.generic) else v for v in counts.index]
+
     def schema(self) -> dict[str, Any]:
-        entry = {"name": self.name, "dtype": self.kind, "n_distinct": 0 if self.counts is None else len(self.counts),
-                 "n_missing": self.n_missing, "examples": [jsonable(v) for v in self.examples]}
-        if self.counts is not None and len(self.counts) <= VALUES_CAP and self.kind != "datetime":
-            values = [v.item() if isinstance(v, np.generic) else v for v in self.counts.index]
-            if all(exact_json(v) for v in values):
-                entry["values"] = values
+        n_distinct, values = self.distinct()
+        entry = {"name": self.name, "dtype": self.kind, "n_distinct": n_distinct, "n_missing": self.n_missing,
+                 "examples": [jsonable(v) for v in self.examples]}
+        if values is not None and self.kind != "datetime" and all(exact_json(v) for v in values):
+            entry["values"] = values
         return entry
 
     def summary(self) -> dict[str, Any]:
-        counts = self.counts if self.counts is not None else pd.Series(dtype="int64")
         if self.kind in ("integer", "float"):
-            return numeric_summary(counts)
+            return numeric_summary(self._sorted_numbers())
+        counts = self._all_counts()
         text = counts.groupby(counts.index.map(str)).sum() if len(counts) else counts
         top = text.sort_values(ascending=False, kind="stable").head(TOP_VALUES)
-        return {"top": {jsonable(str(k)): int(v) for k, v in top.items()}}
+        out: dict[str, Any] = {"top": {jsonable(str(k)): int(v) for k, v in top.items()}}
+        if self.hashes:
+            out["top_counted_over_first_distinct"] = COUNT_CAP
+        return out
 
 
-def numeric_summary(counts: pd.Series) -> dict[str, float | None]:
-    """Mean, std (ddof = 1) and the quartiles of the multiset {value: count} (module docstring)."""
-    counts = counts.sort_index()
-    values, weights = counts.index.to_numpy(dtype=float), counts.to_numpy(dtype=float)
-    n = weights.sum()
+def value_hashes(values: pd.Index) -> np.ndarray:
+    """64-bit hashes of values by their text (a collision among n values has odds about n² / 2⁶⁵)."""
+    return pd.util.hash_array(np.asarray(values.map(str), dtype=object))
+
+
+def numeric_summary(x: np.ndarray) -> dict[str, float | None]:
+    """Mean, std (ddof = 1) and the quartiles Q(q) (module docstring) of the sorted present values ``x``."""
+    n = len(x)
     if n == 0:
         return {"mean": None, "std": None, **{k: None for k in QUARTILES}}
-    mean = float(np.dot(values, weights) / n)
-    std = math.sqrt(float(np.dot(weights, (values - mean) ** 2)) / (n - 1)) if n > 1 else math.nan
-    ends = np.cumsum(weights)  # order statistics 0 .. ends[i]-1 equal values[i]
-
-    def order_statistic(k: int) -> float:
-        return values[int(np.searchsorted(ends, k, side="right"))]
-
-    out: dict[str, float | None] = {"mean": finite(mean), "std": finite(std)}
+    out: dict[str, float | None] = {"mean": finite(np.mean(x, dtype=float)),
+                                    "std": finite(np.std(x, dtype=float, ddof=1)) if n > 1 else None}
     for key, q in QUARTILES.items():
-        position = q * (n - 1)
-        low = int(math.floor(position))
-        lo, hi = order_statistic(low), order_statistic(min(low + 1, int(n) - 1))
-        out[key] = finite(lo + (position - low) * (hi - lo))
+        p = q * (n - 1)
+        k = int(math.floor(p))
+        lo, hi = float(x[k]), float(x[min(k + 1, n - 1)])
+        out[key] = finite(lo + (p - k) * (hi - lo))
     return out
 
 

@@ -80,3 +80,20 @@ def test_parquet_is_profiled_in_chunks(tmp_path, monkeypatch):
     assert fmt == "parquet"
     assert len(list(storage.iter_chunks(path, fmt, options))) == 3
     check_against_pandas(profile, storage.read_table(path, fmt, options))
+
+
+def test_an_id_like_column_keeps_hashes_past_the_cap(monkeypatch):
+    """Past COUNT_CAP distinct values a column keeps a hash per value: its distinct count stays exact."""
+    from app import table_profile
+
+    monkeypatch.setattr(table_profile, "COUNT_CAP", 50)
+    rng = np.random.default_rng(5)
+    whole = pd.DataFrame({"id": [f"u{i}" for i in rng.integers(0, 400, 1000)], "few": rng.choice(["a", "b"], 1000)})
+    profile = TableProfile.of(whole.iloc[i:i + 100] for i in range(0, 1000, 100))
+    columns = {c["name"]: c for c in profile.schema()}
+    assert columns["id"]["n_distinct"] == whole["id"].nunique() > 50
+    assert "values" not in columns["id"] and columns["few"]["values"] is not None
+    summary = profile.summary()
+    assert summary["id"]["top_counted_over_first_distinct"] == 50
+    assert "top_counted_over_first_distinct" not in summary["few"]
+    assert summary["few"]["top"] == whole["few"].value_counts().to_dict()
