@@ -76,8 +76,8 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
     m = len(problem.constraint_names)
     for k in range(first, max_iterations):
         current, duals = algorithm.step(k, current)
-        flat = torch.cat([current.objective.reshape(1), current.constraints.reshape(-1),  # cat promotes dtypes
-                          *[d.reshape(-1) for d in (duals or {}).values()]]).tolist()  # the one host sync
+        flat = torch.cat([current.objective.reshape(1), _flat(current.constraints),  # cat promotes dtypes
+                          *[_flat(d) for d in (duals or {}).values()]]).tolist()  # the one host sync
         seen += algorithm.samples_per_step()
         constraints = flat[1:1 + m]
         dual_lists, offset = None, 1 + m
@@ -112,3 +112,8 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
         model=model, status=status, stop_reason=stop_reason, iterations=record.iteration if record else first,
         solver_time_s=time.perf_counter() - t0, samples_seen=seen, last=record, config=algorithm.config,
     )
+
+
+def _flat(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor.reshape(-1)`` (skipped for a vector: the call costs as much as the copy it avoids)."""
+    return tensor if tensor.ndim == 1 else tensor.reshape(-1)

@@ -65,7 +65,7 @@ def switching_step(
     space = getattr(current, "space", None)
     active = None  # j* (score space without a centre: read on the host with the values, no argmax/one-hot)
     if constraints.numel() == 0:
-        g_max, objective_step = None, True
+        g_max, value, objective_step = None, None, True
     elif space is not None and diff is None:
         values = constraints.tolist()  # the one host sync of the switch
         active = max(range(len(values)), key=values.__getitem__)  # the first maximiser, as torch.argmax
@@ -89,22 +89,31 @@ def switching_step(
         grads = space.gradient(0.0, unit_vector(j, constraints))
     if diff is not None:
         torch._foreach_add_(grads, diff, alpha=rho_hat)  # ∇ ρ̂/2‖z−x_t‖² = ρ̂(z−x_t)
-    with torch.no_grad():
-        if objective_step and normalize_f:
-            norm2 = squared_norm(grads)
-            step = eta_f / norm2.clamp_min(torch.finfo(norm2.dtype).tiny)
-            torch._foreach_mul_(grads, step.to(grads[0].dtype))
-            torch._foreach_sub_(params, grads)
-        elif objective_step or eta_c is not None:
-            torch._foreach_add_(params, grads, alpha=-(eta_f if objective_step else eta_c))
-        else:
-            norm2 = squared_norm(grads)
-            value = norm2.new_tensor(value) if active is not None else value  # (the host value: an exact copy)
-            step = value.clamp_min(0.0) / norm2.clamp_min(torch.finfo(norm2.dtype).tiny)
-            torch._foreach_mul_(grads, step.to(grads[0].dtype))
-            torch._foreach_sub_(params, grads)
+    if torch.is_grad_enabled():
+        with torch.no_grad():
+            _descend(params, grads, objective_step, normalize_f, eta_f, eta_c, value)
+    else:  # (a score-space run: the driver turned grad mode off; entering no_grad costs as much as the update)
+        _descend(params, grads, objective_step, normalize_f, eta_f, eta_c, value)
     project(problem, params)
     return objective_step
+
+
+def _descend(params: list[Tensor], grads: list[Tensor], objective_step: bool, normalize_f: bool, eta_f: float,
+             eta_c: float | None, value) -> None:
+    """θ ← θ − η ζ in place for the branch taken (``value``: G̃(z_k), a tensor or its host float, for Polyak's step)."""
+    if objective_step and normalize_f:
+        norm2 = squared_norm(grads)
+        step = eta_f / norm2.clamp_min(torch.finfo(norm2.dtype).tiny)
+        torch._foreach_mul_(grads, step.to(grads[0].dtype))
+        torch._foreach_sub_(params, grads)
+    elif objective_step or eta_c is not None:
+        torch._foreach_add_(params, grads, alpha=-(eta_f if objective_step else eta_c))
+    else:
+        norm2 = squared_norm(grads)
+        value = norm2.new_tensor(value) if isinstance(value, float) else value  # (a host value: an exact copy)
+        step = value.clamp_min(0.0) / norm2.clamp_min(torch.finfo(norm2.dtype).tiny)
+        torch._foreach_mul_(grads, step.to(grads[0].dtype))
+        torch._foreach_sub_(params, grads)
 
 
 _UNIT_ROWS: dict = {}
@@ -112,10 +121,10 @@ _UNIT_ROWS: dict = {}
 
 def unit_vector(j: int, like: Tensor) -> Tensor:
     """e_j ∈ R^m (m = ``like.numel()``) in ``like``'s dtype and device: a row of a cached identity."""
-    key = (like.numel(), like.dtype, like.device)
-    eye = _UNIT_ROWS.get(key)
-    if eye is None:
-        eye = _UNIT_ROWS[key] = torch.eye(key[0], dtype=like.dtype, device=like.device)
+    m = like.numel()
+    eye = _UNIT_ROWS.get(m)
+    if eye is None or eye.dtype != like.dtype or eye.device != like.device:
+        eye = _UNIT_ROWS[m] = torch.eye(m, dtype=like.dtype, device=like.device)
     return eye[j]
 
 

@@ -80,21 +80,28 @@ class FairnessData:
 
     def run(self, order: Tensor, start: int, stop: int) -> "FairnessData":
         """:meth:`subset` for idx = ``order[start:stop]`` (a run of an epoch's permutation π), from views of π's
-        structure: y_π, g_π and the running counts C_t = Σ_{s<t} e_{g_{π_s}}, so the batch's cell counts are
-        C_stop − C_start (exact integers in float32 below 2^24 samples, hence the same values as :meth:`subset`).
-        Built once per π (cached on its identity and in-place version); O(1) tensor operations per batch."""
+        structure: y_π, g_π and the cell counts of every run [a, a + b) with a ≡ ``start`` (mod b), b = stop − start,
+        taken from the running counts C_t = Σ_{s<t} e_{g_{π_s}} as C_{a+b} − C_a in one pass (exact integers in
+        float32 below 2^24 samples: the same values as :meth:`subset`). Built once per π and batch size (cached on
+        π's identity and in-place version), so a batch costs views only."""
+        if order.numel() >= 2 ** 24:  # counts beyond float32's exact integers
+            return self.subset(order[start:stop].to(self.y.device))
         cached = self.ordered
         if cached is None or cached[0] is not order or cached[1] != order._version:
             perm = order.to(self.y.device)
             y, group = self.y.index_select(0, perm), self.group.index_select(0, perm)
             counts = torch.zeros(group.numel() + 1, self.n_groups, dtype=torch.float64, device=group.device)
             counts[1:].scatter_(1, group.unsqueeze(1), 1.0)
-            cached = self.ordered = (order, order._version, y, group, counts.cumsum_(0).to(torch.float32))
-        if order.numel() >= 2 ** 24:  # counts beyond float32's exact integers
-            return self.subset(order[start:stop].to(self.y.device))
-        _, _, y, group, cumulative = cached
-        counts = cumulative[stop] - cumulative[start]
-        cells = CellIndex(index=group[start:stop], n_cells=self.n_groups, counts=counts, valid=counts > 0)
+            cached = self.ordered = (order, order._version, y, group, counts.cumsum_(0).to(torch.float32), {})
+        _, _, y, group, cumulative, runs = cached
+        size = stop - start
+        key = (size, start % size)
+        per_run = runs.get(key)
+        if per_run is None:  # counts and validity of the runs [a, a + size) for every a ≡ start (mod size)
+            counts = cumulative[key[1] + size::size] - cumulative[key[1]:cumulative.shape[0] - size:size]
+            per_run = runs[key] = (counts, counts > 0)
+        r = start // size
+        cells = CellIndex(index=group[start:stop], n_cells=self.n_groups, counts=per_run[0][r], valid=per_run[1][r])
         return FairnessData(y=y[start:stop], group=cells.index, n_groups=self.n_groups, by_group=cells)
 
     def to(self, device: torch.device) -> "FairnessData":
