@@ -107,36 +107,47 @@ class LossGap(ConstraintFamily):
         a, b = self._cached("a", self._rows[0], valid), self._cached("b", self._rows[1], valid)
         return self._cached("basis", self._basis, like) * (valid[a] & valid[b])
 
-    def _per_sample_matrix(self, cells, like: Tensor) -> Tensor:
-        """R̃ = diag(1/n_g) R for the cells of ``data`` (n_g their sizes), so that Δ̂ = (Σ_{i∈g} ℓ_i)_gᵀ R̃; kept on
-        the cell index (a mini-batch's G and its VJP, a balanced batch layout or the training set reuse it) and, on
-        the CPU, per count vector (mini-batches of one size repeat a few compositions; reading it costs no sync)."""
+    def _per_sample_matrices(self, cells, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(R̃, R̃ᵀ, −ε·1) with R̃ = diag(1/n_g) R for the cells of ``data`` (n_g their sizes), so that
+        Δ̂ = (Σ_{i∈g} ℓ_i)_gᵀ R̃ (R̃ᵀ contiguous: G = −ε + R̃ᵀ sums is one ``addmv``); kept on the cell index (a
+        mini-batch's G and its VJP, a balanced batch layout or the training set reuse it) and, on the CPU, per
+        count vector (mini-batches of one size repeat a few compositions; reading it costs no sync)."""
         memo = cells.__dict__.get("_row_matrix")
         if memo is not None and memo[0] is self and memo[1] is like.dtype:
             return memo[2]
         counts = cells.counts
-        key = ("R~", counts.numpy().tobytes(), like.dtype) if counts.device.type == "cpu" else None
-        R = None if key is None else self._device_cache.get(key)
-        if R is None:
+        key = (counts.numpy().tobytes(), like.dtype, self.tolerance) if counts.device.type == "cpu" else None
+        matrices = None if key is None else self._device_cache.get(key)
+        if matrices is None:
             counts = counts.clamp_min(1.0)
             R = self.row_matrix(cells.valid, like) / (counts if counts.dtype == like.dtype
                                                       else counts.to(like.dtype)).unsqueeze(1)
+            matrices = (R, R.t().contiguous(), torch.full((R.shape[1],), -self.tolerance, dtype=R.dtype,
+                                                          device=R.device))
             if key is not None and len(self._device_cache) < _CACHED_COMPOSITIONS:
-                self._device_cache[key] = R
-        cells.__dict__["_row_matrix"] = (self, like.dtype, R)
-        return R
+                self._device_cache[key] = matrices
+        cells.__dict__["_row_matrix"] = (self, like.dtype, matrices)
+        return matrices
+
+    def _group_sums(self, scores: Tensor, data: FairnessData) -> Tensor:
+        """(Σ_{i∈g} ℓ(f_i, y_i))_g over the cells of ``data``."""
+        self._check(data)
+        losses = data.per_sample_loss(self._loss, scores)  # shared with the objective when it is ℓ
+        return losses.new_zeros(data.by_group.n_cells).index_add_(0, data.by_group.index, losses)
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
-        self._check(data)
-        cells = data.by_group
-        losses = data.per_sample_loss(self._loss, scores)  # shared with the objective when it is ℓ
-        sums = losses.new_zeros(cells.n_cells).index_add_(0, cells.index, losses)
-        return sums @ self._per_sample_matrix(cells, scores)
+        return torch.mv(self._per_sample_matrices(data.by_group, scores)[1], self._group_sums(scores, data))
+
+    def surrogate(self, scores: Tensor, data: FairnessData) -> Tensor:
+        """G = Δ̂ − ε as one fused product."""
+        _, RT, neg_tolerance = self._per_sample_matrices(data.by_group, scores)
+        return torch.addmv(neg_tolerance, RT, self._group_sums(scores, data))
 
     def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
         """∂(wᵀG)/∂f_i = ℓ'(f_i, y_i) (R̃ w)_{g_i}."""
         cells = data.by_group
-        per_group = self._per_sample_matrix(cells, scores) @ (w if w.dtype == scores.dtype else w.to(scores.dtype))
+        R = self._per_sample_matrices(cells, scores)[0]
+        per_group = torch.mv(R, w if w.dtype == scores.dtype else w.to(scores.dtype))
         return self._loss.derivative(scores, data.y) * per_group.index_select(0, cells.index)
 
 
