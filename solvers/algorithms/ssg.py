@@ -33,9 +33,12 @@ from the descriptions in the PLADA notes and the stochastic benchmark's Algorith
   records always show the iterates θ_k themselves.
 * Mini-batches: the switching test and the step use the same batch (the benchmark draws a
   separate batch for the test); the test then compares a plug-in estimate of g with ε_k.
-* Host syncs: one ``.item()`` per iteration for the branch (plus the driver's one).
+* Host syncs: one per iteration for the branch (plus the driver's one): in score space G(θ_k) is read
+  with ``tolist`` and j* taken on the host (the first maximiser, as ``argmax``), else ``.item()`` of max_j G_j.
 * Gradients: for the library's linear / MLP models ∂F and ∂G_{j*} are taken in score space
-  (:mod:`.score_space`, no autograd graph per iteration); other models use autograd.
+  (:mod:`.score_space`, no autograd graph per iteration; the batch's per-sample losses are shared by F and a
+  loss-gap G, and its group structure is read from the epoch's permutation, :meth:`FairnessData.run`);
+  other models use autograd. Both give the same iterates up to float rounding.
 * Logged "duals": ``objective_step`` (1 when k ∈ I's branch was taken, else 0).
 """
 from __future__ import annotations

@@ -13,8 +13,9 @@ output rules of SSG / IPC / YNW.
 
   with G̃' the subgradient of the *most violated* row (the active piece of the max) plus
   ρ̂(z−x_t). η^c_k is either a given number or Polyak's G̃(z_k)/‖G̃'(z_k)‖².
-  The branch needs G̃(z_k) on the host: ONE ``.item()`` per step (the only host sync
-  besides the driver's); everything else stays on the device.
+  The branch needs G̃(z_k) on the host: ONE host read per step (the only host sync besides the
+  driver's: ``.item()`` of max_j G̃_j, or, in score space without a centre, ``tolist`` of G with j*
+  taken on the host); everything else stays on the device.
 * :class:`WeightedReservoir` — an online draw of one iterate with P(τ=k) = w_k / Σ_{s∈I} w_s
   (weighted reservoir sampling, seeded), so "random iterate" output rules work without
   knowing the number of iterations in advance and without storing the iterates.
