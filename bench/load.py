@@ -4,8 +4,9 @@ Redis with Celery workers; latency percentiles per route and the error count.
 Each client has its own API key and loops for the run's duration: upload a small CSV (one time in
 ten), submit a job on its dataset (with an ``Idempotency-Key``), then three poll ticks, each reading
 the job, the job list and the dataset and then waiting ``poll_s`` seconds before the next, as the
-dashboard does (``POLL_MS`` = 1 s after each response). Latency is measured in the client from
-request to full response.
+dashboard does (``POLL_MS`` = 1 s after each response). Clients start at moments spread uniformly
+over one loop (3 poll periods): started together, 50 clients stay nearly in lockstep and send their
+150 reads of a tick in one burst. Latency is measured in the client from request to full response.
 
 One invocation runs one fresh stack per ``--poll-s`` value. The default, 1 s, is the dashboard's
 cadence: 50 such clients offer about 170 requests/s and queue a job every 3 s each. ``--poll-s 0``
@@ -74,6 +75,7 @@ async def client_loop(url: str, key: str, until: float, seed: int, poll_s: float
                 return None
             return json.loads(body) if method == "POST" else None  # reads are timed, not parsed: less client CPU
 
+        await asyncio.sleep(rng.uniform(0, 3 * poll_s))  # users start at different moments, not in lockstep
         dataset = await call("POST /datasets", "POST", "/api/v1/datasets", (201,), data=upload_form())
         while time.monotonic() < until:
             if rng.random() < 0.1:
