@@ -81,7 +81,7 @@ REQUESTS = Counter("fairsolve_http_requests", "HTTP requests answered.", ["metho
                    registry=REGISTRY)
 LATENCY = Histogram("fairsolve_http_request_duration_seconds", "Time to answer an HTTP request.",
                     ["method", "route"], registry=REGISTRY,
-                    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+                    buckets=(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
 access_log = logging.getLogger("fairsolve.access")
 
 
