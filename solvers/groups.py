@@ -10,7 +10,7 @@ N_c = 0 are *invalid* and ignored by :func:`spread`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -22,6 +22,7 @@ class CellIndex:
     n_cells: int
     counts: Tensor  # (C,) float, N_c
     valid: Tensor   # (C,) bool, N_c > 0
+    composition: bytes | None = field(default=None, repr=False, compare=False)  # :meth:`counts_key`, once read
 
     @classmethod
     def build(cls, index: Tensor, n_cells: int, dtype: torch.dtype = torch.float32) -> "CellIndex":
@@ -29,6 +30,13 @@ class CellIndex:
         counts = torch.zeros(n_cells, dtype=dtype, device=index.device)
         counts.index_add_(0, index, torch.ones_like(index, dtype=dtype))
         return cls(index=index, n_cells=n_cells, counts=counts, valid=counts > 0)
+
+    def counts_key(self) -> bytes | None:
+        """The counts (N_c)_c as bytes, a hashable key for caches by batch composition; None off the CPU (reading
+        the counts there would be a host sync)."""
+        if self.composition is None and self.counts.device.type == "cpu":
+            self.composition = self.counts.numpy().tobytes()
+        return self.composition
 
     def means(self, values: Tensor) -> Tensor:
         """v̄_c for every cell (0 for empty cells); differentiable in ``values``."""

@@ -99,9 +99,11 @@ class FairnessData:
         per_run = runs.get(key)
         if per_run is None:  # counts and validity of the runs [a, a + size) for every a ≡ start (mod size)
             counts = cumulative[key[1] + size::size] - cumulative[key[1]:cumulative.shape[0] - size:size]
-            per_run = runs[key] = (counts, counts > 0)
+            keys = [row.tobytes() for row in counts.numpy()] if counts.device.type == "cpu" else None
+            per_run = runs[key] = (counts, counts > 0, keys)
         r = start // size
-        cells = CellIndex(index=group[start:stop], n_cells=self.n_groups, counts=per_run[0][r], valid=per_run[1][r])
+        cells = CellIndex(index=group[start:stop], n_cells=self.n_groups, counts=per_run[0][r], valid=per_run[1][r],
+                          composition=None if per_run[2] is None else per_run[2][r])
         return FairnessData(y=y[start:stop], group=cells.index, n_groups=self.n_groups, by_group=cells)
 
     def to(self, device: torch.device) -> "FairnessData":

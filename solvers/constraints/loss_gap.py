@@ -115,8 +115,9 @@ class LossGap(ConstraintFamily):
         memo = cells.__dict__.get("_row_matrix")
         if memo is not None and memo[0] is self and memo[1] is like.dtype:
             return memo[2]
+        composition = cells.counts_key()
+        key = None if composition is None else (composition, like.dtype, self.tolerance)
         counts = cells.counts
-        key = (counts.numpy().tobytes(), like.dtype, self.tolerance) if counts.device.type == "cpu" else None
         matrices = None if key is None else self._device_cache.get(key)
         if matrices is None:
             counts = counts.clamp_min(1.0)

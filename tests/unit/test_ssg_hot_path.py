@@ -35,6 +35,7 @@ def test_run_structure_equals_subset():
                 for x, r in ((run.y, ref.y), (run.group, ref.group), (run.by_group.counts, ref.by_group.counts),
                              (run.by_group.valid, ref.by_group.valid)):
                     assert torch.equal(x, r)
+                assert run.by_group.counts_key() == ref.by_group.counts_key()  # the composition cache key
     perm.copy_(torch.randperm(103, generator=g))  # rewritten in place (a checkpoint restore): the cache is stale
     assert torch.equal(data.run(perm, 3, 10).group, data.subset(perm[3:10]).group)
 
