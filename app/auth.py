@@ -99,19 +99,23 @@ class CallerCache:
         self._entries: dict[str, tuple[Caller, float]] = {}
         self._lock = threading.Lock()
 
+    def fresh(self, key: str | None) -> Caller | None:
+        """The cached caller of ``key`` while its entry is fresh, else None (no database needed)."""
+        if self.ttl_s <= 0 or not key:
+            return None
+        entry = self._entries.get(key_hash(key))
+        return entry[0] if entry is not None and entry[1] > time.monotonic() else None
+
     def caller(self, db: Session, key: str | None) -> Caller:
         """:func:`authenticate`, answered from the cache while the key's entry is fresh."""
-        if self.ttl_s <= 0 or not key:
-            return authenticate(db, key)
-        digest, now = key_hash(key), time.monotonic()
-        entry = self._entries.get(digest)
-        if entry is not None and entry[1] > now:
-            return entry[0]
+        if (cached := self.fresh(key)) is not None:
+            return cached
         caller = authenticate(db, key)
-        with self._lock:
-            if len(self._entries) >= self.max_entries:
-                self._entries.clear()
-            self._entries[digest] = (caller, now + self.ttl_s)
+        if self.ttl_s > 0:
+            with self._lock:
+                if len(self._entries) >= self.max_entries:
+                    self._entries.clear()
+                self._entries[key_hash(key)] = (caller, time.monotonic() + self.ttl_s)
         return caller
 
     def forget(self, key_id: str) -> None:

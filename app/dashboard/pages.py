@@ -95,11 +95,11 @@ class PageRoute(APIRoute):
 router = APIRouter(route_class=PageRoute, include_in_schema=False, default_response_class=HTMLResponse)
 
 
-def page_caller(request: Request, db: DB) -> Caller:
+async def page_caller(request: Request, db: DB) -> Caller:
     """The signed-in caller (the session cookie, checked like any API key and rate-limited)."""
     if not request.cookies.get(SESSION_COOKIE):
         raise SignInRequired()
-    caller = current_caller(request, db)
+    caller = await current_caller(request, db)
     request.state.caller = caller
     return caller
 
