@@ -15,6 +15,9 @@ from tests.integration.test_job_flow import job_spec, upload
 from tests.stack import REDIS_URL, alive, descendants, pg_database, start_stack, stop_stack
 
 N_JOBS, ITERATIONS = 20, 1000
+# Each job must run long enough to be killed after its first checkpoint (0.3 s) and before its last
+# 200 iterations: a linear PLADA solve does 1000 iterations in under 0.5 s, an MLP on 5000 rows in about 2 s.
+ROWS, MODEL = 5000, {"type": "mlp", "hidden": [64, 64]}
 
 
 @pytest.fixture
@@ -51,9 +54,9 @@ def kill_pool_while_running(stack, client, ids: list[str], killed: list[str]) ->
 def test_twenty_jobs_survive_two_sigkills(chaos_stack):
     stack = chaos_stack
     with stack.client() as client:
-        dataset = upload(client, planted_table(1500, seed=5))
-        ids = [client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=ITERATIONS, seed=i)).json()["id"]
-               for i in range(N_JOBS)]
+        dataset = upload(client, planted_table(ROWS, seed=5))
+        ids = [client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=ITERATIONS, seed=i,
+                                                         model=MODEL)).json()["id"] for i in range(N_JOBS)]
         killed: list[str] = []
         kill_pool_while_running(stack, client, ids, killed)
         kill_pool_while_running(stack, client, ids, killed)
