@@ -82,26 +82,6 @@ class LinearScores:
     def scores(self) -> Tensor:
         return _Scores.apply(self.weight, self.bias, self.X, self.XT, self.sparse)
 
-    def pullback_cell(self, cell: int, g: Tensor) -> tuple[Tensor, Tensor]:
-        """∂/∂h restricted to one group's samples (contiguous here: samples are sorted by group) →
-        (∂/∂weight (d,), ∂/∂bias ()) = (X_cellᵀ g, Σ g), through that group's block of Xᵀ only (built on
-        first use): about half the work of the full product for two groups."""
-        blocks = self.__dict__.setdefault("_cell_blocks", {})
-        if cell not in blocks:
-            counts = torch.bincount(self.data.group, minlength=self.data.n_groups).tolist()
-            start, stop = sum(counts[:cell]), sum(counts[:cell + 1])
-            if self.sparse:
-                crow = self.X.crow_indices().long()
-                lo, hi = int(crow[start]), int(crow[stop])
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    rows = torch.sparse_csr_tensor(crow[start:stop + 1] - lo, self.X.col_indices()[lo:hi].long(),
-                                                   self.X.values()[lo:hi], (stop - start, self.X.shape[1])).to_dense()
-                blocks[cell] = _csr32(rows.t().contiguous())
-            else:
-                blocks[cell] = self.XT[:, start:stop].contiguous()
-        return torch.mv(blocks[cell], g), g.sum()
-
     def pullback(self, J: Tensor) -> list[Tensor]:
         """Rows ∂f_i/∂h (m, n) → [∂f_i/∂weight (m, 1, d), ∂f_i/∂bias (m, 1)] (Jacobian chain rule)."""
         Jw = torch.sparse.mm(self.XT, J.t().contiguous()) if self.sparse else self.XT @ J.t()
