@@ -1,16 +1,21 @@
-"""Job artifacts on disk: model weights as safetensors, test predictions as Parquet."""
+"""Job artifacts on disk: model weights as safetensors, test predictions as Parquet.
+
+The worker writes them (:func:`write_artifacts`, which loads torch); the API only finds and reads them.
+"""
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-import torch
-from safetensors.torch import save_file
 
 from app.models import Artifact
 from app.settings import get_settings
+
+if TYPE_CHECKING:
+    import torch
 
 MEDIA_TYPES = {"weights": "application/octet-stream", "predictions": "application/vnd.apache.parquet"}
 FILE_NAMES = {"weights": "model.safetensors", "predictions": "predictions.parquet"}
@@ -28,6 +33,8 @@ def _record(job_id: str, kind: str, path: Path) -> Artifact:
 
 def write_artifacts(job_id: str, state_dict: dict[str, torch.Tensor], predictions: pd.DataFrame,
                     metadata: dict[str, str]) -> list[Artifact]:
+    from safetensors.torch import save_file
+
     folder = get_settings().storage_dir / "artifacts" / job_id
     folder.mkdir(parents=True, exist_ok=True)
     weights = folder / FILE_NAMES["weights"]

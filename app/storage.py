@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from app.table_profile import TableProfile
 
 PARQUET_MAGIC = b"PAR1"
-CHUNK_ROWS = 100_000  # rows parsed (and profiled, at upload) at once: bounds the parser's transient memory
+CHUNK_ROWS = 50_000  # rows parsed (and profiled, at upload) at once: bounds the parser's transient memory
 DELIMITERS = ",;\t|"
 SNIFF_BYTES = 64 * 1024
 MAX_LINE_BYTES = 4 << 20  # one CSV line (a row, or one physical line of a quoted multi-line field)

@@ -57,20 +57,19 @@ def reset_peak(pid: int) -> bool:
         return False
 
 
-IMPORT_STEPS = {  # cumulative: each step imports the ones before it too
-    "web and data stack (fastapi, sqlalchemy, celery, numpy, pyarrow, pandas, plotly)":
-        "import fastapi, sqlalchemy, celery, numpy, pyarrow.parquet, pandas, plotly.graph_objects",
-    "+ scipy.stats, sklearn.metrics": "import scipy.stats, sklearn.metrics",
-    "+ torch": "import torch",
-    "the API (app.main)": "import app.main",
+STACK = "import fastapi, sqlalchemy, celery, numpy, pyarrow.parquet, pandas, plotly.graph_objects\n"
+IMPORT_STEPS = {  # each in a fresh interpreter
+    "web and data stack (fastapi, sqlalchemy, celery, numpy, pyarrow, pandas, plotly)": STACK,
+    "the API (app.main)": "import app.main\n",
+    "the stack + scipy.stats, sklearn.metrics (not loaded by the API)": STACK + "import scipy.stats, sklearn.metrics\n",
+    "the stack + scipy, sklearn, torch (the worker's solvers)": STACK + "import scipy.stats, sklearn.metrics, torch\n",
 }
 
 
 def import_footprint() -> dict[str, float]:
-    """Peak resident MiB of a fresh interpreter after each cumulative import step."""
-    out, code = {}, ""
-    for label, statement in IMPORT_STEPS.items():
-        code += statement + "\n"
+    """Peak resident MiB of a fresh interpreter after each import step."""
+    out = {}
+    for label, code in IMPORT_STEPS.items():
         # VmHWM of the new address space (ru_maxrss would carry this large process's peak across fork + exec)
         probe = code + "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
         run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
@@ -150,8 +149,7 @@ def main() -> None:
           f"{s['solver_time_s']:.1f} s, wall {s['wall_s']:.1f} s |" if s["solver_time_s"] else
           f"| solve | {s['status']}: {s['error']} |",
           f"| test accuracy / DP | {s['test_accuracy']} / {s['test_dp']} |", "",
-          "What the idle API holds: peak resident size of a fresh interpreter after each import step "
-          "(cumulative).", "", "| imports | MiB |", "|---|---|"]
+          "What the idle API holds: peak resident size of a fresh interpreter after each import step.", "", "| imports | MiB |", "|---|---|"]
     md += [f"| {label} | {mib:.0f} |" for label, mib in footprint.items()] + [""]
     (RESULTS / "scale_upload.md").write_text("\n".join(md))
     print("\n".join(md))

@@ -11,10 +11,9 @@ import torch
 from scipy.special import expit
 from torch import nn
 
-from .algorithms import ALGORITHMS, SolveResult, describe, run_algorithm
+from .algorithms import SolveResult, run_algorithm
 from .algorithms.auc_postprocess import restore_model
 from .checkpoint import Checkpoint
-from .constraints import CONSTRAINTS
 from .encoding import TableEncoder, build_groups, encode_labels
 from .metrics import classification_metrics
 from .models import ball_domain, model_factory
@@ -22,20 +21,6 @@ from .observer import Observer
 from .problem import Problem
 from .spec import ProblemSpec, SolverSpec, check_spec_against_table
 from .splitting import split_indices
-
-
-def list_solvers() -> list[dict[str, Any]]:
-    """Every registered algorithm: name, aliases, paper, description, supports, config_schema."""
-    return [describe(cls) for cls in ALGORITHMS.classes()]
-
-
-def list_constraints() -> list[dict[str, Any]]:
-    """Every registered constraint family: type, aliases, description, config_schema."""
-    return [
-        {"type": cls.name, "aliases": list(cls.aliases), "description": cls.description,
-         "config_schema": cls.Config.model_json_schema()}
-        for cls in CONSTRAINTS.classes()
-    ]
 
 
 def solve(

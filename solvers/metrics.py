@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn import metrics as skm
 
 
 def _rates(hits: np.ndarray, index: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
@@ -149,6 +148,8 @@ def classification_metrics(y: np.ndarray, score: np.ndarray, group: np.ndarray, 
 
     ``score``: σ(f) in [0, 1]; ``logits``: the raw scores f (recovered from ``score`` when None,
     which saturates for |f| ≳ 17 in float32 scores)."""
+    from sklearn import metrics as skm  # loaded by the solves that report metrics, not by the API
+
     y = np.asarray(y).astype(int)
     if logits is None:
         logits = _logits(score)

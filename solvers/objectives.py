@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F_
 from torch import Tensor
 
+from .auc.objective import auc_square_per_sample
+
 PerSampleLoss = Callable[[Tensor, Tensor], Tensor]
 
 
@@ -112,7 +114,9 @@ hinge = Objective("hinge", hinge_per_sample, hinge_derivative)
 bce = Objective("bce", bce_per_sample, logistic_derivative)
 truncated_logistic = Objective("truncated_logistic", truncated_logistic_per_sample, truncated_logistic_derivative)
 
-OBJECTIVES: dict[str, Objective] = {o.name: o for o in (logistic, hinge, bce, truncated_logistic)}
+auc_square = Objective("auc_square", auc_square_per_sample)  # the AUC paper's f₀ (:mod:`solvers.auc.objective`)
+
+OBJECTIVES: dict[str, Objective] = {o.name: o for o in (logistic, hinge, bce, truncated_logistic, auc_square)}
 
 
 def get_objective(name: str | Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor], Tensor]:

@@ -13,8 +13,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, ValidationInfo, field_validator, model_validator
 
-from .algorithms import ALGORITHMS
-from .constraints import CONSTRAINTS, ConstraintFamily
+from .catalog import ALGORITHMS, CONSTRAINTS
 
 Scalar = str | int | float | bool
 
@@ -80,14 +79,14 @@ class ConstraintSpec(BaseModel):
     def _check_family(self) -> "ConstraintSpec":
         if self.type not in CONSTRAINTS:
             raise ValueError(f"unknown constraint type {self.type!r}; known: {', '.join(CONSTRAINTS.names())}")
-        family = CONSTRAINTS.get(self.type)
         try:
-            family.Config(**(self.model_extra or {}))
+            CONSTRAINTS.entry(self.type).Config(**(self.model_extra or {}))
         except ValidationError as err:
             raise ValueError(f"constraint {self.type!r}: invalid field {_describe_error(err)}") from None
         return self
 
-    def build(self) -> ConstraintFamily:
+    def build(self):
+        """The constraint family (imports its implementation, and torch)."""
         family = CONSTRAINTS.get(self.type)
         return family(self.tolerance, family.Config(**(self.model_extra or {})))
 
@@ -112,17 +111,23 @@ class SolverSpec(BaseModel):
         if name is None:  # the name itself failed; that error is reported
             return params
         try:
-            ALGORITHMS.get(name).Config(**params)
+            ALGORITHMS.entry(name).Config(**params)
         except ValidationError as err:
             raise ValueError(f"solver {name!r}: invalid param {_describe_error(err)}") from None
         return params
 
     @property
+    def entry(self):
+        """The solver's catalog entry (Config and metadata; no torch)."""
+        return ALGORITHMS.entry(self.name)
+
+    @property
     def algorithm(self):
-        return ALGORITHMS.get(self.name)
+        """The implementing class (imports it, and torch)."""
+        return self.entry.load()
 
     def config(self):
-        return self.algorithm.Config(**self.params)
+        return self.entry.Config(**self.params)
 
 
 class SplitSpec(BaseModel):
@@ -174,13 +179,13 @@ class SpecError(Exception):
 
 def check_solver_supports(spec: ProblemSpec) -> None:
     """Raise :class:`SpecError` when the solver does not handle the model type or a constraint type."""
-    algorithm = spec.solver.algorithm
+    algorithm = spec.solver.entry
     if spec.model.type not in algorithm.supported_models:
         raise SpecError(("model", "type"), f"solver {spec.solver.name!r} supports models "
                                            f"{', '.join(algorithm.supported_models)}, not {spec.model.type!r}")
     supported = algorithm.supported_constraints
     for i, constraint in enumerate(spec.constraints):
-        kind = CONSTRAINTS.get(constraint.type).name
+        kind = CONSTRAINTS.entry(constraint.type).name
         if supported is not None and kind not in supported:
             raise SpecError(("constraints", i, "type"), f"solver {spec.solver.name!r} handles "
                                                         f"{', '.join(supported)}, not {kind!r}")

@@ -28,8 +28,6 @@ from typing import Any, Callable, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from scipy.special import expit
-from sklearn import metrics as skm
 
 from solvers.auc.metrics import VARIANTS, auc, fairness_gap, protected_index
 from solvers.metrics import group_fairness, loss_gap, minority_rate
@@ -60,7 +58,7 @@ class Scored:
 
     @property
     def proba(self) -> np.ndarray:
-        return expit(self.logits)
+        return np.exp(-np.logaddexp(0.0, -self.logits))  # σ(f) without overflow
 
     @property
     def pred(self) -> np.ndarray:
@@ -108,10 +106,14 @@ def _accuracy(s: Scored) -> float | None:
 
 
 def _balanced_accuracy(s: Scored) -> float | None:
+    from sklearn import metrics as skm  # scikit-learn is loaded where audits run (the worker), not in the API
+
     return skm.balanced_accuracy_score(s.y, s.pred) if 0 < s.y.sum() < s.y.size else None
 
 
 def _log_loss(s: Scored) -> float | None:
+    from sklearn import metrics as skm
+
     return skm.log_loss(s.y, np.clip(s.proba, 1e-15, 1 - 1e-15), labels=[0, 1]) if s.y.size else None
 
 

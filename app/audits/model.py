@@ -8,10 +8,9 @@ job's dataset gives the encoder the job trained with). Weights are the job's ``w
 so post-processed models keep their group shift.
 
 **Audit model file** (what ``fairsolve audit run --model`` reads, served by
-``GET /api/v1/jobs/{job_id}/audit-model``): the weights as safetensors whose metadata carries
-``fairsolve_audit_model`` (format version), ``spec`` (the job's problem spec, JSON), ``encoder``
-(the fitted encoder, JSON), ``groups`` (the training groups) and ``job_id``. A job's plain weights
-artifact carries no encoder, so it cannot be audited on its own.
+``GET /api/v1/jobs/{job_id}/audit-model``): the weights as safetensors with the metadata of
+:mod:`app.audits.model_file` (read there without torch). A job's plain weights artifact carries no
+encoder, so it cannot be audited on its own.
 """
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from safetensors import SafetensorError, safe_open
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
 from solvers import ProblemSpec
@@ -32,17 +31,10 @@ from solvers.encoding import TableEncoder, build_groups, encode_labels
 from solvers.models import model_factory
 
 from .metrics import Scored
+from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, problem_spec, read_metadata, required_columns,
+                         spec_and_encoder)
 
-FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
-
-
-class ModelError(ValueError):
-    """The model cannot be loaded or applied; the message says why."""
-
-
-def problem_spec(job_spec: dict) -> ProblemSpec:
-    """A job's stored spec (the API body) as the solver library's :class:`ProblemSpec`."""
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
+__all__ = ["AuditModel", "ModelError", "problem_spec"]
 
 
 @dataclass
@@ -62,18 +54,24 @@ class AuditModel:
 
     @classmethod
     def from_file(cls, path: Path) -> "AuditModel":
-        """An audit model file (see the module docstring)."""
+        """An audit model file (see :mod:`app.audits.model_file`)."""
+        meta = read_metadata(path)
+        spec, encoder = spec_and_encoder(meta)
         try:
-            with safe_open(str(path), framework="pt") as fh:
-                meta = fh.metadata() or {}
-                state = {k: fh.get_tensor(k) for k in fh.keys()}
+            state = load_file(str(path))
         except (OSError, SafetensorError) as exc:
-            raise ModelError(f"--model: not a safetensors file: {exc}") from exc
-        if meta.get(FORMAT_KEY) != FORMAT_VERSION or "encoder" not in meta or "spec" not in meta:
-            raise ModelError("--model: a safetensors file without the audit metadata (spec, encoder); download "
-                             "the job's audit model from GET /api/v1/jobs/{job_id}/audit-model")
-        return cls(problem_spec(json.loads(meta["spec"])), TableEncoder.from_dict(json.loads(meta["encoder"])),
-                   state, json.loads(meta.get("groups", "[]")), meta.get("job_id") or None)
+            raise ModelError(f"--model: the weights cannot be read: {exc}") from exc
+        return cls(spec, encoder, state, json.loads(meta.get("groups", "[]")), meta.get("job_id") or None)
+
+    @classmethod
+    def load_checked(cls, path: Path) -> "AuditModel":
+        """The audit model in ``path``, its weights loaded into the spec's architecture once (ModelError if not)."""
+        model = cls.from_file(path)
+        try:
+            restore_model(model_factory(model.spec.model)(len(model.encoder.feature_names)), model.state)
+        except (RuntimeError, KeyError, ValueError) as exc:
+            raise ModelError(f"the weights do not fit the spec's {model.spec.model.type} model: {exc}"[:500]) from exc
+        return model
 
     def to_bytes(self) -> bytes:
         metadata = {FORMAT_KEY: FORMAT_VERSION, "spec": self.spec.model_dump_json(),
@@ -82,7 +80,7 @@ class AuditModel:
         return save({k: v.contiguous() for k, v in self.state.items()}, metadata=metadata)
 
     def required_columns(self) -> list[str]:
-        return list(dict.fromkeys([self.spec.target, *self.spec.sensitive, *self.encoder.columns]))
+        return required_columns(self.spec, self.encoder)
 
     def score(self, table: pd.DataFrame) -> Scored:
         """Labels, raw scores f(x) and groups of every row of ``table`` (ModelError on a missing column)."""

@@ -7,7 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.audits.metrics import describe_metrics
-from app.audits.model import AuditModel, ModelError, problem_spec
+from app.audits.model_file import ModelError, model_columns, problem_spec
 from app.audits.runs import new_run, next_run_at, start_run
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
 from app.audits.sources import SourceError, check_source
@@ -59,7 +59,7 @@ def audited_model(db: Session, settings, model_id: str, caller) -> tuple[Uploade
     if row is None:
         raise spec_error(("model_artifact_id",), f"model {model_id!r} not found")
     try:
-        return row, AuditModel.from_file(model_path(settings, row)).required_columns()
+        return row, model_columns(model_path(settings, row))
     except ModelError as exc:  # the stored file is gone or damaged
         raise spec_error(("model_artifact_id",), f"model {model_id!r} cannot be read: {exc}") from exc
 
@@ -204,6 +204,8 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
     dataset = db.get(Dataset, job.dataset_id)
+    from app.audits.model import AuditModel  # torch, loaded in the API by this route only
+
     table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
     try:
         model = AuditModel.from_job(job.id, job.spec, artifact_path(art.stored_name), table)

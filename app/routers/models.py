@@ -17,14 +17,12 @@ from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, sta
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
-from app.audits.model import AuditModel, ModelError
+from app.audits.model_file import ModelError
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
 from app.models import UploadedModel, new_id
 from app.routers.datasets import printable
 from app.routers.jobs import spec_error
 from app.storage import DatasetError, remove_quietly, stream_to_disk
-from solvers.algorithms.auc_postprocess import restore_model
-from solvers.models import model_factory
 
 router = APIRouter(prefix="/api/v1/models", tags=["models"])
 
@@ -44,27 +42,19 @@ def model_path(settings, row: UploadedModel):
     return settings.storage_dir / "models" / row.stored_name
 
 
-def load_checked(path) -> AuditModel:
-    """The audit model in ``path``, its weights loaded into the spec's architecture once (ModelError if not)."""
-    model = AuditModel.from_file(path)
-    try:
-        restore_model(model_factory(model.spec.model)(len(model.encoder.feature_names)), model.state)
-    except (RuntimeError, KeyError, ValueError) as exc:
-        raise ModelError(f"the weights do not fit the spec's {model.spec.model.type} model: {exc}"[:500]) from exc
-    return model
-
-
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=ModelOut)
 def upload_model(db: DB, settings: AppSettings, caller: CurrentCaller, file: UploadFile = File(...),
                  name: str | None = Form(None, max_length=255)) -> UploadedModel:
     """Store an audit model file (safetensors with the audit metadata) for ``model_artifact_id``."""
+    from app.audits.model import AuditModel  # torch, loaded in the API by this route only
+
     model_id = new_id()
     folder = settings.storage_dir / "models"
     folder.mkdir(parents=True, exist_ok=True)
     tmp = settings.storage_dir / "tmp" / f"{model_id}.model"
     try:
         stored = stream_to_disk(file.file, tmp, settings.max_upload_bytes)
-        model = load_checked(tmp)
+        model = AuditModel.load_checked(tmp)
     except DatasetError as exc:
         remove_quietly(tmp)
         raise HTTPException(status_code=413, detail=str(exc)) from exc

@@ -60,7 +60,7 @@ class PlannedJob:
 
 
 def _param_sets(solver: SolverSpec, grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    fields = ALGORITHMS.get(solver.name).Config.model_fields
+    fields = ALGORITHMS.entry(solver.name).Config.model_fields
     names = [n for n in grid if n in fields]
     return [{**solver.params, **dict(zip(names, values))} for values in itertools.product(*(grid[n] for n in names))]
 
@@ -70,7 +70,7 @@ def expand(request: SweepCreate) -> list[PlannedJob]:
     base, grid = request.base, request.grid
     solvers = grid.solvers or [base.solver]
     for name in grid.params:
-        if not any(name in ALGORITHMS.get(s.name).Config.model_fields for s in solvers):
+        if not any(name in ALGORITHMS.entry(s.name).Config.model_fields for s in solvers):
             raise GridError(("grid", "params", name), f"no solver of the sweep has a parameter {name!r}")
     tolerances = grid.tolerances or [None]
     if grid.tolerances and not base.constraints:

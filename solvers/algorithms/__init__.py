@@ -1,8 +1,6 @@
-"""Algorithms (every module of this folder registers itself in ``ALGORITHMS``)."""
-from ..registry import import_submodules
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, SolveResult, describe
+"""Algorithms: each module implements one solver declared in :mod:`solvers.catalog`
+(``@ALGORITHMS.implements(name)``); the catalog imports it when the solver is asked for."""
+from .base import ALGORITHMS, Algorithm, AlgorithmConfig, SolveResult
 from .driver import run_algorithm
 
-import_submodules(__name__, __path__)
-
-__all__ = ["ALGORITHMS", "Algorithm", "AlgorithmConfig", "SolveResult", "describe", "run_algorithm"]
+__all__ = ["ALGORITHMS", "Algorithm", "AlgorithmConfig", "SolveResult", "run_algorithm"]

@@ -52,21 +52,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from torch import Tensor
 
+from ..catalog.stochastic import StochasticConstraintsConfig
 from ..constraints import FairnessData
 from ..groups import CellIndex
 from ..problem import Evaluation, Problem
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, project
+from .base import ALGORITHMS, Algorithm, project
 from .score_space import ScoreSpace, ScoreSpaceAlgorithm, SpaceEvaluation, constraint_values, weighted_gradient
-
-
-class StochasticConstraintsConfig(AlgorithmConfig):
-    constraint_batch: PositiveInt | None = Field(
-        None, description="Samples PER GROUP in each constraint estimate (drawn with replacement inside each "
-        "group, Sec. 4: equal number of points for every subgroup). None = batch_size per group (the paper's "
-        "public code), or the whole training set when batch_size is None (full batch).")
 
 
 @dataclass
@@ -188,32 +181,8 @@ class BalancedConstraintBatches:
         return self.n_nonempty_groups * self.per_group
 
 
-class ALMConfig(StochasticConstraintsConfig):
-    eta: PositiveFloat = Field(0.05, description="Dual step size η of y_{k+1} = y_k + η c(x_k, ζ1) (Sec. 4: 0.05).")
-    tau: PositiveFloat = Field(0.01, description="Primal step size τ of x_{k+1} = proj(x_k − τ𝒢) (Sec. 4: 0.01).")
-    rho: NonNegativeFloat = Field(1.0, description="Augmented-Lagrangian penalty ρ ≥ 0 (Sec. 4: 1.0).")
-    M_y: PositiveFloat = Field(10.0, description="Dual safeguard: y is reset to 0 when ‖y‖ ≥ M_y (Alg. 2 line 6; "
-                               "Sec. 4: 10).")
-
-
-class SSLALMConfig(ALMConfig):
-    mu: NonNegativeFloat = Field(2.0, description="Proximal (smoothing) weight μ of (μ/2)‖x − z‖² (Sec. 4: 2.0; "
-                                 "μ = 0 is ALM).")
-    beta: float = Field(0.5, gt=0.0, le=1.0, description="Proximal-centre step β of z_{k+1} = z_k + β(x_k − z_k) "
-                        "(Sec. 4: 0.5).")
-
-
-@ALGORITHMS.register(
-    "ssl_alm",
-    aliases=("ssl-alm", "sslalm", "smoothed_linearized_alm"),
-    paper="Kliachkin et al., Benchmarking Stochastic Approximation Algorithms for Fairness-Constrained Training "
-    "of Deep Neural Networks (SSL-ALM, Algorithm 2; Huang, Zhang & Alacaoglu 2025)",
-    description="Stochastic smoothed and linearized augmented Lagrangian: slacks turn G ≤ 0 into equalities; "
-    "one stochastic dual ascent step with reset when ‖y‖ ≥ M_y, one projected stochastic gradient step on the "
-    "proximal augmented Lagrangian K_{ρ,μ}, and a damped move of the proximal centre z.",
-)
+@ALGORITHMS.implements("ssl_alm")
 class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
-    Config = SSLALMConfig
     _samples: int | None = None
     zeta_block: Tensor = torch.empty(0, 2, 0, dtype=torch.long)   # drawn on first use
     zeta_pos: int = 0
@@ -310,15 +279,7 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         return self._samples
 
 
-@ALGORITHMS.register(
-    "alm",
-    aliases=("augmented_lagrangian", "stochastic_alm"),
-    paper="Kliachkin et al., Benchmarking Stochastic Approximation Algorithms for Fairness-Constrained Training "
-    "of Deep Neural Networks (ALM = Algorithm 2 with μ = 0, Sec. 4)",
-    description="Stochastic linearized augmented Lagrangian with slacks: SSL-ALM without the proximal smoothing "
-    "term (μ = 0); dual ascent with reset when ‖y‖ ≥ M_y and one projected stochastic gradient step on L_ρ.",
-)
+@ALGORITHMS.implements("alm")
 class ALM(SSLALM):
     """SSL-ALM with μ = 0 (the same implementation; z is never formed)."""
 
-    Config = ALMConfig

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from pydantic import Field, PositiveFloat, PositiveInt
 from torch import nn
 
 from ..auc.constraint import AUCParity
-from ..auc.metrics import auc as exact_auc, fairness_gap
 from ..auc.objective import auc_square_per_sample
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .base import ALGORITHMS, Algorithm, gradient
 
 OMEGA1 = np.round(np.arange(0.0, 5.0 + 1e-9, 0.05), 2)
 OMEGA2 = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.1), 1)
@@ -70,11 +68,6 @@ def restore_model(model: nn.Module, state: dict) -> nn.Module:
         model.net = GroupShift(model.net, int(state["net.column"]), 1.0, 0.0).to(device)
     model.load_state_dict(state)
     return model
-
-
-class AUCPostprocessConfig(AlgorithmConfig):
-    batch_size: PositiveInt | None = Field(100, description="Mini-batch size of the unconstrained training.")
-    lr: PositiveFloat = Field(0.1, description="SGD step of the unconstrained AUC training.")
 
 
 def _wins(a: np.ndarray, b_sorted: np.ndarray, shifts: np.ndarray, scale: float) -> np.ndarray:
@@ -152,18 +145,8 @@ def best_shift(y, h, protected, variant, kappa) -> tuple[float, float, float, fl
     return choose_shift(*shift_table(y, h, protected, variant), kappa)
 
 
-@ALGORITHMS.register(
-    "auc_postprocess",
-    aliases=("kallus_zhou", "xauc_postprocess"),
-    paper="Kallus & Zhou 2019, The fairness of risk scores beyond classification: bipartite ranking and the "
-    "xAUC metric (baseline of Yao, Lin & Yang 2023)",
-    description="Unconstrained AUC training, then the protected group's scores become ω₁h + ω₂ with (ω₁, ω₂) "
-    "grid-searched on validation for the feasible point of best AUC.",
-)
+@ALGORITHMS.implements("auc_postprocess")
 class AUCPostprocess(Algorithm):
-    Config = AUCPostprocessConfig
-    supported_constraints = ("auc_parity",)
-
     def start(self, current) -> None:
         fams = [f for f in self.problem.constraints if isinstance(f, AUCParity)]
         if len(fams) != 1:

@@ -5,37 +5,31 @@ field described) and a :meth:`Algorithm.step` that maps the evaluation at θ_k t
 the evaluation at θ_{k+1} (plus its dual variables). The observer / time-limit /
 stop handling is the single loop of :mod:`solvers.algorithms.driver`.
 
-A new algorithm is one module in this folder::
+A new algorithm is its Config, declared in the paper's module of :mod:`solvers.catalog`
+(importable without torch, so the API validates specs without loading this package)::
 
-    @ALGORITHMS.register("name", paper="...", aliases=("..",), description="...")
-    class MyAlgorithm(Algorithm):
-        class Config(AlgorithmConfig): ...
+    @ALGORITHMS.declare("name", implementation="solvers.algorithms.mine:Mine", paper="...",
+                        aliases=("..",), description="...")
+    class MineConfig(AlgorithmConfig): ...
+
+and one module in this folder::
+
+    @ALGORITHMS.implements("name")
+    class Mine(Algorithm):
         def step(self, k, current): ...
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel
 from torch import Tensor, nn
 
+from ..catalog.base import ALGORITHMS, AlgorithmConfig  # noqa: F401  (ALGORITHMS re-exported for the implementations)
 from ..observer import IterationRecord
 from ..problem import Evaluation, Problem
-from ..registry import Registry
-
-ALGORITHMS: Registry = Registry("solver")
-
-
-class AlgorithmConfig(BaseModel):
-    """Base of every algorithm's Config: unknown parameters are errors."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    batch_size: PositiveInt | None = Field(
-        None, description="Samples per stochastic step (uniform without replacement within an epoch). "
-        "None = full batch, the deterministic setting of the paper's analysis.")
 
 
 @dataclass
@@ -124,18 +118,3 @@ def project(problem, params: list[Tensor]) -> None:
     """θ ← Π_Θ(θ) in place (``problem.project_``); nothing to do when the problem has no domain (Θ = R^d)."""
     if getattr(problem, "domain", True) is not None:
         problem.project_(params)
-
-
-def describe(cls: type[Algorithm]) -> dict[str, Any]:
-    """Registry entry as served by ``GET /solvers``."""
-    from ..constraints import CONSTRAINTS
-
-    constraints = cls.supported_constraints or tuple(CONSTRAINTS.names())
-    return {
-        "name": cls.name,
-        "aliases": list(cls.aliases),
-        "paper": cls.paper,
-        "description": cls.description,
-        "supports": {"models": list(cls.supported_models), "constraints": list(constraints)},
-        "config_schema": cls.Config.model_json_schema(),
-    }

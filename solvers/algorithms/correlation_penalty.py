@@ -12,23 +12,11 @@ rule for a whole κ grid within one run per λ. Output: the validation-selected 
 from __future__ import annotations
 
 import torch
-from pydantic import Field, PositiveFloat, PositiveInt
 
 from ..auc.constraint import AUCParity
 from ..auc.objective import auc_square_per_sample
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .base import ALGORITHMS, Algorithm, gradient
 from .level_set import IterateSelector
-
-
-class CorrelationPenaltyConfig(AlgorithmConfig):
-    batch_size: PositiveInt | None = Field(100, description="Mini-batch size (paper: 100).")
-    lam: float = Field(1.0, ge=0.0, description="Penalty weight λ on |corr(h, γ)|.")
-    lr: PositiveFloat = Field(0.1, description="SGD step size (paper grid {0.01, 0.1, 1}).")
-    select_every: PositiveInt = Field(50, description="Model-selection evaluation period (steps).")
-    select_tolerances: list[float] = Field(
-        default_factory=list, description="Further κ values for which the selection rule is applied to the same "
-        "iterates (one run per λ serves a whole κ grid); the returned model carries "
-        "``selected_by_tolerance`` = {κ: {'state_dict', 'selection_auc', 'selection_gap', 'feasible', 'step'}}.")
 
 
 def correlation(h: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
@@ -38,16 +26,8 @@ def correlation(h: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
     return (hc * gc).sum() / denom
 
 
-@ALGORITHMS.register(
-    "correlation_penalty",
-    aliases=("beutel",),
-    paper="Beutel et al. 2019, Putting fairness principles into practice (baseline of Yao, Lin & Yang 2023)",
-    description="SGD on the square AUC surrogate plus λ·|corr(score, γ)| (group AUC fairness, Ex. 1).",
-)
+@ALGORITHMS.implements("correlation_penalty")
 class CorrelationPenalty(Algorithm):
-    Config = CorrelationPenaltyConfig
-    supported_constraints = ("auc_parity",)
-
     def start(self, current) -> None:
         fams = [f for f in self.problem.constraints if isinstance(f, AUCParity)]
         self.family = fams[0] if fams else None

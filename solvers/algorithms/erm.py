@@ -1,34 +1,16 @@
 """Unconstrained empirical risk minimisation (the reference point of every fairness run)."""
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
-from pydantic import Field, PositiveFloat
 from torch import Tensor
 
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig
+from .base import ALGORITHMS, Algorithm
 
 
-class PrimalConfig(AlgorithmConfig):
-    optimizer: Literal["adam", "gd"] = Field(
-        "adam", description="'adam' (torch.optim.Adam, default betas) or 'gd' (plain full-batch gradient descent)."
-    )
-    lr: PositiveFloat = Field(0.05, description="Step size of the θ update.")
-
-
-@ALGORITHMS.register(
-    "erm",
-    aliases=("unconstrained",),
-    paper="(baseline) empirical risk minimisation, no fairness constraint",
-    description="Minimises F(θ) with full-batch Adam (or plain gradient descent), ignoring the constraints; "
-    "constraint values are still computed and logged so the unfairness of the plain model is visible.",
-)
+@ALGORITHMS.implements("erm")
 class ERM(Algorithm):
     r"""θ_{k+1} = θ_k − lr · d_k with d_k the Adam direction (or ∇ℒ(θ_k) for ``gd``) of ℒ = F."""
-
-    Config = PrimalConfig
 
     def __init__(self, problem, config, model, seed: int = 0) -> None:
         super().__init__(problem, config, model, seed)

@@ -29,27 +29,11 @@ Choices the paper leaves open (documented here):
 """
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from torch import Tensor
 
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig
-
-
-class FairretConfig(AlgorithmConfig):
-    lr: PositiveFloat = Field(0.05, description="Step size (public code of the paper: 5e-2).")
-    penalty: NonNegativeFloat = Field(0.5, description="Weight ω of the fairret term (public code: 0.5).")
-    statistic: Literal["accuracy", "positive_rate", "tpr_fpr"] = Field(
-        "accuracy", description="Group statistic γ: 'accuracy' (the paper's choice), 'positive_rate' "
-        "(demographic parity) or 'tpr_fpr' (equalized odds).")
-    p: PositiveFloat = Field(1.0, description="Order of the norm over groups (fairret NormLoss default 1).")
-    optimizer: Literal["sgd", "adam"] = Field("sgd", description="torch.optim.SGD (the paper's SGD-Fairret) or Adam.")
-    penalty_batch: PositiveInt | None = Field(
-        None, description="Samples per group for the fairret term. None = ⌈batch_size / #groups⌉ (public code), "
-        "or the whole training set when full batch.")
+from .base import ALGORITHMS, Algorithm
 
 
 def fairret_norm(scores: Tensor, data, statistic: str, p: float) -> Tensor:
@@ -72,17 +56,8 @@ def fairret_norm(scores: Tensor, data, statistic: str, p: float) -> Tensor:
     return torch.linalg.vector_norm(violation, ord=p, dim=-1).sum()
 
 
-@ALGORITHMS.register(
-    "fairret_penalty",
-    aliases=("sgd_fairret", "fairret"),
-    paper="Kliachkin et al., Benchmarking Stochastic Approximation Algorithms for Fairness-Constrained Training "
-    "of Deep Neural Networks (baseline SGD-Fairret; fairret NormLoss, Buyl et al. 2024)",
-    description="ERM plus a fixed-weight fairret penalty ‖γ_g/γ̄ − 1‖_p on a group statistic (accuracy, positive "
-    "rate or TPR/FPR), minimised by mini-batch SGD or Adam; constraints are logged, not enforced.",
-)
+@ALGORITHMS.implements("fairret_penalty")
 class FairretPenalty(Algorithm):
-    Config = FairretConfig
-
     def __init__(self, problem, config, model, seed: int = 0) -> None:
         super().__init__(problem, config, model, seed)
         opt = torch.optim.Adam if self.config.optimizer == "adam" else torch.optim.SGD

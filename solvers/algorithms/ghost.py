@@ -71,12 +71,10 @@ import math
 
 import numpy as np
 import torch
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat
 from scipy.optimize import linprog, minimize
-from torch import Tensor
 
 from ..problem import Evaluation
-from .alm import BalancedConstraintBatches, StochasticConstraintsConfig
+from .alm import BalancedConstraintBatches
 from .base import ALGORITHMS, Algorithm
 
 
@@ -224,34 +222,10 @@ def _qp_dual_slsqp(g: np.ndarray, A: np.ndarray, h: np.ndarray, tau: float,
 
 
 # --------------------------------------------------------------------------- algorithm
-class GhostConfig(StochasticConstraintsConfig):
-    p0: float = Field(0.4, gt=0.0, lt=1.0, description="Parameter p0 of N ~ Geom(p0) in the multilevel estimator "
-                      "(9) (Sec. 4: 0.4).")
-    alpha0: PositiveFloat = Field(0.05, description="Initial step size α0 (Sec. 4: 0.05).")
-    alpha_hat: NonNegativeFloat = Field(0.05, description="Decay α̂ of α_k = α_{k−1}(1 − α̂α_{k−1}) (Sec. 4: 0.05).")
-    rho: PositiveFloat = Field(0.8, description="Radius ρ of the ‖d‖_∞ ≤ ρ box in the κ-LP (Sec. 4: 0.8).")
-    lam: float = Field(0.5, ge=0.0, le=1.0, description="Weight λ of t* in κ = (1−λ)max{0, max c} + λt* "
-                       "(Sec. 4: 0.5).")
-    tau: PositiveFloat = Field(1.0, description="Proximal weight τ of (τ/2)‖d‖² in the QP (7)/(8) (Sec. 4: 1).")
-    beta: PositiveFloat = Field(10.0, description="Trust-region radius β of ‖d‖_∞ ≤ β in (7)/(8) (Sec. 4: 10).")
-    max_level: NonNegativeInt | None = Field(
-        None, description="Cap L on the level N (N ~ Geom(p0) truncated to {0..L}, weighted by the truncated "
-        "probability). None = largest N with batch_size·2^{N+1} ≤ n_train (at least 0).")
 
 
-@ALGORITHMS.register(
-    "ghost",
-    aliases=("stochastic_ghost", "stgh"),
-    paper="Kliachkin et al., Benchmarking Stochastic Approximation Algorithms for Fairness-Constrained Training "
-    "of Deep Neural Networks (Stochastic Ghost, Algorithm 1; Facchinei & Kungurtsev 2023)",
-    description="Stochastic ghost-penalty SQP: a strongly convex QP direction with linearised constraints relaxed "
-    "by κ (from an LP), estimated without bias by a multilevel Monte-Carlo combination of four mini-batch "
-    "subproblems with geometric batch sizes, and a diminishing step α_k. Subproblems: exact closed forms for "
-    "m ≤ 2 constraints, else SciPy (HiGHS LP, SLSQP on the QP dual).",
-)
+@ALGORITHMS.implements("ghost")
 class StochasticGhost(BalancedConstraintBatches, Algorithm):
-    Config = GhostConfig
-
     def start(self, current: Evaluation) -> None:
         self.alpha = self.config.alpha0
         self._samples = self.problem.n_samples

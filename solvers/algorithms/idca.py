@@ -69,43 +69,15 @@ Choices (the paper's experiments, §G.2.2, and documented gaps):
 """
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 import torch.nn.functional as F_
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from torch import Tensor
 
+from ..catalog.partial import IDCAConfig
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .base import ALGORITHMS, Algorithm, gradient
 from .linear_scores import LinearScores
 from .switching import load_, squared_norm, switching_step
-
-
-class IDCAConfig(AlgorithmConfig):
-    inner_iterations: PositiveInt = Field(
-        200, description="T, inner SSG iterations per outer iteration (paper G.2.2: chosen from {150, 200}).")
-    epsilon: PositiveFloat = Field(
-        1e-3, description="ε_k = ε, SSG's infeasibility tolerance and objective step ε/‖g_0'‖² (paper G.2.2: chosen "
-        "from {5e-4, 1e-3, 2e-3, 5e-3}).")
-    mu: NonNegativeFloat = Field(
-        1e-4, description="μ added as μ/2‖·‖² to every f⁺ and f⁻ (Assumption 6.3A); equals a proximal term "
-        "μ/2‖v − w^(k)‖² in subproblem (31). Unspecified in the paper; 1e-4 chosen.")
-    inner: Literal["ssg", "primal_dual"] | None = Field(
-        None, description="Inner solver of (31): 'ssg' (Algorithm 2, full batch) or 'primal_dual' (§G.9, "
-        "stochastic, for neural networks). None = 'ssg' for linear models, 'primal_dual' otherwise.")
-    pd_batch_size: PositiveInt = Field(64, description="Mini-batch of the primal-dual inner solver (§G.9: 64).")
-    pd_lr: PositiveFloat = Field(0.01, description="Primal step of the primal-dual inner solver (not in the paper).")
-    pd_dual_lr: PositiveFloat = Field(0.5, description="Dual step of the primal-dual inner solver (not in the paper).")
-    initial_score: float | None = Field(
-        None, description="None: w(0) = 0 (paper G.2.2). A number b: start at the constant score h ≡ b (weights 0, "
-        "bias b; pSP thresholds θ_p shifted by b), also trivially fair. For pDP on an interval starting at the "
-        "top (α = 0) the start h ≡ 0 has S_k = σ(0) = 0.5 ≥ β, where φ_k is flat: the linearised subproblem then "
-        "keeps every S_k ≥ β(1 − κ), far above a low positive rate (bank: 0.11); b = −1 (S_k = 0) avoids it.")
-    fast_linear: bool = Field(
-        True, description="Linear model, full batch: the inner SSG in score space with closed-form gradients "
-        "(:class:`~solvers.algorithms.linear_scores.LinearScores`: CSR X when sparse; the families' dc_plus / "
-        "dc_plus_row_grad oracles). Same iterates as the plain autograd path up to float rounding.")
 
 
 def objective_value_and_score_grad(objective, h: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
@@ -157,18 +129,8 @@ def dc_parts(problem, scores: Tensor, data) -> tuple[Tensor, Tensor]:
     return torch.cat(plus), torch.cat(minus)
 
 
-@ALGORITHMS.register(
-    "idca",
-    aliases=("inexact-dca",),
-    paper="He, Huang, Yao & Lin, Enforcing Fair Predicted Scores on Intervals of Percentiles by Difference-of-Convex "
-    "Constraints (Algorithm 1 with the switching subgradient inner solver, Algorithm 2)",
-    description="Inexact difference-of-convex algorithm: each outer iteration linearises the concave parts of the "
-    "DC constraints (partial SP/DP) at the current point and solves the strongly convex subproblem inexactly with "
-    "a switching subgradient method (Polyak steps), keeping every outer iterate nearly feasible.",
-)
+@ALGORITHMS.implements("idca")
 class IDCA(Algorithm):
-    Config = IDCAConfig
-
     @classmethod
     def resolve_config(cls, config: IDCAConfig, problem) -> IDCAConfig:
         if config.inner is None:

@@ -54,49 +54,13 @@ Choices (documented):
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import torch
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig
+from .base import ALGORITHMS, Algorithm
 from .switching import WeightedAverage, WeightedReservoir, load_, switching_step
 from .ynw import ynw_step
-
-
-class IPCConfig(AlgorithmConfig):
-    rho_hat: PositiveFloat = Field(
-        10 ** -2.5, description="Proximal parameter ρ̂ > ρ of subproblem (9). Default 10^-2.5 (§5, all real data sets).")
-    rho: PositiveFloat | None = Field(
-        None, description="Weak-convexity modulus ρ < ρ̂ (enters γ_k = 2/((ρ̂−ρ)(k+2))). None = ρ̂/2 (§5: ρ̂ = 2ρ).")
-    eps_hat: PositiveFloat = Field(
-        1e-2, description="Subproblem accuracy ε̂: the switching test is G(z_k) ≤ ε̂² (§5 / A.5: ε̂ = 1e-2).")
-    inner_iterations: PositiveInt | None = Field(
-        None, description="K, inner steps per subproblem. None = ⌈1/ε̂²⌉ (§5 / A.5: K = 1/ε̂² = 10⁴).")
-    output: Literal["random", "last_outer", "last"] = Field(
-        "last", description="'last' = the last inner iterate (default; see the module docstring for why); "
-        "'random' = Algorithm 1's x_R, R uniform on {0..T}; 'last_outer' = x_T.")
-
-    @model_validator(mode="after")
-    def _rho_below_rho_hat(self):
-        self.resolved_rho()  # ρ < ρ̂ (the subproblem must be strongly convex): a config error, not a runtime one
-        return self
-
-    def resolved_rho(self) -> float:
-        rho = self.rho if self.rho is not None else self.rho_hat / 2.0
-        if rho >= self.rho_hat:
-            raise ValueError(f"rho: must be < rho_hat ({self.rho_hat}), got {rho}")
-        return rho
-
-    def resolved_inner(self) -> int:
-        return self.inner_iterations or math.ceil(1.0 / self.eps_hat ** 2)
-
-
-class IPCStochasticConfig(IPCConfig):
-    batch_size: PositiveInt | None = Field(
-        256, description="Samples per stochastic step of Algorithm 3 (the paper gives none; 256 chosen). "
-        "None = full batch.")
 
 
 class _IPC(Algorithm):
@@ -153,18 +117,8 @@ class _IPC(Algorithm):
             return self.problem.evaluate(self.model)
 
 
-@ALGORITHMS.register(
-    "ipc",
-    aliases=("ipp_ssg", "ipp-ssg", "inexact-proximally-constrained"),
-    paper="Ma, Lin & Yang, Proximally Constrained Methods for Weakly Convex Optimization with Weakly Convex "
-    "Constraints (2019), Algorithm 1 with the switching subgradient oracle (Algorithm 2); IPP-SSG of Huang & Lin 2023",
-    description="Double-loop inexact proximal point method: each subproblem adds ρ̂/2‖x−x_t‖² to the objective AND "
-    "the constraint (strongly convex) and is solved by K switching-subgradient steps with γ_k = 2/((ρ̂−ρ)(k+2)) "
-    "and a (k+1)-weighted average of the objective-step iterates.",
-)
+@ALGORITHMS.implements("ipc")
 class IPC(_IPC):
-    Config = IPCConfig
-
     def begin_subproblem(self, current: Evaluation) -> None:
         self.average = getattr(self, "average", None) or WeightedAverage(self.params)
         self.average.reset()
@@ -183,17 +137,8 @@ class IPC(_IPC):
         return self.average.value()  # None (I = ∅): keep z_K
 
 
-@ALGORITHMS.register(
-    "ipc_stochastic",
-    aliases=("ipc-stochastic", "ipc-ynw"),
-    paper="Ma, Lin & Yang, Proximally Constrained Methods for Weakly Convex Optimization with Weakly Convex "
-    "Constraints (2019), Algorithm 1 with the stochastic oracle of Yu, Neely & Wei (Algorithm 3)",
-    description="Inexact proximally constrained method whose strongly convex subproblems are solved by K "
-    "mini-batch primal-dual (virtual queue) steps with V = √K, α = K; the subproblem output is the mean inner iterate.",
-)
+@ALGORITHMS.implements("ipc_stochastic")
 class IPCStochastic(_IPC):
-    Config = IPCStochasticConfig
-
     def begin_subproblem(self, current: Evaluation) -> None:
         self.average = getattr(self, "average", None) or WeightedAverage(self.params)
         self.average.reset()

@@ -14,30 +14,12 @@ experiments), not the random x̃⁽ᴿ⁾ of the theory.
 """
 from __future__ import annotations
 
-from pydantic import Field, PositiveInt
-
 from .base import ALGORITHMS
-from .level_set import LevelSet, LevelSetConfig
+from .level_set import LevelSet
 
 
-class IQRCConfig(LevelSetConfig):
-    rho_hat: float = Field(1e-5, ge=0.0, description="ρ̂ of the proximal term (paper App. E.3: 1e-5).")
-    oracle_calls_per_stage: PositiveInt = Field(
-        2, description="SFLS oracle calls per proximal stage s (then x̃⁽ˢ⁺¹⁾ ← x̄, r ← r₀); not given in the paper.")
-
-
-@ALGORITHMS.register(
-    "iqrc",
-    aliases=("inexact-quadratically-regularized-constrained",),
-    paper="Stochastic Methods for AUC Optimization subject to AUC-based Fairness Constraints (Yao, Lin & Yang, "
-    "AISTATS 2023), Algorithm 3 (IQRC of Ma et al. 2020)",
-    description="Proximal outer loop (IQRC) calling the level-set SFLS/SMD method on proximally regularised "
-    "subproblems: the weakly convex (MLP) version of level_set.",
-)
+@ALGORITHMS.implements("iqrc")
 class IQRC(LevelSet):
-    Config = IQRCConfig
-    supported_models = ("mlp", "linear")
-
     def _after_oracle_call(self) -> None:
         if self.outer % self.config.oracle_calls_per_stage == 0:
             self.prox_center = self._snapshot()   # x̃⁽ˢ⁺¹⁾ = the subproblem's output x̄

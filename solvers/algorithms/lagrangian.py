@@ -13,27 +13,13 @@ last iterate. Logs ``lambda``.
 from __future__ import annotations
 
 import torch
-from pydantic import Field, PositiveFloat
 
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .base import ALGORITHMS, Algorithm, gradient
 
 
-class LagrangianConfig(AlgorithmConfig):
-    lr_primal: PositiveFloat = Field(0.1, description="Primal step size η_θ (descent on L in θ).")
-    lr_dual: PositiveFloat = Field(0.1, description="Dual step size η_λ (projected ascent on L in λ ≥ 0).")
-
-
-@ALGORITHMS.register(
-    "lagrangian",
-    aliases=("gda", "lagrangian-gda"),
-    paper="(baseline) gradient descent–ascent on the Lagrangian F + λᵀG, λ ≥ 0",
-    description="Simultaneous projected gradient descent in θ and projected gradient ascent in λ ≥ 0 on the plain "
-    "Lagrangian; constant step sizes lr_primal and lr_dual.",
-)
+@ALGORITHMS.implements("lagrangian")
 class Lagrangian(Algorithm):
-    Config = LagrangianConfig
-
     def start(self, current: Evaluation) -> None:
         self.lam = torch.zeros_like(current.constraints.detach())
 

@@ -49,48 +49,17 @@ import copy
 import math
 
 import torch
-from pydantic import Field, PositiveFloat, PositiveInt
 
 from ..auc.constraint import AUCParity, exact_gap
 from ..auc.surrogate import TERM_GROUP, level_values, per_sample_F_G, scaled_indicators, term_sets
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig
+from .base import ALGORITHMS, Algorithm
 
 _G = torch.tensor(TERM_GROUP)
 
 
-class LevelSetConfig(AlgorithmConfig):
-    batch_size: PositiveInt | None = Field(100, description="Samples per SMD step (paper: 100). None = full batch.")
-    eta: PositiveFloat = Field(0.1, description="η in η_t = η/√(t+1) (paper grid {0.01, 0.1, 1}).")
-    tau: PositiveFloat = Field(10.0, description="τ in τ_t = τ/√(t+1), the dual (Lemma 3) step (not given in the paper).")
-    inner_iterations: PositiveInt = Field(500, description="T, SMD steps per oracle call A(r_k).")
-    theta: float = Field(1.1, gt=1.0, description="θ > 1 of SFLS (r_{k+1} = r_k + U/(2θ)); the paper's experiments "
-                         "use θ = 1, which its theory excludes.")
-    epsilon: PositiveFloat = Field(0.01, description="Relative accuracy ε: stop when U(r_k) ≥ −ε_opt = (1/θ) U(r₀) ε.")
-    r0: float | None = Field(None, description="Initial level r₀ > f*. None = c₁c₂² + 0.01.")
-    interval: PositiveFloat = Field(2.0, description="I: a, b, α ∈ [−I, I] (the interval I of (9)).")
-    c1: PositiveFloat | None = Field(None, description="c₁ (None: from the auc_parity constraint, else 0.5).")
-    c2: PositiveFloat | None = Field(None, description="c₂ (None: from the auc_parity constraint, else 1).")
-    warm_start: bool = Field(True, description="Start each oracle call at the previous x̄ (False: at x⁽⁰⁾ as in "
-                             "Algorithm 2).")
-    select_every: PositiveInt = Field(50, description="Evaluate the iterate for model selection every this many steps.")
-    rho_hat: float = Field(0.0, ge=0.0, description="ρ̂ of d_x(x) = (ρ̂/2)‖x − x̃‖² (0: convex case).")
-
-
-@ALGORITHMS.register(
-    "level_set",
-    aliases=("sfls", "sfls-smd"),
-    paper="Stochastic Methods for AUC Optimization subject to AUC-based Fairness Constraints (Yao, Lin & Yang, "
-    "AISTATS 2023), Algorithms 1–2",
-    description="Stochastic feasible level-set method (SFLS) with a stochastic mirror-descent oracle on the "
-    "per-sample min–max reformulation of the square AUC surrogate: one sample (no pairs) per gradient, "
-    "closed-form dual updates, O(n) per epoch. Returns the validation-selected iterate.",
-)
+@ALGORITHMS.implements("level_set")
 class LevelSet(Algorithm):
-    Config = LevelSetConfig
-    supported_models = ("linear",)
-    supported_constraints = ("auc_parity",)
-
     # ---------------------------------------------------------------- setup
     def start(self, current: Evaluation) -> None:
         p, c = self.problem, self.config

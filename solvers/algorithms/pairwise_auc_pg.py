@@ -61,13 +61,12 @@ from typing import Literal
 
 import numpy as np
 import torch
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from scipy.optimize import minimize
 from torch import Tensor
 
 from ..auc.surrogate import term_values
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .base import ALGORITHMS, Algorithm, gradient
 from .linear_scores import LinearScores
 
 Variant = Literal["group", "inter", "intra"]
@@ -259,48 +258,8 @@ def project(v: np.ndarray, quad: QuadraticRows, anchor: np.ndarray, max_iter: in
     return Projection(w, lam, int(res.nit), pulled)
 
 
-class PairwiseAUCPGConfig(AlgorithmConfig):
-    variant: Variant = Field(
-        "group", description="Which constraint set (paper App. G.3.1): 'group' = group AUC fairness (102), "
-        "'inter' = inter-group pairwise fairness (105), 'intra' = intra-group pairwise fairness (107); all with "
-        "the quadratic surrogate σ(x) = ½(1 + x)² (103), one row per ordered group pair.")
-    kappa: NonNegativeFloat | None = Field(
-        None, description="κ of (102)/(105)/(107). None = the variant's default, the middle of the paper's a9a "
-        "pSP grid (G.3.2): group 1.0 ({0.7, 1, 2, 3.5}), inter 3.0 ({1.5, 3, 3.5, 6}), intra 5.0 ({3, 5, 8}); "
-        "the paper tunes κ per dataset to match IDCA's validation fairness (bank group pSP {0.1, 0.3, 0.56, "
-        "0.7, 1}, inter {1.5, 1.8, 2, 3}, intra {2, 3, 4}; pDP grids in G.3.2). σ is unbounded, so κ may "
-        "exceed 1. κ ≥ 0 keeps w(0) = 0 feasible.")
-    lr: PositiveFloat | None = Field(
-        None, description="Step η_k (constant) of (108)–(110); the paper does not give it. None = 1/L with "
-        "L = λ_max(X̃ᵀX̃/n)/4 the gradient-Lipschitz constant of the logistic loss (X̃ = [X, 1]), the step "
-        "for which projected gradient decreases f0 monotonically; required for other objectives.")
-    projection_max_iter: PositiveInt = Field(
-        1000, description="SLSQP iteration cap of each projection (paper G.3.2: fmincon 'MaxIterations' = 1000).")
-    projection_tol: PositiveFloat = Field(
-        1e-6, description="SLSQP tolerance ('ftol') of each projection, relative to the step length (paper "
-        "G.3.2: fmincon 'OptimalityTolerance' = 'ConstraintTolerance' = 1e-6). Feasibility is then made exact "
-        "by a pull-back to the previous iterate.")
-    stop_tol: NonNegativeFloat = Field(
-        0.0, description="Stop once |f0(w(k+1)) − f0(w(k))| < stop_tol (0 = off: run the full budget K, as the "
-        "paper, which takes K = 1000 on a9a and bank and 500 on law school, enough for a change < 1e-5).")
-    fast_linear: bool = Field(True, description="Score-space gradient through a CSR X (same iterates).")
-
-
-@ALGORITHMS.register(
-    "pairwise_auc_pg",
-    aliases=("pairwise-auc-pg", "auc_pairwise_pg"),
-    paper="He, Huang, Yao & Lin, Enforcing Fair Predicted Scores on Intervals of Percentiles by Difference-of-Convex "
-    "Constraints, App. G.3 (baselines (102) group AUC, (105) inter-group pairwise, (107) intra-group pairwise; "
-    "quadratic surrogate (103); projected gradient (108)–(110))",
-    description="Baselines for partial fairness: minimise the loss under group-AUC, inter-group or intra-group "
-    "pairwise constraints with the quadratic surrogate (a convex QCQP in the weights of a linear model), by "
-    "projected gradient with the projection solved by SLSQP; every iterate is feasible.",
-)
+@ALGORITHMS.implements("pairwise_auc_pg")
 class PairwiseAUCPG(Algorithm):
-    Config = PairwiseAUCPGConfig
-    supported_models = ("linear",)
-    supported_constraints = ("partial_statistical_parity", "partial_demographic_parity")
-
     @classmethod
     def resolve_config(cls, config, problem):
         update = {}

@@ -24,22 +24,11 @@ score-space fast path of :mod:`solvers.algorithms.linear_scores` when applicable
 from __future__ import annotations
 
 import torch
-from pydantic import Field, NonNegativeFloat, PositiveFloat
 from torch import Tensor
 
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .base import ALGORITHMS, Algorithm, gradient
 from .linear_scores import LinearScores
-
-
-class PartialRegularizedConfig(AlgorithmConfig):
-    lam: NonNegativeFloat = Field(
-        0.3, description="λ of (114)/(119) (paper G.4.2: a9a pSP {0.2, 0.3, 0.37, 1}, pDP {0.13, 0.17, 0.2, "
-        "0.23, 1}; bank pSP {0.4, 0.405, 0.41, 1, 1.5}, pDP {0.005, 0.015, 0.018, 0.1, 2}).")
-    lr: PositiveFloat = Field(
-        1e-3, description="Subgradient step η (paper G.4.2: chosen from {5e-4, 1e-3, 2e-3, 5e-3} by validation "
-        "accuracy).")
-    fast_linear: bool = Field(True, description="Linear model: score-space gradients through a CSR X (same iterates).")
 
 
 def penalty_twins(problem) -> list:
@@ -71,18 +60,8 @@ def penalty(twins, scores: Tensor, data) -> Tensor:
     return total
 
 
-@ALGORITHMS.register(
-    "partial_regularized",
-    aliases=("partial-penalty",),
-    paper="He, Huang, Yao & Lin, Enforcing Fair Predicted Scores on Intervals of Percentiles by Difference-of-Convex "
-    "Constraints, App. G.4 (regularisation baseline, problems (114) and (119), subgradient descent)",
-    description="Penalty baseline for partial SP/DP: minimise the loss plus λ times the pSP (114) or pDP (119) "
-    "surrogate by subgradient descent; the last iterate is returned.",
-)
+@ALGORITHMS.implements("partial_regularized")
 class PartialRegularized(Algorithm):
-    Config = PartialRegularizedConfig
-    supported_constraints = ("partial_statistical_parity", "partial_demographic_parity")
-
     def start(self, current: Evaluation) -> None:
         self.twins = penalty_twins(self.problem)
         self.params = self.params + [p for t in self.twins for p in t.init_parameters(self.problem.device)]

@@ -3,29 +3,16 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F_
-from pydantic import Field, NonNegativeFloat
 from torch import Tensor
 
 from ..problem import Evaluation
 from .base import ALGORITHMS
-from .erm import ERM, PrimalConfig
+from .erm import ERM
 
 
-class PenaltyConfig(PrimalConfig):
-    penalty: NonNegativeFloat = Field(1.0, description="Penalty weight λ on Σ_j max(0, G_j(θ)).")
-
-
-@ALGORITHMS.register(
-    "penalty",
-    aliases=("exact_penalty",),
-    paper="(baseline) exact ℓ1 penalty method, e.g. Nocedal & Wright (2006), ch. 17",
-    description="Minimises F(θ) + λ Σ_j max(0, G_j(θ)) by full-batch (sub)gradient steps (Adam or plain GD) "
-    "with a fixed penalty weight λ.",
-)
+@ALGORITHMS.implements("penalty")
 class Penalty(ERM):
     r"""ℒ(θ) = F(θ) + λ Σ_j [G_j(θ)]^+ ; θ_{k+1} = θ_k − lr · d_k with d_k from a subgradient of ℒ."""
-
-    Config = PenaltyConfig
 
     def __init__(self, problem, config, model, seed: int = 0) -> None:
         super().__init__(problem, config, model, seed)

@@ -39,12 +39,11 @@ Choices the paper leaves open (documented here):
 """
 from __future__ import annotations
 
-
 import torch
-from pydantic import Field, PositiveFloat
 
+from ..catalog.plada import PLADAConfig
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .base import ALGORITHMS, Algorithm, gradient
 
 #: Table 2 of the paper: (η_w, η_u=τ, α, β, γ_0)
 PAPER_DEFAULTS: dict[str, dict[str, float]] = {
@@ -53,35 +52,8 @@ PAPER_DEFAULTS: dict[str, dict[str, float]] = {
 }
 
 
-class PLADAConfig(AlgorithmConfig):
-    eta: PositiveFloat | None = Field(
-        None, description="Primal step size η (Table 2 η_w). None = paper default: 0.001 for linear models, "
-        "0.1 for neural networks.")
-    tau: PositiveFloat | None = Field(
-        None, description="Slack step size τ (Table 2 η_u). None = paper default: 0.1 linear, 0.01 neural network.")
-    alpha: PositiveFloat = Field(10.0, description="Penalty parameter α of the perturbation z (Table 2: 10).")
-    beta: PositiveFloat | None = Field(
-        None, description="Proximal parameter β on ‖λ−μ‖² (Table 2: 0.1 linear, 0.5 neural network). None = paper default.")
-    gamma0: PositiveFloat = Field(0.1, le=1.0, description="Cap γ_0 ∈ (0,1] of the μ step size γ_k (Table 2: 0.1).")
-    kappa: PositiveFloat = Field(
-        10.0, description="δ_k = κ/(k+1) in γ_k = min{γ_0, ρδ_k/(‖λ_k−μ_k‖²+1)}. Not given in the paper; 10 chosen.")
-    u_max: PositiveFloat | None = Field(
-        None, description="Upper bound B_G of the slack u ∈ [0, u_max]^m. None = 1 + ε_j for constraint j.")
-
-
-
-@ALGORITHMS.register(
-    "plada",
-    aliases=("p-lagrangian", "proximal-perturbed-lagrangian"),
-    paper="A Modified Proximal-Perturbed Lagrangian for Non-Convex Non-Smooth Representatives of Fairness "
-    "Constraints (PLADA, Algorithm 1)",
-    description="Single-loop primal-dual method on a modified proximal-perturbed Lagrangian: one projected "
-    "(sub)gradient step on θ, a projected step on the slack u, a damped step on the auxiliary multiplier μ and "
-    "an exact maximisation in λ. Constant α, β, ρ; only γ_k decays.",
-)
+@ALGORITHMS.implements("plada")
 class PLADA(Algorithm):
-    Config = PLADAConfig
-
     @classmethod
     def resolve_config(cls, config: PLADAConfig, problem) -> PLADAConfig:
         defaults = PAPER_DEFAULTS["linear" if problem.model_type == "linear" else "mlp"]

@@ -18,21 +18,12 @@ Output: the validation-selected iterate (same rule as ``level_set``).
 from __future__ import annotations
 
 import torch
-from pydantic import Field, PositiveFloat, PositiveInt
 
 from ..auc.constraint import AUCParity
 from ..auc.metrics import GROUP_SETS
 from ..auc.surrogate import _set_mask
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig, gradient
+from .base import ALGORITHMS, Algorithm, gradient
 from .level_set import IterateSelector
-
-
-class ProxyLagrangianConfig(AlgorithmConfig):
-    batch_size: PositiveInt | None = Field(100, description="Mini-batch size (paper: 100); pairs are formed in it.")
-    lr: PositiveFloat = Field(0.1, description="θ-player SGD step.")
-    lr_lambda: PositiveFloat = Field(0.5, description="λ-player multiplicative-weights step η_λ.")
-    temperature: PositiveFloat = Field(1.0, description="s of the sigmoid surrogate σ((h_i − h_j)/s).")
-    select_every: PositiveInt = Field(50, description="Model-selection evaluation period (steps).")
 
 
 def pair_auc(h: torch.Tensor, in_p: torch.Tensor, in_q: torch.Tensor, temperature: float | None
@@ -48,18 +39,8 @@ def pair_auc(h: torch.Tensor, in_p: torch.Tensor, in_q: torch.Tensor, temperatur
     return (vals * not_self).sum() / not_self.sum().clamp_min(1.0)
 
 
-@ALGORITHMS.register(
-    "proxy_lagrangian",
-    aliases=("cotter",),
-    paper="Cotter, Jiang & Sridharan 2019, Two-player games for efficient non-convex constrained optimization "
-    "(baseline of Yao, Lin & Yang 2023)",
-    description="Pairwise proxy-Lagrangian: θ on sigmoid pair surrogates, λ by multiplicative weights on the exact "
-    "pairwise AUC constraints of the batch (quadratic in the batch / data).",
-)
+@ALGORITHMS.implements("proxy_lagrangian")
 class ProxyLagrangian(Algorithm):
-    Config = ProxyLagrangianConfig
-    supported_constraints = ("auc_parity",)
-
     def start(self, current) -> None:
         fams = [f for f in self.problem.constraints if isinstance(f, AUCParity)]
         if len(fams) != 1:

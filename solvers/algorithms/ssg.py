@@ -43,50 +43,16 @@ from the descriptions in the PLADA notes and the stochastic benchmark's Algorith
 """
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
-from pydantic import Field, NonNegativeFloat, PositiveFloat
 
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig
+from .base import ALGORITHMS, Algorithm
 from .score_space import ScoreSpaceAlgorithm
 from .switching import WeightedReservoir, load_, switching_step
 
 
-class SSGConfig(AlgorithmConfig):
-    eta_f: PositiveFloat = Field(
-        0.5, description="Objective step size η^f (constant; Huang & Lin 2023 use a constant step on objective "
-        "steps). Default 0.5 = the stochastic benchmark's SSw setting (§4).")
-    eta_c: PositiveFloat | None = Field(
-        None, description="Constraint step size η^c. None = Polyak's step g(θ_k)/‖ζ_g‖² (Huang & Lin 2023, "
-        "weakly convex constraints); a number = constant step (benchmark SSw uses 0.05).")
-    schedule: Literal["constant", "diminishing"] = Field(
-        "constant", description="'constant' steps, or 'diminishing' η/√(k+1) (Polyak's step is never scaled).")
-    tolerance: NonNegativeFloat = Field(
-        1e-4, description="Switching tolerance ε_k (objective step when max_j G_j ≤ ε_k). Default 1e-4 = benchmark "
-        "SSw (§4); Huang & Lin take ε_k = ε constant.")
-    tolerance_decay: float = Field(
-        1.0, gt=0.0, le=1.0, description="ε_k = ε · decay^(k − decay_start) for k ≥ decay_start (1 = constant).")
-    decay_start: int = Field(500, ge=0, description="First iteration of the tolerance decay (benchmark: 500).")
-    start_fraction: float = Field(
-        0.5, ge=0.0, lt=1.0, description="k_0 = ⌊start_fraction · K⌋: only objective steps k ≥ k_0 can be the output.")
-    output: Literal["random", "last"] = Field(
-        "random", description="'random' = the paper's θ_τ, τ ∈ I with P(τ=k) ∝ η_k (default); 'last' = last iterate.")
-
-
-@ALGORITHMS.register(
-    "ssg",
-    aliases=("switching-subgradient",),
-    paper="Huang & Lin, Oracle Complexity of Single-Loop Switching Subgradient Methods for Non-Smooth Weakly "
-    "Convex Functional Constrained Optimization (NeurIPS 2023); SSG baseline of PLADA, SSw of the stochastic benchmark",
-    description="Single-loop switching subgradient: a projected subgradient step on the objective when the "
-    "largest constraint is below the tolerance ε_k, otherwise a (Polyak) step on the most violated constraint; "
-    "outputs a random objective-step iterate from the second half of the run.",
-)
+@ALGORITHMS.implements("ssg")
 class SSG(ScoreSpaceAlgorithm, Algorithm):
-    Config = SSGConfig
-
     def __init__(self, problem, config, model, seed: int = 0) -> None:
         super().__init__(problem, config, model, seed)
         self.reservoir = WeightedReservoir(seed)

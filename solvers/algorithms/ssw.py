@@ -38,37 +38,14 @@ from __future__ import annotations
 import math
 
 import torch
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat
 
 from ..problem import Evaluation
-from .alm import BalancedConstraintBatches, StochasticConstraintsConfig
+from .alm import BalancedConstraintBatches
 from .base import ALGORITHMS, Algorithm, gradient
 
 
-class SSwConfig(StochasticConstraintsConfig):
-    eta_f: PositiveFloat = Field(0.5, description="Objective step size η^f_k (constant; Sec. 4: 0.5).")
-    eta_c: PositiveFloat = Field(0.05, description="Constraint step size η^c_k (constant; Sec. 4: 0.05).")
-    eps0: NonNegativeFloat = Field(1e-4, description="Infeasibility tolerance ε_k for k < decay_start "
-                                   "(Sec. 4: 1e-4).")
-    eps_decay: float = Field(0.97, gt=0.0, le=1.0, description="ε_k = eps_decay·ε_{k−1} for k ≥ decay_start "
-                             "(Sec. 4: 0.97).")
-    decay_start: NonNegativeInt = Field(500, description="Iteration (within an epoch) from which ε_k decays "
-                                        "(Sec. 4: 500).")
-    tol_per_epoch: bool = Field(True, description="Reset ε_k to eps0 at each epoch (Sec. 4 'at each epoch'; "
-                                "public code). False: one global schedule.")
-
-
-@ALGORITHMS.register(
-    "ssw",
-    aliases=("stochastic_switching_subgradient", "stochastic-switching-subgradient"),
-    paper="Kliachkin et al., Benchmarking Stochastic Approximation Algorithms for Fairness-Constrained Training "
-    "of Deep Neural Networks (SSw, Algorithm 3; Huang & Lin 2023)",
-    description="Stochastic switching subgradient: if the estimated max constraint is within a decaying tolerance "
-    "ε_k take a projected stochastic subgradient step on F, otherwise on max_i c_i (fresh constraint batch).",
-)
+@ALGORITHMS.implements("ssw")
 class SSw(BalancedConstraintBatches, Algorithm):
-    Config = SSwConfig
-
     def start(self, current: Evaluation) -> None:
         b = self.config.batch_size
         n = self.problem.n_samples

@@ -27,14 +27,12 @@ Choices (documented):
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import torch
-from pydantic import Field, PositiveFloat, PositiveInt
 from torch import Tensor
 
 from ..problem import Evaluation
-from .base import ALGORITHMS, Algorithm, AlgorithmConfig
+from .base import ALGORITHMS, Algorithm
 from .switching import WeightedAverage, load_
 
 
@@ -72,27 +70,8 @@ def ynw_step(problem, params: list[Tensor], current: Evaluation, Q: Tensor, *, V
         return (Q + theta + lin).clamp_min(0.0)
 
 
-class YNWConfig(AlgorithmConfig):
-    horizon: PositiveInt | None = Field(
-        None, description="K of V = √K, α = K. None = the run's max_iterations.")
-    V: PositiveFloat | None = Field(None, description="Weight V of the objective subgradient ([53]: √K). None = √K.")
-    alpha: PositiveFloat | None = Field(
-        None, description="Proximal weight α of the primal step (step = 1/(2α); [53]: K). None = K.")
-    output: Literal["average", "last"] = Field(
-        "average", description="'average' = [53]'s θ̄_K = mean of θ_0..θ_{K−1} (default); 'last' = last iterate.")
-
-
-@ALGORITHMS.register(
-    "ynw",
-    aliases=("yu-neely-wei", "virtual-queue"),
-    paper="Yu, Neely & Wei, Online Convex Optimization with Stochastic Constraints (NeurIPS 2017); the "
-    "'subgradient method by [53]' baseline of the IPC paper (Ma, Lin & Yang 2019, §5)",
-    description="Primal-dual subgradient method with virtual queues Q_i (drift-plus-penalty): a projected step "
-    "on V·F + Σ Q_i G_i, then Q_i grows by the linearised constraint value; outputs the averaged iterate.",
-)
+@ALGORITHMS.implements("ynw")
 class YNW(Algorithm):
-    Config = YNWConfig
-
     def start(self, current: Evaluation) -> None:
         c = self.config
         K = c.horizon or self.horizon or 1

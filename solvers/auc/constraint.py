@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from ..constraints.base import CONSTRAINTS, ConstraintFamily, FairnessData
@@ -24,32 +23,8 @@ from .surrogate import level_values, term_sets
 Variant = Literal["group", "inter", "intra", "aeg_positive", "aeg_negative", "bpsn_bnsp"]
 
 
-class AUCParityConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    variant: Variant = Field(
-        "group", description="Which AUC fairness metric (paper App. A): 'group' (Ex.1, |AUC(γ=1,γ=−1) − ½|), "
-        "'inter' (Ex.2, xAUC), 'intra' (Ex.3, within-group AUC parity), 'aeg_positive' / 'aeg_negative' "
-        "(Ex.4, average equality gaps), 'bpsn_bnsp' (Ex.5, |BPSN − BNSP|).")
-    protected: str | None = Field(
-        None, description="Group name taking γ = +1 (the protected group); every other group is γ = −1. "
-        "None = the first group.")
-    c1: float = Field(0.5, gt=0, description="c₁ of the square surrogate ℓ(t) = c₁(t − c₂)² (paper: c₁ ∈ {0.5, 1}; "
-                      "0.5 satisfies Lemma 2's c₁c₂² ≤ 0.5, so w = 0 is strictly feasible).")
-    c2: float = Field(1.0, gt=0, description="Margin c₂ of the square surrogate (paper: 1).")
-    n_boot: int = Field(200, ge=0, description="Bootstrap replicates of the 95% confidence intervals of the exact "
-                        "metrics (0 = none).")
-
-
-@CONSTRAINTS.register(
-    "auc_parity",
-    aliases=("auc_fairness",),
-    description="AUC-based fairness (Yao, Lin & Yang 2023): |AUC(G1,G1') − AUC(G2,G2')| ≤ tolerance for the "
-    "chosen variant (group / inter / intra / aeg_positive / aeg_negative / bpsn_bnsp); threshold-free.",
-)
+@CONSTRAINTS.implements("auc_parity")
 class AUCParity(ConstraintFamily):
-    Config = AUCParityConfig  # type: ignore[assignment]
-
     @property
     def names(self) -> list[str]:
         v = self.config.variant

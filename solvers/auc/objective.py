@@ -4,14 +4,12 @@ r"""The ``auc_square`` objective: square surrogate of 1 − AUC (paper (6), f₀
 
 computed in O(n). ``per_sample`` returns ℓ_i whose mean is F on the given rows:
 ℓ_i = c₁[(m₊ − m₋ − c₂)² + (n/n₊)(h_i − m₊)² 1{y_i=1} + (n/n₋)(h_i − m₋)² 1{y_i=0}]
-(the class means are those of the same rows). Registered with c₁ = c₂ = 1; the ``level_set``
+(the class means are those of the same rows). :mod:`solvers.objectives` names it with c₁ = c₂ = 1; the ``level_set``
 / ``iqrc`` solvers use the (c₁, c₂) of their ``auc_parity`` constraint for f₀.
 """
 from __future__ import annotations
 
 from torch import Tensor
-
-from ..objectives import OBJECTIVES, Objective
 
 
 def auc_square_per_sample(scores: Tensor, y: Tensor, c1: float = 1.0, c2: float = 1.0) -> Tensor:
@@ -23,6 +21,3 @@ def auc_square_per_sample(scores: Tensor, y: Tensor, c1: float = 1.0, c2: float 
     mp, mn = (pos * scores).sum() / npos, (neg * scores).sum() / nneg
     return c1 * ((mp - mn - c2) ** 2 + (n / npos) * pos * (scores - mp) ** 2 + (n / nneg) * neg * (scores - mn) ** 2)
 
-
-auc_square = Objective("auc_square", auc_square_per_sample)
-OBJECTIVES.setdefault("auc_square", auc_square)

@@ -9,29 +9,29 @@ tolerance (paper eq. (2)–(3)). Every family is vectorised over all groups at
 once through :class:`~solvers.groups.CellIndex`. The exact metrics used for
 evaluation live in :mod:`solvers.metrics`.
 
-A new family is one module in this folder::
+A new family is its Config, declared in :mod:`solvers.catalog` (no torch there)::
 
-    @CONSTRAINTS.register("my_family", description="...")
+    @CONSTRAINTS.declare("my_family", implementation="solvers.constraints.mine:MyFamily", description="...")
+    class MyFamilyConfig(ConstraintConfig): ...
+
+and one module in this folder::
+
+    @CONSTRAINTS.implements("my_family")
     class MyFamily(ConstraintFamily):
-        class Config(ConstraintConfig): ...
         def gap(self, scores, data): ...
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F_
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
+from ..catalog.base import CONSTRAINTS, ConstraintConfig  # noqa: F401  (CONSTRAINTS re-exported for the families)
 from ..groups import CellIndex
-from ..registry import Registry
-
-CONSTRAINTS: Registry = Registry("constraint type")
-
 
 @dataclass
 class FairnessData:
@@ -111,7 +111,6 @@ class FairnessData:
                             self.by_group_label.to(device))
 
 
-Surrogate = Literal["sigmoid", "hinge", "clipped_linear"]
 
 
 def indicator_surrogate(scores: Tensor, kind: str) -> Tensor:
@@ -128,18 +127,6 @@ def indicator_surrogate(scores: Tensor, kind: str) -> Tensor:
     if kind == "clipped_linear":
         return ((1.0 + scores) / 2.0).clamp(0.0, 1.0)
     raise ValueError(f"unknown surrogate {kind!r}")
-
-
-class ConstraintConfig(BaseModel):
-    """Family-specific fields of a constraint spec (extra fields are errors)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    surrogate: Surrogate = Field(
-        "sigmoid",
-        description="Smooth stand-in σ for the indicator 1{f>0}: 'sigmoid' (paper eq. 15), "
-        "'hinge' ([1+f]^+), or 'clipped_linear' (ramp clamp((1+f)/2, 0, 1)).",
-    )
 
 
 class ConstraintFamily:

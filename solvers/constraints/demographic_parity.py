@@ -7,12 +7,7 @@ from ..groups import spread
 from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate
 
 
-@CONSTRAINTS.register(
-    "demographic_parity",
-    aliases=("dp", "statistical_parity"),
-    description="Demographic parity: the positive-prediction rates Pr(f>0 | s=g) of all groups "
-    "lie within `tolerance` of each other (surrogate: paper eq. 15, max − min over K groups).",
-)
+@CONSTRAINTS.implements("demographic_parity")
 class DemographicParity(ConstraintFamily):
     r"""Δ̂_D(θ) = max_g ŝ_g − min_g ŝ_g,  ŝ_g = (1/N_g) Σ_{i∈I_g} σ(f_θ(x_i)).
 

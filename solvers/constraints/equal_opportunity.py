@@ -7,12 +7,7 @@ from ..groups import spread
 from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate
 
 
-@CONSTRAINTS.register(
-    "equal_opportunity",
-    aliases=("eopp", "tpr_parity"),
-    description="Equal opportunity: the true-positive rates Pr(f>0 | s=g, y=1) of all groups lie within "
-    "`tolerance` of each other (surrogate: max − min over K groups of the mean σ(f) on y=1 samples).",
-)
+@CONSTRAINTS.implements("equal_opportunity")
 class EqualOpportunity(ConstraintFamily):
     r"""Δ̂_O(θ) = max_g ŝ_{g,1} − min_g ŝ_{g,1},   ŝ_{g,1} = (1/N_{g,1}) Σ_{i: s_i=g, y_i=1} σ(f_θ(x_i)).
 

@@ -1,29 +1,13 @@
 """Equalized odds (paper eq. 17), generalised to K groups."""
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
 from torch import Tensor
 
 from ..groups import spread
-from .base import CONSTRAINTS, ConstraintConfig, ConstraintFamily, FairnessData, indicator_surrogate
+from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate
 
 
-class EqualizedOddsConfig(ConstraintConfig):
-    aggregate: Literal["max", "separate"] = Field(
-        "max",
-        description="'max': one constraint max(TPR gap, FPR gap) ≤ ε as in paper eq. 17; "
-        "'separate': two constraints, TPR gap ≤ ε and FPR gap ≤ ε (each with its own multiplier).",
-    )
-
-
-@CONSTRAINTS.register(
-    "equalized_odds",
-    aliases=("eo",),
-    description="Equalized odds: true-positive rates and false-positive rates of all groups "
-    "lie within `tolerance` of each other (surrogate: paper eq. 17, max − min over K groups).",
-)
+@CONSTRAINTS.implements("equalized_odds")
 class EqualizedOdds(ConstraintFamily):
     r"""Δ̂_E(θ) = max(Δ̂_1, Δ̂_0),  Δ̂_y = max_g ŝ_{g,y} − min_g ŝ_{g,y},
 
@@ -32,8 +16,6 @@ class EqualizedOdds(ConstraintFamily):
     subscripts pq/uq as y=+1 and pu/uu as y=−1). ``aggregate="separate"`` returns
     (Δ̂_1, Δ̂_0) as two constraints. Groups with no sample of label y are skipped for Δ̂_y.
     """
-
-    Config = EqualizedOddsConfig
 
     @property
     def names(self) -> list[str]:

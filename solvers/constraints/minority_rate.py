@@ -2,29 +2,12 @@
 from __future__ import annotations
 
 import torch
-from pydantic import Field
 from torch import Tensor
 
-from .base import CONSTRAINTS, ConstraintConfig, ConstraintFamily, FairnessData, indicator_surrogate
+from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate
 
 
-class MinorityRateConfig(ConstraintConfig):
-    c: float = Field(
-        0.2, gt=0.0, lt=1.0,
-        description="Fairness parameter c ∈ (0, 1): the minority must receive at least the fraction c of all "
-        "(surrogate) positive predictions. Default 0.2, the IPC paper's value for bank-marketing "
-        "(it uses 0.4 for loan, 0.08 for a9a).",
-    )
-    minority: str | None = Field(
-        None, description="Name of the minority group S_min; None = the smallest group of the training data.")
-
-
-@CONSTRAINTS.register(
-    "minority_rate",
-    aliases=("minority_positive_rate",),
-    description="Minority rate (IPC paper Sec. 5): the minority group receives at least a fraction `c` of the "
-    "positive predictions: c·Σ_S σ(f) − Σ_{S_min} σ(f) ≤ 0, scaled by 1/|S|.",
-)
+@CONSTRAINTS.implements("minority_rate")
 class MinorityRate(ConstraintFamily):
     r"""IPC paper, Sec. 5 (the constraint of Cotter et al. 2018), in the paper's notation
 
@@ -43,8 +26,6 @@ class MinorityRate(ConstraintFamily):
     over the groups present in ``data`` (exactly the formula above on the full training set).
     One row, named ``minority_rate[<minority>]``. Needs :meth:`bind`.
     """
-
-    Config = MinorityRateConfig
 
     def _on_bind(self) -> None:
         counts = self.group_counts

@@ -13,41 +13,17 @@ Intervals, per-group intervals and unions (Remark 5.3) enter only through
 from __future__ import annotations
 
 import weakref
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F_
-from pydantic import Field, PositiveInt, field_validator
 from torch import Tensor
 
-from ..constraints.base import CONSTRAINTS, ConstraintConfig, ConstraintFamily, FairnessData
-from .intervals import Intervals, validate_interval
+from ..catalog.partial import PartialConfig
+from ..constraints.base import CONSTRAINTS, ConstraintFamily, FairnessData
+from .intervals import Intervals
 from .metrics import partial_report
-
-
-class PartialConfig(ConstraintConfig):
-    interval: Any = Field(
-        ..., description="Percentile interval I = [alpha, beta] (fractions, top-down within each group: [0, 0.2] "
-        "is each group's top 20%), a union [[a1, b1], [a2, b2]], per-group {group: [a, b], '*': [a, b]} "
-        "(Remark 5.3), or 'auto' (App. B rule: among candidate intervals covering p = Pr(h_w* > threshold) of "
-        "the unconstrained model w*, the one where w* is least fair).")
-    grid_size: PositiveInt = Field(10, description="|Î|, number of grid percentiles p (auxiliary θ_p) of problem "
-                                   "(15) (paper: 10). Used by partial_statistical_parity only.")
-    surrogate: Literal["clipped_linear", "sigmoid"] = Field(
-        "clipped_linear", description="σ ≈ 1{x>0}: 'clipped_linear' max{min{x+0.5,1},0} (all the paper's "
-        "experiments) or 'sigmoid' e^x/(1+e^x).")
-    threshold: float = Field(0.0, description="Decision threshold θ̂ on the score h_w (logit) for pDP, and for "
-                             "p in the 'auto' rule (paper: 0).")
-    auto_candidates: list[list[float]] | None = Field(
-        None, description="Candidate intervals for interval='auto' (None: every [a, b] on a 5% grid with "
-        "0.2 <= b − a <= 0.5 covering p).")
-    auto_iterations: PositiveInt = Field(300, description="Iterations of the unconstrained fit for 'auto'.")
-
-    @field_validator("interval")
-    @classmethod
-    def _interval(cls, value: Any) -> Any:
-        return validate_interval(value)
 
 
 _CELL_LAYOUT: dict[int, tuple[weakref.ref, Any]] = {}
@@ -199,13 +175,7 @@ class PartialFamily(ConstraintFamily):
         return out
 
 
-@CONSTRAINTS.register(
-    "partial_statistical_parity",
-    aliases=("psp", "partial_sp"),
-    description="Partial statistical parity on a percentile interval I (He et al., problem (15)): the score "
-    "distributions of all groups, restricted to each group's own percentiles in I, are within KS distance "
-    "`tolerance` (κ). Auxiliary thresholds θ_p on a grid Î of |Î| = grid_size percentiles.",
-)
+@CONSTRAINTS.implements("partial_statistical_parity")
 class PartialStatisticalParity(PartialFamily):
     r"""Problem (15) with rows, for q ∈ Î and k ∈ G (S_{q,k} = (1/n_k) Σ_{i∈k} σ(h_w(ξ_i) − θ_q)):
 
@@ -393,13 +363,7 @@ class PartialStatisticalParity(PartialFamily):
         return Jh.reshape(m, -1), [Jtheta.reshape(m, P)]
 
 
-@CONSTRAINTS.register(
-    "partial_demographic_parity",
-    aliases=("pdp", "partial_dp"),
-    description="Partial demographic parity on a percentile interval I (He et al., problem (21)): among each "
-    "group's scores with within-group percentile in I, the share above the threshold θ̂ differs by at most "
-    "`tolerance` (κ) between groups.",
-)
+@CONSTRAINTS.implements("partial_demographic_parity")
 class PartialDemographicParity(PartialFamily):
     r"""Problem (21): for every ordered pair (k, k'), with S_k = (1/n_k) Σ_{i∈k} σ(h_w(ξ_i) − θ̂),
 

@@ -207,10 +207,10 @@ def test_mini_batch_runs_are_deterministic(planted):
 
 
 def test_registered_with_schemas():
-    from solvers.algorithms import ALGORITHMS, describe
+    from solvers.catalog import ALGORITHMS, describe_solver
 
     for name in ["ssg", "ipc", "ipp_ssg", "ipc_stochastic", "ynw", "lagrangian"]:
-        entry = describe(ALGORITHMS.get(name))
+        entry = describe_solver(ALGORITHMS.entry(name))
         assert entry["paper"] and entry["config_schema"]["properties"]
     assert ALGORITHMS.get("ipp_ssg").name == "ipc"
     defaults = ALGORITHMS.get("ipc").Config()

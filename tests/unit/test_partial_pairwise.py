@@ -6,7 +6,7 @@ import torch
 from scipy.optimize import minimize
 
 from solvers import ALGORITHMS, ConstraintSpec, Problem, solve
-from solvers.algorithms.base import describe
+from solvers.catalog import describe_solver
 from solvers.algorithms.pairwise_auc_pg import (PairwiseAUCPG, pairwise_rows, project, quadratic_rows, row_values,
                                                 term_masks)
 from solvers.auc.metrics import fairness_gap
@@ -148,7 +148,7 @@ def test_registered_and_rejects_nonlinear_models(planted):
     problem, _ = planted
     cls = ALGORITHMS.get("pairwise_auc_pg")
     assert cls is PairwiseAUCPG
-    schema = describe(cls)["config_schema"]["properties"]
+    schema = describe_solver(cls.entry)["config_schema"]["properties"]
     assert {"variant", "kappa", "lr", "projection_max_iter", "projection_tol"} <= set(schema)
     assert PairwiseAUCPG.resolve_config(PairwiseAUCPG.Config(variant="intra"), problem).kappa == 5.0
     mlp = Problem(X=problem.X, y=problem.y, group=problem.group, group_names=problem.group_names,

@@ -1,0 +1,69 @@
+"""The two catalogs and the Config bases every solver and constraint type derives from.
+
+A Config is the pydantic model of a solver's ``params`` or of a constraint spec's extra
+fields: defaults from the paper, every field described, unknown fields are errors.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+from ..registry import Catalog, Entry
+
+ALGORITHMS: Catalog = Catalog("solver", paper="", description="", supported_models=("linear", "mlp"),
+                              supported_constraints=None)  # None: every constraint type
+CONSTRAINTS: Catalog = Catalog("constraint type", description="")
+
+Surrogate = Literal["sigmoid", "hinge", "clipped_linear"]
+
+
+class AlgorithmConfig(BaseModel):
+    """Base of every algorithm's Config: unknown parameters are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch_size: PositiveInt | None = Field(
+        None, description="Samples per stochastic step (uniform without replacement within an epoch). "
+        "None = full batch, the deterministic setting of the paper's analysis.")
+
+
+class ConstraintConfig(BaseModel):
+    """Family-specific fields of a constraint spec (extra fields are errors)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    surrogate: Surrogate = Field(
+        "sigmoid",
+        description="Smooth stand-in σ for the indicator 1{f>0}: 'sigmoid' (paper eq. 15), "
+        "'hinge' ([1+f]^+), or 'clipped_linear' (ramp clamp((1+f)/2, 0, 1)).",
+    )
+
+
+def describe_solver(entry: Entry) -> dict[str, Any]:
+    """A solver as served by ``GET /solvers``."""
+    constraints = entry.supported_constraints or CONSTRAINTS.names()
+    return {
+        "name": entry.name,
+        "aliases": list(entry.aliases),
+        "paper": entry.paper,
+        "description": entry.description,
+        "supports": {"models": list(entry.supported_models), "constraints": list(constraints)},
+        "config_schema": entry.Config.model_json_schema(),
+    }
+
+
+def describe_constraint(entry: Entry) -> dict[str, Any]:
+    """A constraint type as served by ``GET /constraints``."""
+    return {"type": entry.name, "aliases": list(entry.aliases), "description": entry.description,
+            "config_schema": entry.Config.model_json_schema()}
+
+
+def list_solvers() -> list[dict[str, Any]]:
+    """Every declared solver: name, aliases, paper, description, supports, config_schema."""
+    return [describe_solver(entry) for entry in ALGORITHMS.entries()]
+
+
+def list_constraints() -> list[dict[str, Any]]:
+    """Every declared constraint type: type, aliases, description, config_schema."""
+    return [describe_constraint(entry) for entry in CONSTRAINTS.entries()]
