@@ -32,7 +32,7 @@ def migrate() -> None:
 def commands(host: str, port: int, concurrency: int, home: Path) -> dict[str, list[str]]:
     py = sys.executable
     return {
-        "api": [py, "-m", "uvicorn", "app.main:app", "--host", host, "--port", str(port)],
+        "api": [py, "-m", "app.serve"],  # on HOST:PORT, FAIRSOLVE_API_WORKERS processes
         "worker": [py, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu",
                    "-c", str(concurrency), "-n", f"fairsolve-{os.getpid()}@%h", "--loglevel", "INFO"],
         "beat": [py, "-m", "celery", "-A", "worker.celery_app", "beat", "--loglevel", "INFO",

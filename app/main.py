@@ -14,7 +14,7 @@ from app.auth import ensure_key
 from app.body_limit import BodyLimit
 from app.dashboard import install as install_dashboard
 from app.db import session_factory, session_scope
-from app.observability import REGISTRY, JobsCollector, RequestContext, configure_logging
+from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
 from app.routers import audits, charts, datasets, health, jobs, keys, models, solvers, sweeps
@@ -38,7 +38,9 @@ async def lifespan(app: FastAPI):
     register_bootstrap_key()
     collector = JobsCollector(session_factory())
     REGISTRY.register(collector)
+    JOBS_COLLECTORS.append(collector)
     yield
+    JOBS_COLLECTORS.remove(collector)
     REGISTRY.unregister(collector)
 
 

@@ -5,7 +5,9 @@ time, level, logger, message and, when known, ``request_id`` (the caller's ``X-R
 or a new one, echoed in the response) and ``job_id`` (set by the worker while it runs a job).
 
 Metrics (``GET /metrics``, Prometheus text format): request counts and latency histograms per
-route template, method and status, computed in the API process; and, read from the database
+route template, method and status, computed in the API process (with several API processes,
+:mod:`app.serve`, each writes them to Prometheus' multi-process files and every scrape adds them
+up); and, read from the database
 at each scrape, jobs per status, the queue depth (jobs queued per queue, waiting for a
 worker) and solver iterations per second summed over running jobs (each job's last reported
 iteration over its elapsed solver time).
@@ -16,12 +18,13 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import sys
 import time
 import uuid
 from collections.abc import Iterator
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import func, select
 
@@ -121,6 +124,9 @@ class RequestContext:
             request_id_var.reset(token)
 
 
+JOBS_COLLECTORS: list = []  # the process's JobsCollector while the app runs (app.main's lifespan)
+
+
 class JobsCollector:
     """Gauges read from the database at scrape time (jobs are shared by every API and worker process)."""
 
@@ -153,4 +159,10 @@ class JobsCollector:
 
 
 def metrics_payload() -> tuple[bytes, str]:
-    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    registry = CollectorRegistry()  # every API process's request metrics, from their files
+    multiprocess.MultiProcessCollector(registry)
+    for collector in JOBS_COLLECTORS:
+        registry.register(collector)
+    return generate_latest(registry), CONTENT_TYPE_LATEST

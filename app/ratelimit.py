@@ -2,7 +2,8 @@
 
 Each key holds at most ``burst`` tokens, refilled at ``rate`` per second; a request takes one
 or is answered 429 with ``Retry-After`` (seconds until a token is back). The buckets live in
-the process: with several API processes each enforces the limit on its own share of traffic.
+the process: with several API processes (``FAIRSOLVE_API_WORKERS``) each enforces the limit on the
+requests it answers, so a key spread over N processes may get up to N times the rate.
 """
 
 from __future__ import annotations

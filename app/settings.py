@@ -29,6 +29,10 @@ class Settings(BaseSettings):
     broker_url_env: str | None = Field(None, validation_alias=AliasChoices("CELERY_BROKER_URL", "BROKER_URL"),
                                        description="Celery broker URL; SQLAlchemy transport on SQLite when unset.")
     port: int = Field(8000, validation_alias="PORT")
+    host: str = Field("127.0.0.1", validation_alias="HOST")
+    api_workers: int = Field(1, ge=1, le=64, validation_alias="FAIRSOLVE_API_WORKERS",
+                             description="API server processes (``python -m app.serve``). One process answers on "
+                             "one core (Python's GIL); /metrics adds up the counts of all of them.")
     max_upload_bytes: int = Field(1 << 30, validation_alias="FAIRSOLVE_MAX_UPLOAD_BYTES",
                                   description="Largest accepted dataset upload, in bytes.")
     trajectory_flush_s: float = Field(1.0, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_S",
@@ -52,7 +56,9 @@ class Settings(BaseSettings):
                                 "request reads the key). A key revoked through another process still works "
                                 "here for at most this long; revoked through this one, it stops at once.")
     rate_limit_per_s: float = Field(50.0, validation_alias="FAIRSOLVE_RATE_LIMIT_PER_S",
-                                    description="Sustained requests per second per API key (0: no limit).")
+                                    description="Sustained requests per second per API key (0: no limit), in each "
+                                    "API process: a key's connections to ``api_workers`` processes get up to that "
+                                    "many times this rate in all.")
     rate_limit_burst: float = Field(200.0, validation_alias="FAIRSOLVE_RATE_LIMIT_BURST",
                                     description="Requests an idle API key may send at once.")
     max_active_jobs: int = Field(1000, validation_alias="FAIRSOLVE_MAX_ACTIVE_JOBS",

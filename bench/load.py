@@ -15,7 +15,7 @@ answers, so the API is saturated by construction and the run measures its capaci
 its latencies are queueing time (50 clients / throughput), not service time.
 
     pip install -r requirements-bench.txt   # aiohttp, the clients
-    python -m bench.load [--clients 50] [--seconds 60] [--workers 2] [--poll-s 1 0]
+    python -m bench.load [--clients 50] [--seconds 60] [--workers 2] [--api-workers 2] [--poll-s 1 0]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.datagen import planted_table
-from tests.stack import REDIS_URL, pg_database, start_stack, stop_stack
+from tests.stack import REDIS_URL, descendants, pg_database, start_stack, stop_stack
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CSV = planted_table(300, seed=11).to_csv(index=False)
@@ -148,20 +148,26 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(clients: int, seconds: float, workers: int, poll_s: float, target_ms: float) -> dict:
+def api_cpu_seconds(pid: int) -> float:
+    """CPU time of the API server and the processes it started (``FAIRSOLVE_API_WORKERS`` > 1)."""
+    return sum(cpu_seconds(p) for p in {pid, *descendants(pid)})
+
+
+def one_run(clients: int, seconds: float, workers: int, poll_s: float, target_ms: float, api_workers: int) -> dict:
     """A fresh stack (new database, empty queue), ``clients`` clients for ``seconds``; figures per route."""
     redis.Redis.from_url(REDIS_URL).flushdb()
     url, drop = pg_database()
     with tempfile.TemporaryDirectory() as home:
         stack = start_stack("load-bench", Path(home), url, REDIS_URL, workers=workers,
                             # the production trajectory flush period (the test stacks write every 0.25 s)
-                            extra_env={"FAIRSOLVE_MAX_ACTIVE_JOBS": "100000", "FAIRSOLVE_TRAJECTORY_FLUSH_S": "1.0"})
+                            extra_env={"FAIRSOLVE_MAX_ACTIVE_JOBS": "100000", "FAIRSOLVE_TRAJECTORY_FLUSH_S": "1.0",
+                                       "FAIRSOLVE_API_WORKERS": str(api_workers)})
         try:
             keys = [stack.new_key(f"load-{i}") for i in range(clients)]
             api_pid, load_before = stack.procs["api"].pid, os.getloadavg()
-            api_cpu, started = cpu_seconds(api_pid), time.perf_counter()
+            api_cpu, started = api_cpu_seconds(api_pid), time.perf_counter()
             timings, errors, lags = asyncio.run(run_load(stack.url, keys, seconds, poll_s))
-            wall, api_cpu = time.perf_counter() - started, cpu_seconds(api_pid) - api_cpu
+            wall, api_cpu = time.perf_counter() - started, api_cpu_seconds(api_pid) - api_cpu
             with stack.client() as admin:
                 metrics_text = admin.get("/metrics").text
         finally:
@@ -174,7 +180,8 @@ def one_run(clients: int, seconds: float, workers: int, poll_s: float, target_ms
                          "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
                          "p99_ms": float(np.percentile(ms, 99))}
     total = sum(r["requests"] for r in routes.values())
-    return {"clients": clients, "seconds": seconds, "workers": workers, "poll_s": poll_s, "wall_s": wall,
+    return {"clients": clients, "seconds": seconds, "workers": workers, "api_workers": api_workers, "poll_s": poll_s,
+            "wall_s": wall,
             "requests": total, "requests_per_s": total / wall, "api_cpu_ms_per_request": 1000 * api_cpu / total,
             "load_average_at_start": load_before, "errors": sum(r["errors"] for r in routes.values()),
             "error_samples": {k: v[:5] for k, v in errors.items()}, "routes": routes,
@@ -190,8 +197,8 @@ def markdown(run: dict, target_ms: float) -> list[str]:
              else "## Saturation: no think time (closed loop; latencies are queueing time)")
     la = ", ".join(f"{x:.1f}" for x in run["load_average_at_start"])
     lines = [title, "",
-             f"{run['requests']} requests ({run['requests_per_s']:.0f}/s), {run['errors']} errors; API process "
-             f"CPU {run['api_cpu_ms_per_request']:.2f} ms per request; load average at start {la}.", "",
+             f"{run['requests']} requests ({run['requests_per_s']:.0f}/s), {run['errors']} errors; API "
+             f"CPU ({run['api_workers']} processes) {run['api_cpu_ms_per_request']:.2f} ms per request; load average at start {la}.", "",
              "| route | requests | errors | p50 ms | p95 ms | p99 ms |" + (" p95 < target |" if paced else ""),
              "|---|---|---|---|---|---|" + ("---|" if paced else "")]
     for route, v in run["routes"].items():
@@ -215,14 +222,17 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--api-workers", type=int, default=2, help="API server processes (FAIRSOLVE_API_WORKERS)")
     parser.add_argument("--poll-s", type=float, nargs="+", default=[1.0, 0.0],
                         help="seconds a client waits after each poll tick; one run per value (0 = saturation)")
     parser.add_argument("--target-ms", type=float, default=100.0, help="issue 8's p95 target for reads and submits")
     args = parser.parse_args()
-    runs = [one_run(args.clients, args.seconds, args.workers, poll, args.target_ms) for poll in args.poll_s]
+    runs = [one_run(args.clients, args.seconds, args.workers, poll, args.target_ms, args.api_workers)
+            for poll in args.poll_s]
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "load.json").write_text(json.dumps({"target_p95_ms": args.target_ms, "runs": runs}, indent=2))
-    md = [f"# Load: {args.clients} clients × {args.seconds:.0f} s, PostgreSQL + Redis, {args.workers} workers",
+    md = [f"# Load: {args.clients} clients × {args.seconds:.0f} s, PostgreSQL + Redis, {args.api_workers} API "
+          f"processes, {args.workers} workers",
           "", "Generated by `python -m bench.load` (see its docstring for the client loop). Target: p95 under "
           f"{args.target_ms:g} ms for reads and submits, zero errors.", ""]
     for run in runs:

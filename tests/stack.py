@@ -81,7 +81,7 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     port = free_port()
     admin_key = f"fsk_test_{uuid.uuid4().hex}"
-    env.update({"FAIRSOLVE_HOME": str(home), "PORT": str(port), "FAIRSOLVE_TRAJECTORY_FLUSH_S": "0.25",
+    env.update({"FAIRSOLVE_HOME": str(home), "HOST": "127.0.0.1", "PORT": str(port), "FAIRSOLVE_TRAJECTORY_FLUSH_S": "0.25",
                 "FAIRSOLVE_BOOTSTRAP_API_KEY": admin_key,
                 # stacks of concurrent test runs share one Redis database: each gets its own keys
                 "FAIRSOLVE_BROKER_KEY_PREFIX": f"{name}-{uuid.uuid4().hex[:8]}:", **(extra_env or {})})
@@ -91,7 +91,7 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
         env["CELERY_BROKER_URL"] = broker_url
     subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=ROOT, env=env, check=True,
                    capture_output=True)
-    commands = {"api": [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]}
+    commands = {"api": [sys.executable, "-m", "app.serve"]}
     for i in range(workers):
         commands["worker" if i == 0 else f"worker{i + 1}"] = [
             sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu", "-c", "1",

@@ -29,6 +29,8 @@ def test_compose_config_passes():
     assert set(services) == {"api", "worker-cpu", "worker-gpu", "beat", "postgres", "redis"}
     rendered = subprocess.run([*cmd, "config"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
     assert "driver: nvidia" in rendered and "-Q" in rendered
+    # the api's own environment keeps the shared one (database, broker) and adds its process count
+    assert rendered.count("DATABASE_URL") == 4 and rendered.count("FAIRSOLVE_API_WORKERS") == 1
 
 
 def test_dockerfile_selects_cuda_by_build_argument():

@@ -47,3 +47,30 @@ def test_metrics_readiness_and_json_logs(postgres_stack):
     worker_lines = [json.loads(line) for line in (stack.home / "worker.log").read_text().splitlines()
                     if line.startswith("{")]
     assert any(r.get("job_id") == job.json()["id"] for r in worker_lines)
+
+
+def test_several_api_processes_share_one_metrics_view(tmp_path):
+    """``FAIRSOLVE_API_WORKERS=2``: two uvicorn processes answer, and /metrics (from either) adds up both."""
+    import httpx
+
+    from tests.stack import REDIS_URL, descendants, pg_database, start_stack, stop_stack
+
+    database_url, drop = pg_database()
+    stack = start_stack("multi-api", tmp_path, database_url, REDIS_URL, workers=0,
+                        extra_env={"FAIRSOLVE_API_WORKERS": "2"})
+    try:
+        headers = {"Authorization": f"Bearer {stack.admin_key}"}
+        for _ in range(40):  # a new connection each: the kernel spreads them over the processes
+            assert httpx.get(f"{stack.url}/api/v1/solvers", headers=headers).status_code == 200
+        servers = [pid for pid in descendants(stack.procs["api"].pid)  # uvicorn's spawned server processes
+                   if b"spawn_main" in open(f"/proc/{pid}/cmdline", "rb").read()]
+        assert len(servers) == 2
+        recorded = {path.stem.rsplit("_", 1)[1] for path in (tmp_path / "prometheus").glob("counter_*.db")}
+        assert recorded <= {str(pid) for pid in servers} and len(recorded) == 2  # both answered requests
+        text = httpx.get(f"{stack.url}/metrics").text
+        assert sample(text, "fairsolve_http_requests_total", method="GET", route="/api/v1/solvers",
+                      status="200") == 40
+        assert sample(text, "fairsolve_jobs", status="queued") is None and "fairsolve_queue_depth" in text
+    finally:
+        stop_stack(stack)
+        drop()

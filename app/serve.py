@@ -1,0 +1,32 @@
+"""``python -m app.serve``: the API server, ``FAIRSOLVE_API_WORKERS`` uvicorn processes on ``HOST``:``PORT``.
+
+One Python process answers requests on one core (the GIL), so a machine with spare cores serves
+more, and with shorter queues, from several. Request counts and latencies then live in each
+process; they are kept in Prometheus' multi-process files (``PROMETHEUS_MULTIPROC_DIR``, emptied
+at each start) so that ``/metrics``, whichever process answers it, reports them all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import uvicorn
+
+from app.settings import get_settings
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def main() -> None:
+    settings = get_settings()
+    if settings.api_workers > 1:
+        folder = settings.home / "prometheus"
+        shutil.rmtree(folder, ignore_errors=True)  # counts of an earlier run's processes
+        folder.mkdir(parents=True)
+        os.environ[MULTIPROC_ENV] = str(folder)  # read by prometheus_client when each process imports it
+    uvicorn.run("app.main:app", host=settings.host, port=settings.port, workers=settings.api_workers)
+
+
+if __name__ == "__main__":
+    main()
