@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -35,6 +36,7 @@ def register_bootstrap_key() -> None:
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
+    anyio.to_thread.current_default_thread_limiter().total_tokens = get_settings().api_threads
     register_bootstrap_key()
     collector = JobsCollector(session_factory())
     REGISTRY.register(collector)

@@ -16,6 +16,9 @@ import uvicorn
 from app.settings import get_settings
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# uvicorn kills (and replaces) a server process that leaves its supervisor's ping unanswered this long, dropping
+# its connections: at its default of 5 s, a saturated 2-core machine had one killed in a 60 s load run.
+HEALTHCHECK_S = 30
 
 
 def main() -> None:
@@ -25,7 +28,8 @@ def main() -> None:
         shutil.rmtree(folder, ignore_errors=True)  # counts of an earlier run's processes
         folder.mkdir(parents=True)
         os.environ[MULTIPROC_ENV] = str(folder)  # read by prometheus_client when each process imports it
-    uvicorn.run("app.main:app", host=settings.host, port=settings.port, workers=settings.api_workers)
+    uvicorn.run("app.main:app", host=settings.host, port=settings.port, workers=settings.api_workers,
+                timeout_worker_healthcheck=HEALTHCHECK_S)
 
 
 if __name__ == "__main__":

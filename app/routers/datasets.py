@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import os
-
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 from sqlalchemy import exists, select
 
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
 from app.models import Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut
-from app.storage import (DatasetError, TableLimits, TooLarge, load_table, profile_upload, remove_quietly,
+from app.settings import Settings
+from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, load_table, profile_upload, remove_quietly,
                          stream_to_disk)
-from app.table_profile import describe
+from app.table_profile import TableProfile, describe
 
 router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"])
 
@@ -39,16 +43,31 @@ UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
                                            "for CSV); or a list of request validation errors."}}
 
 
+@lru_cache
+def upload_limiter(slots: int) -> anyio.CapacityLimiter:
+    return anyio.CapacityLimiter(slots)
+
+
+def receive(file, tmp: Path, settings: Settings) -> tuple[StoredFile, str, dict[str, Any], TableProfile]:
+    """Stream the upload to ``tmp`` and profile it (seconds for a large file)."""
+    stored = stream_to_disk(file, tmp, settings.max_upload_bytes)
+    fmt, options, profile = profile_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
+                                                            settings.max_upload_bytes))
+    return stored, fmt, options, profile
+
+
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=DatasetOut, responses=UPLOAD_ERRORS)
-def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: UploadFile = File(...),
-                   name: str | None = Form(None, max_length=255)) -> Dataset:
-    """Store a CSV or Parquet file (format sniffed from its content) and infer its schema."""
+async def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: UploadFile = File(...),
+                         name: str | None = Form(None, max_length=255)) -> Dataset:
+    """Store a CSV or Parquet file (format sniffed from its content) and infer its schema.
+
+    The file is stored and profiled on one of ``FAIRSOLVE_UPLOAD_THREADS`` threads of its own, so a few large
+    uploads never take the threads that answer other requests (``FAIRSOLVE_API_THREADS``)."""
     dataset_id = new_id()
     tmp = settings.storage_dir / "tmp" / f"{dataset_id}.upload"
     try:
-        stored = stream_to_disk(file.file, tmp, settings.max_upload_bytes)
-        fmt, options, profile = profile_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
-                                                                settings.max_upload_bytes))
+        stored, fmt, options, profile = await anyio.to_thread.run_sync(
+            receive, file.file, tmp, settings, limiter=upload_limiter(settings.upload_threads))
     except DatasetError as exc:
         remove_quietly(tmp)
         raise HTTPException(status_code=413 if isinstance(exc, TooLarge) else 422, detail=str(exc)) from exc
@@ -64,6 +83,12 @@ def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: U
                       stored_name=stored_name, size_bytes=stored.size_bytes, sha256=stored.sha256,
                       n_rows=profile.n_rows, n_columns=profile.n_columns, columns=profile.schema(),
                       summary=profile.summary())
+    await run_in_threadpool(keep, db, dataset, tmp, final)
+    return dataset
+
+
+def keep(db, dataset: Dataset, tmp: Path, final: Path) -> None:
+    """Move the upload to its stored name and record the dataset (the file goes if the record fails)."""
     os.replace(tmp, final)
     try:
         db.add(dataset)
@@ -71,7 +96,6 @@ def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: U
     except BaseException:
         remove_quietly(final)
         raise
-    return dataset
 
 
 @router.get("", response_model=list[DatasetOut])
