@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 from fastapi.responses import FileResponse, JSONResponse
+from pydantic import TypeAdapter
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
@@ -27,7 +28,10 @@ def spec_error(loc: tuple, msg: str) -> HTTPException:
     return HTTPException(status_code=422, detail=[{"loc": ["body", *loc], "msg": msg, "type": "value_error"}])
 
 
-def jobs_out(db: Session, jobs: list[Job]) -> list[dict]:
+JOB_LIST = TypeAdapter(list[JobOut])
+
+
+def job_models(db: Session, jobs: list[Job]) -> list[JobOut]:
     """Jobs as answered by the API, with their artifacts (one query for all of them)."""
     arts: dict[str, list[Artifact]] = {j.id: [] for j in jobs}
     if jobs:
@@ -35,16 +39,21 @@ def jobs_out(db: Session, jobs: list[Job]) -> list[dict]:
             arts[a.job_id].append(a)
     out = []
     for job in jobs:
-        row = JobOut.model_validate(job).model_dump()
-        row["artifacts"] = [{"id": a.id, "kind": a.kind, "media_type": a.media_type, "size_bytes": a.size_bytes,
-                             "sha256": a.sha256, "url": f"/api/v1/jobs/{job.id}/artifacts/{a.kind}"}
-                            for a in arts[job.id]]
-        out.append(row)
+        model = JobOut.model_validate(job)
+        model.artifacts = [{"id": a.id, "kind": a.kind, "media_type": a.media_type, "size_bytes": a.size_bytes,
+                            "sha256": a.sha256, "url": f"/api/v1/jobs/{job.id}/artifacts/{a.kind}"}
+                           for a in arts[job.id]]
+        out.append(model)
     return out
 
 
 def job_out(db: Session, job: Job) -> dict:
-    return jobs_out(db, [job])[0]
+    return job_models(db, [job])[0].model_dump()
+
+
+def json_response(body: bytes) -> Response:
+    """Already validated and serialised: FastAPI's response_model (kept for the OpenAPI document) would do it twice."""
+    return Response(body, media_type="application/json")
 
 
 def owned_dataset(db: Session, dataset_id: str, caller: Caller, loc: tuple) -> Dataset:
@@ -87,16 +96,16 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
 
 @router.get("", response_model=list[JobOut])
 def list_jobs(db: DB, caller: CurrentCaller, status_: str | None = Query(None, alias="status", pattern="^[a-z_]{1,16}$"), limit: int = Query(100, ge=1, le=1000),
-              offset: int = Query(0, ge=0)) -> list[dict]:
+              offset: int = Query(0, ge=0)) -> Response:
     stmt = select(Job).where(Job.owner == caller.owner).order_by(Job.created_at.desc()).limit(limit).offset(offset)
     if status_:
         stmt = stmt.where(Job.status == status_)
-    return jobs_out(db, list(db.scalars(stmt)))
+    return json_response(JOB_LIST.dump_json(job_models(db, list(db.scalars(stmt)))))
 
 
 @router.get("/{job_id}", response_model=JobOut)
-def get_job(job_id: str, db: DB, caller: CurrentCaller) -> dict:
-    return job_out(db, get_or_404(db, Job, job_id, "job", caller))
+def get_job(job_id: str, db: DB, caller: CurrentCaller) -> Response:
+    return json_response(job_models(db, [get_or_404(db, Job, job_id, "job", caller)])[0].model_dump_json().encode())
 
 
 @router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
