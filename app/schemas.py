@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from fastapi import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from solvers import ProblemSpec
@@ -80,3 +81,9 @@ class TrajectoryOut(BaseModel):
     constraint_names: list[str]
     tolerances: list[float]
     points: list[TrajectoryPointOut]
+
+
+def json_response(body: bytes) -> Response:
+    """A body already validated and serialised by its model: the route's ``response_model`` (kept for the OpenAPI
+    document) would validate and serialise it again."""
+    return Response(body, media_type="application/json")

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
+from fastapi import APIRouter, File, Form, HTTPException, Query, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 from sqlalchemy import exists, select
 
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
 from app.models import Dataset, Job, new_id
-from app.schemas import DatasetDetail, DatasetOut
+from app.schemas import DatasetDetail, DatasetOut, json_response
 from app.settings import Settings
 from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, load_table, profile_upload, remove_quietly,
                          stream_to_disk)
@@ -106,15 +106,13 @@ def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, l
 
 
 @router.get("/{dataset_id}", response_model=DatasetDetail)
-def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> dict:
+def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> Response:
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     if dataset.summary is None:  # stored at upload; datasets uploaded before that get it on first read
         frame = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
         dataset.summary = describe(frame)
         db.commit()
-    out = DatasetOut.model_validate(dataset).model_dump()
-    out["summary"] = dataset.summary
-    return out
+    return json_response(DatasetDetail.model_validate(dataset).model_dump_json().encode())
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)

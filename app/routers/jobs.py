@@ -17,7 +17,7 @@ from app.auth import Caller
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404, owned
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import enqueue_job, queue_for
-from app.schemas import JobCreate, JobOut, TrajectoryOut
+from app.schemas import JobCreate, JobOut, TrajectoryOut, json_response
 from app.spec_table import spec_table
 from solvers import SpecError, check_spec_against_table
 
@@ -50,10 +50,6 @@ def job_models(db: Session, jobs: list[Job]) -> list[JobOut]:
 def job_out(db: Session, job: Job) -> dict:
     return job_models(db, [job])[0].model_dump()
 
-
-def json_response(body: bytes) -> Response:
-    """Already validated and serialised: FastAPI's response_model (kept for the OpenAPI document) would do it twice."""
-    return Response(body, media_type="application/json")
 
 
 def owned_dataset(db: Session, dataset_id: str, caller: Caller, loc: tuple) -> Dataset:
