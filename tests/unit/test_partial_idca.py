@@ -1,5 +1,6 @@
-"""IDCA on generated data: every outer iterate ε-feasible and f0 non-increasing (Lemma E.3 and the
-descent of §6); the partial constraints work with other solvers; interval 'auto' finds a planted interval."""
+"""IDCA on generated data: every outer iterate feasible (ε-feasible without the tightening) and f0
+non-increasing (Lemma E.3 and the descent of §6); the partial constraints work with other solvers;
+interval 'auto' finds a planted interval."""
 import numpy as np
 import pytest
 import torch
@@ -23,18 +24,26 @@ def _problem(constraint, n=800, seed=0):
     {"type": "partial_statistical_parity", "tolerance": 0.1, "interval": [0.0, 0.3]},
     {"type": "partial_demographic_parity", "tolerance": 0.02, "interval": [0.2, 0.6]},
 ])
-def test_idca_outer_iterates_feasible_and_monotone(constraint):
+@pytest.mark.parametrize("feasible_iterates", [True, False])
+@pytest.mark.parametrize("fast_linear", [True, False])
+def test_idca_outer_iterates_feasible_and_monotone(constraint, feasible_iterates, fast_linear):
+    """Lemma E.3: f_i(w^(k)) ≤ 0 at every outer iterate with the ε-tightened subproblem (ε-feasible, the
+    guarantee of (33), without it); f0 non-increasing either way. Fast (score-space) and autograd paths."""
     problem = _problem(constraint)
     obs = RecordingObserver()
-    eps = 1e-3
-    result = solve(problem, {"name": "idca", "params": {"inner_iterations": 60, "epsilon": eps}}, obs,
-                   max_iterations=12)
+    eps = 5e-3
+    params = {"inner_iterations": 60, "epsilon": eps, "feasible_iterates": feasible_iterates,
+              "fast_linear": fast_linear}
+    result = solve(problem, {"name": "idca", "params": params}, obs, max_iterations=12)
     objectives = np.array([r.objective for r in obs.records])
     violations = np.array([r.max_violation for r in obs.records])
     assert np.log(2) - objectives[-1] > 0.02                 # it made progress from w = 0
     assert np.all(np.diff(np.r_[np.log(2), objectives]) <= 1e-6)   # f0 non-increasing
-    assert violations.max() <= eps + 1e-6                      # f_i(w^(k)) ≤ ε at every outer iterate
+    bound = 0.0 if feasible_iterates else eps
+    assert violations.max() <= bound + 1e-6                    # f_i(w^(k)) ≤ 0 (or ε) at every outer iterate
     assert result.iterations == 12
+    if not feasible_iterates:  # the check above could fail: untightened iterates do use the ε of slack
+        assert violations.max() > 1e-4
 
 
 def test_idca_enforces_psp_where_erm_does_not():
@@ -95,17 +104,20 @@ def test_mlp_primal_dual_inner_solver_reduces_the_violation():
                        model_factory=lambda d: mlp(d, [8]), model_type="mlp")
 
     erm = solve(problem(), {"name": "erm", "params": {"lr": 0.1}}, max_iterations=300, seed=0)
-    obs = RecordingObserver()
-    idca = solve(problem(), {"name": "idca", "params": {"inner": "primal_dual", "inner_iterations": 40,
-                                                        "pd_lr": 0.05}}, obs, max_iterations=15, seed=0)
-    violations = np.array([r.max_violation for r in obs.records])
-    assert np.isfinite([r.objective for r in obs.records]).all()
-    # the unconstrained MLP ends at a max violation of about 0.9; the primal-dual iterates stay far below
-    assert violations[-5:].max() < 0.5 * erm.last.max_violation
     with torch.no_grad():
         before = partial_sp(erm.model(torch.as_tensor(X)).numpy(), s, [0.0, 0.3], 2)["value"]
-        after = partial_sp(idca.model(torch.as_tensor(X)).numpy(), s, [0.0, 0.3], 2)["value"]
-    assert after < 0.5 * before                                  # exact pSP^I: about 0.96 -> 0.24
+    after = []
+    for seed in range(3):  # the last iterate of a stochastic method: judged over three seeds
+        obs = RecordingObserver()
+        idca = solve(problem(), {"name": "idca", "params": {"inner": "primal_dual", "inner_iterations": 40,
+                                                            "pd_lr": 0.05}}, obs, max_iterations=30, seed=seed)
+        violations = np.array([r.max_violation for r in obs.records])
+        assert np.isfinite([r.objective for r in obs.records]).all()
+        # the unconstrained MLP ends at a max violation of about 0.9; the primal-dual iterates stay far below
+        assert violations[-5:].max() < 0.5 * erm.last.max_violation
+        with torch.no_grad():
+            after.append(partial_sp(idca.model(torch.as_tensor(X)).numpy(), s, [0.0, 0.3], 2)["value"])
+    assert np.median(after) < 0.5 * before                       # exact pSP^I: 0.96 -> 0.17-0.36 (seeds 0-2)
 
 
 def test_idca_stops_at_its_fixed_point_with_the_same_output():
@@ -135,7 +147,7 @@ def test_idca_stops_at_its_fixed_point_with_the_same_output():
     {"type": "partial_demographic_parity", "tolerance": 0.02, "interval": [0.0, 0.3]},
 ])
 def test_idca_constant_score_start_is_feasible_and_monotone(constraint):
-    """initial_score = b: h ≡ b with the pSP thresholds shifted by b: every outer iterate ε-feasible, f0
+    """initial_score = b: h ≡ b with the pSP thresholds shifted by b: every outer iterate feasible, f0
     non-increasing from f0(h ≡ b)."""
     problem = _problem(constraint)
     obs = RecordingObserver()
@@ -147,4 +159,4 @@ def test_idca_constant_score_start_is_feasible_and_monotone(constraint):
     objectives = np.array([r.objective for r in obs.records])
     assert np.all(np.diff(np.r_[start, objectives]) <= 1e-6)
     assert start - objectives[-1] > 0.02
-    assert max(r.max_violation for r in obs.records) <= eps + 1e-6
+    assert max(r.max_violation for r in obs.records) <= 1e-6
