@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.auth import ensure_key
 from app.body_limit import BodyLimit
@@ -58,6 +59,14 @@ def create_app() -> FastAPI:
     app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
     install_dashboard(app)  # the browser dashboard at / and its assets at /assets
+
+    @app.exception_handler(PoolTimeout)
+    async def pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
+        """Every database connection of this process stayed busy for the pool's timeout: an overload the
+        client may retry, not a fault of the request."""
+        log.warning("database connection pool exhausted on %s %s", request.method, request.url.path)
+        return JSONResponse({"detail": "the service is overloaded; retry shortly"}, status_code=503,
+                            headers={"Retry-After": "1"})
 
     @app.exception_handler(Exception)
     async def unhandled(request: Request, exc: Exception) -> JSONResponse:
