@@ -21,9 +21,9 @@ class Settings(BaseSettings):
     database_url_env: str | None = Field(None, validation_alias="DATABASE_URL",
                                          description="SQLAlchemy URL; SQLite under home when unset.")
     db_pool_size: int = Field(20, ge=1, validation_alias="FAIRSOLVE_DB_POOL_SIZE",
-                              description="Database connections a process keeps open (server databases). The API "
-                              "answers requests on up to 40 threads: a pool smaller than the requests in flight "
-                              "opens and closes a connection for each one over it (a new PostgreSQL backend each).")
+                              description="Database connections a process keeps open (server databases). An API "
+                              "request holds one only while its route runs and until its session is closed; a "
+                              "process whose connections all stay busy for 30 s answers 503 with Retry-After.")
     db_max_overflow: int = Field(10, ge=0, validation_alias="FAIRSOLVE_DB_MAX_OVERFLOW",
                                  description="Connections opened beyond the pool at a peak, closed once returned.")
     broker_url_env: str | None = Field(None, validation_alias=AliasChoices("CELERY_BROKER_URL", "BROKER_URL"),

@@ -10,6 +10,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.orm import Session
 
 from app.auth import CallerCache, create_key, revoke
+from app.deps import lookup_caller
 from app.models import ApiKey, Base
 
 
@@ -64,3 +65,10 @@ def test_zero_ttl_reads_every_time(db):
     for _ in range(3):
         cache.caller(db, key)
     assert len(selects) == 3
+
+
+def test_a_request_lookup_returns_its_connection_at_once(db):
+    """The request may then wait (an upload slot, a thread) without holding a pooled connection."""
+    _, key = create_key(db, "alice")
+    assert lookup_caller(CallerCache(ttl_s=0), db, key).owner == "alice"
+    assert not db.in_transaction()

@@ -139,7 +139,9 @@ def test_job_form_live_status_and_charts(web_stack, owner_key, dataset, page, tm
     page.wait_for_function(  # the list polls the API while a job is active
         f'document.querySelector(\'tr[data-job-id="{job_id}"] [data-field=status]\').textContent === "succeeded"',
         timeout=60_000)
-    assert page.locator(f'tr[data-job-id="{job_id}"] [data-field=progress]').get_attribute("style").startswith("width: 100.0%")
+    style = page.locator(f'tr[data-job-id="{job_id}"] [data-field=progress]').get_attribute("style")
+    # the server renders "width: 100.0%"; the poll sets it through the CSSOM, which reads back "width: 100%;"
+    assert float(re.search(r"width:\s*([\d.]+)%", style).group(1)) == 100.0, style
     shot(page, tmp_path, "jobs")
 
     page.click(f'tr[data-job-id="{job_id}"] a')

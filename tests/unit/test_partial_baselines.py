@@ -70,13 +70,13 @@ def test_fast_linear_path_matches_autograd(constraint, sparse):
     assert fast.sparse == sparse
     ws = []
     for flag in (True, False):
-        r = solve(problem, {"name": "idca", "params": {"inner_iterations": 8, "fast_linear": flag}}, max_iterations=2)
+        r = solve(problem, {"name": "idca", "params": {"inner_iterations": 4, "fast_linear": flag}}, max_iterations=2)
         ws.append(torch.cat([p.detach().reshape(-1) for p in r.model.parameters()]))
     assert ws[0].norm() > 1e-3
-    # float32 sums in another order can flip a switching decision after tens of steps (then the paths part
-    # by ~1 % or more), so few steps, agreeing to 1 % of the scale (a wrong permutation, cell mean or pull-back
-    # is off by O(1) of it)
-    assert float((ws[0] - ws[1]).abs().max()) <= 1e-2 * float(ws[1].abs().max())
+    # float32 sums in another order can flip a switching decision within a few steps (measured on the dense
+    # pSP problem: 4 inner steps agree to 3e-6 of the scale, 8 part by 1-3 %), so 4 steps, agreeing to 1e-4
+    # of the scale (a wrong permutation, cell mean or pull-back is off by O(1) of it)
+    assert float((ws[0] - ws[1]).abs().max()) <= 1e-4 * float(ws[1].abs().max())
 
 
 @pytest.mark.parametrize("surrogate", ["clipped_linear", "sigmoid"])
