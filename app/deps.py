@@ -26,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from app.auth import Caller, CallerCache, presented_key
 from app.db import session_factory
 from app.models import Base
-from app.ratelimit import TokenBuckets
+from app.ratelimit import SharedBuckets, TokenBuckets
 from app.settings import Settings, get_settings
 
 
@@ -56,8 +56,12 @@ T = TypeVar("T", bound=Base)
 
 
 @lru_cache
-def rate_buckets() -> TokenBuckets:
+def rate_buckets() -> TokenBuckets | SharedBuckets:
+    """Shared by the API processes through a Redis broker; the process's own on the embedded defaults."""
     settings = get_settings()
+    if settings.broker_url.startswith(("redis://", "rediss://")):
+        return SharedBuckets(settings.broker_url, settings.rate_limit_per_s, settings.rate_limit_burst,
+                             prefix=settings.broker_key_prefix)
     return TokenBuckets(settings.rate_limit_per_s, settings.rate_limit_burst)
 
 
@@ -81,7 +85,7 @@ async def current_caller(request: Request, db: DB) -> Caller:
     """The key's owner (401 without a valid key), after the key's request-rate check (429)."""
     key, cache = presented_key(request), caller_cache()
     caller = cache.fresh(key) or await run_in_threadpool(lookup_caller, cache, db, key)
-    wait = rate_buckets().take(caller.key_id)
+    wait = await rate_buckets().acquire(caller.key_id)
     if wait:
         raise HTTPException(status_code=429, detail=f"rate limit of {rate_buckets().rate:g} requests/s exceeded",
                             headers={"Retry-After": TokenBuckets.retry_after(wait)})
