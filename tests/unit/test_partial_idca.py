@@ -27,8 +27,9 @@ def _problem(constraint, n=800, seed=0):
 @pytest.mark.parametrize("feasible_iterates", [True, False])
 @pytest.mark.parametrize("fast_linear", [True, False])
 def test_idca_outer_iterates_feasible_and_monotone(constraint, feasible_iterates, fast_linear):
-    """Lemma E.3: f_i(w^(k)) ≤ 0 at every outer iterate with the ε-tightened subproblem (ε-feasible, the
-    guarantee of (33), without it); f0 non-increasing either way. Fast (score-space) and autograd paths."""
+    """Lemma E.3: f_i(w^(k)) ≤ 0 at every outer iterate with the ε-tightened subproblem (``feasible_iterates``);
+    ε-feasible, the guarantee of (33), with Algorithm 2 as written (the default); f0 non-increasing either
+    way. Fast (score-space) and autograd paths."""
     problem = _problem(constraint)
     obs = RecordingObserver()
     eps = 5e-3
@@ -147,12 +148,13 @@ def test_idca_stops_at_its_fixed_point_with_the_same_output():
     {"type": "partial_demographic_parity", "tolerance": 0.02, "interval": [0.0, 0.3]},
 ])
 def test_idca_constant_score_start_is_feasible_and_monotone(constraint):
-    """initial_score = b: h ≡ b with the pSP thresholds shifted by b: every outer iterate feasible, f0
-    non-increasing from f0(h ≡ b)."""
+    """initial_score = b: h ≡ b with the pSP thresholds shifted by b is a feasible start: with feasible
+    iterates every outer iterate is feasible, f0 non-increasing from f0(h ≡ b)."""
     problem = _problem(constraint)
     obs = RecordingObserver()
     eps, b = 1e-3, -1.0
-    solve(problem, {"name": "idca", "params": {"inner_iterations": 60, "epsilon": eps, "initial_score": b}}, obs,
+    solve(problem, {"name": "idca", "params": {"inner_iterations": 60, "epsilon": eps, "initial_score": b,
+                                               "feasible_iterates": True}}, obs,
           max_iterations=10)
     y = problem.y.numpy()
     start = float(np.mean(np.log1p(np.exp(-(2 * y - 1) * b))))
