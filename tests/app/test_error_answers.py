@@ -8,9 +8,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from app.main import create_app
 
 
-def test_pool_exhaustion_answers_503_with_retry_after(tmp_path, monkeypatch):
-    monkeypatch.setenv("FAIRSOLVE_HOME", str(tmp_path))
-    app = create_app()
+def test_pool_exhaustion_answers_503_with_retry_after():
+    app = create_app()  # the settings were read when app.main was imported
 
     @app.get("/busy")
     def busy() -> None:
