@@ -27,6 +27,8 @@ Setting (paper §7, App. G): linear model with cross terms h_w(ξ) = ⟨w, (1, �
 (a9a 0.5970, bank 0.4366) is identical in the I = [0, 100%] and partial columns of Table 3, and our
 unconstrained models match it only in 1 − KS (e.g. a9a 0.596), while their 1 − pSP^[5%,30%] is about 0.16.
 We compare the unconstrained row on 1 − KS and every constrained row on 1 − pSP^I.
+How far the paper's points can be reached on these test splits at all, whatever the solver:
+:mod:`bench.idca_attainability`.
 
 IDCA is tuned as the paper's G.2.2, on VALIDATION accuracy only (:func:`run_idca_tuned`): for each κ and split,
 (T, ε) from ``--T-grid`` × ``--eps-grid`` after ``--K-select`` = 50 outer iterations, then K from ``--K-grid``
