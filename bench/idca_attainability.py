@@ -46,6 +46,7 @@ import numpy as np
 from bench.idca_reproduction import PAPER, RESULTS, load, solver_call, build_problem
 from solvers import solve
 from solvers.partial import partial_sp
+from solvers.partial.intervals import Intervals
 
 CLASS_WEIGHTS = (0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0)
 NOISE_DRAWS = 200
@@ -62,9 +63,12 @@ def correct_by_count(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def band_share(r: np.ndarray, n: int, interval) -> np.ndarray:
-    """s(r): the share of a group's kept samples (App. A positions ⌈αn⌉ < pos ≤ ⌈βn⌉) among its r highest."""
-    a, b = (int(np.ceil(v * n - 1e-9)) for v in interval)
-    return (np.minimum(r, b) - np.minimum(r, a)) / max(b - a, 1)
+    """s(r): the share of a group's kept samples (the metrics' App. A positions, :meth:`Intervals.keep`) among
+    its r highest."""
+    positions = np.arange(1, n + 1)
+    kept = Intervals.build(interval, ["group"]).keep(positions, np.full(n, float(n)), np.zeros(n, np.int64))
+    counts = np.concatenate([[0], np.cumsum(kept)])
+    return counts[r] / max(counts[-1], 1)
 
 
 def pdp_relaxation(C0: np.ndarray, C1: np.ndarray, interval, targets) -> list[float]:

@@ -10,6 +10,12 @@ from solvers.partial import partial_dp, partial_sp
 INTERVAL = [0.1, 0.6]
 
 
+def cut_shift(scores: np.ndarray, r: int) -> float:
+    """The shift that puts exactly the r highest of ``scores`` above 0."""
+    top = np.sort(scores)[::-1]
+    return -(top[r - 1] - 1e-9) if r else -(top[0] + 1.0)
+
+
 def test_correct_by_count_is_the_accuracy_of_each_cut():
     rng = np.random.default_rng(0)
     s, y = rng.standard_normal(40), rng.integers(0, 2, 40)
@@ -25,10 +31,8 @@ def test_band_share_is_the_kept_rate_of_partial_dp(n):
     rng = np.random.default_rng(n)
     s = rng.standard_normal(n)
     g = np.zeros(n, np.int64)
-    order = np.sort(s)[::-1]
     for r in range(n + 1):
-        cut = order[r - 1] - 1e-9 if r else order[0] + 1.0       # exactly the r highest above the cut
-        rate = partial_dp(s - cut, g, INTERVAL, 0.0, 1)["rates"][0]
+        rate = partial_dp(s + cut_shift(s, r), g, INTERVAL, 0.0, 1)["rates"][0]
         assert band_share(np.array([r]), n, INTERVAL)[0] == pytest.approx(rate)
 
 
@@ -45,10 +49,7 @@ def test_pdp_relaxation_bounds_every_pair_of_group_thresholds():
     for f, b in zip(targets, bound):
         best_pdp = best_psp = 0.0
         for r0, r1 in itertools.product(range(n0 + 1), range(n1 + 1)):
-            cut = [np.sort(part)[::-1] for part in (s[:n0], s[n0:])]
-            shift = np.r_[np.full(n0, -(cut[0][r0 - 1] - 1e-9) if r0 else -(cut[0][0] + 1.0)),
-                          np.full(n1, -(cut[1][r1 - 1] - 1e-9) if r1 else -(cut[1][0] + 1.0))]
-            h = s + shift                                             # group-wise cuts at 0
+            h = s + np.r_[np.full(n0, cut_shift(s[:n0], r0)), np.full(n1, cut_shift(s[n0:], r1))]
             acc = ((h > 0) == (y == 1)).mean()
             if 1.0 - partial_dp(h, g, INTERVAL, 0.0, 2)["value"] >= f - 1e-12:
                 best_pdp = max(best_pdp, acc)
