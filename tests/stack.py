@@ -18,8 +18,12 @@ import httpx
 import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
-REDIS_URL = "redis://127.0.0.1:6379/13"
+# Every service address the suite uses can be moved by an environment variable, so two suites can share a
+# machine (give each its own Redis database numbers; PostgreSQL databases are created per run with unique names).
+PG_ADMIN = os.environ.get("FAIRSOLVE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("FAIRSOLVE_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+BROWSER_REDIS_URL = os.environ.get("FAIRSOLVE_TEST_BROWSER_REDIS_URL", "redis://127.0.0.1:6379/11")
+AUDIT_REDIS_URL = os.environ.get("FAIRSOLVE_TEST_AUDIT_REDIS_URL", "redis://127.0.0.1:6379/12")
 
 
 def free_port() -> int:
@@ -72,7 +76,20 @@ def pg_database() -> tuple[str, Callable[[], None]]:
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-    return f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}", drop
+    admin = make_conninfo(PG_ADMIN)
+    return str(sqlalchemy_url(admin, name)), drop
+
+
+def make_conninfo(url: str) -> dict[str, str]:
+    """The admin URL's parts (user, host, port), to address a new database on the same server."""
+    return psycopg.conninfo.conninfo_to_dict(url)
+
+
+def sqlalchemy_url(parts: dict[str, str], database: str) -> str:
+    from sqlalchemy.engine import URL
+    return URL.create("postgresql+psycopg", username=parts.get("user"), password=parts.get("password"),
+                      host=parts.get("host"), port=int(parts["port"]) if parts.get("port") else None,
+                      database=database).render_as_string(hide_password=False)
 
 
 def start_stack(name: str, home: Path, database_url: str | None, broker_url: str | None,

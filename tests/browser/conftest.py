@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.stack import PG_ADMIN, pg_database, start_stack, stop_stack
+from tests.stack import BROWSER_REDIS_URL, PG_ADMIN, pg_database, start_stack, stop_stack
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("FAIRSOLVE_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-BROWSER_REDIS_URL = "redis://127.0.0.1:6379/11"  # not the integration tests' database: they flush theirs
 
 
 @pytest.fixture(scope="session")

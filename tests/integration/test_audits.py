@@ -18,9 +18,8 @@ import redis
 
 from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import ROOT, pg_database, start_stack, stop_stack
+from tests.stack import AUDIT_REDIS_URL as AUDIT_REDIS, ROOT, pg_database, start_stack, stop_stack
 
-AUDIT_REDIS = "redis://127.0.0.1:6379/12"  # not the session stacks' database: their workers must not take these tasks
 
 
 class Hook(BaseHTTPRequestHandler):
