@@ -191,6 +191,26 @@ def check_solver_supports(spec: ProblemSpec) -> None:
                                                         f"{', '.join(supported)}, not {kind!r}")
 
 
+def positive_label_error(spec: ProblemSpec, distinct) -> SpecError:
+    """The refusal of a positive label that no row's (normalised) target value equals, naming a few of the values
+    (Adult's test file spells ">50K." where the training file has ">50K": every row would be negative)."""
+    shown = ", ".join(repr(str(v)) for v in list(distinct)[:5])
+    return SpecError(("positive_label",), f"{spec.positive_label!r} does not occur in column {spec.target!r} "
+                                          f"(its values include {shown})")
+
+
+def labels_of(spec: ProblemSpec, table: pd.DataFrame):
+    """y_i = 1 where the row's target equals the positive label (:func:`encode_labels`); :class:`SpecError` when
+    no row does. The one check shared by the jobs' spec check, the audit runs and ``fairsolve audit run``."""
+    from .encoding import MISSING, encode_labels, normalise_values
+
+    y = encode_labels(table[spec.target], spec.positive_label)
+    if not y.any():
+        target = normalise_values(table[spec.target])
+        raise positive_label_error(spec, pd.unique(target[target != MISSING]))
+    return y
+
+
 def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
     """Raise :class:`SpecError` when the spec cannot run on ``table``."""
     from .encoding import MISSING, build_groups, normalise_scalar, normalise_values
@@ -222,7 +242,7 @@ def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
     if len(distinct) < 2:
         raise SpecError(("target",), f"column {spec.target!r} has fewer than 2 distinct values")
     if normalise_scalar(spec.positive_label) not in set(distinct):
-        raise SpecError(("positive_label",), f"{spec.positive_label!r} does not occur in column {spec.target!r}")
+        raise positive_label_error(spec, distinct)
     for i, col in enumerate(spec.sensitive):
         _, names = build_groups(table, [col], spec.group_rules)
         if len(names) < 2:
