@@ -106,7 +106,7 @@ SOLVERS = {info["name"]: info for info in list_solvers()}
 
 def service_problems(name: str) -> tuple[Problem, Problem]:
     """Train and validation problems built as the service builds them (:func:`solvers.api.prepare`)."""
-    spec = ProblemSpec(dataset_id="t", target="income", positive_label=">50K", sensitive=["sex"],
+    spec = ProblemSpec(target="income", positive_label=">50K", sensitive=["sex"],
                        model={"type": "linear"}, objective="logistic", constraints=[service_constraint(SOLVERS[name])],
                        solver={"name": name}, split={"test": 0.2, "validation": 0.2, "seed": 0},
                        max_iterations=SERVICE_K)
