@@ -74,6 +74,17 @@ def test_partial_failure_and_pareto_front():
     assert not math.isnan(out["points"][0]["solver_time_s"]["mean"])
 
 
+def test_pareto_chart_of_an_unknown_metric_is_no_data():
+    """bench.hostile: ``?y=<not a metric>`` answered 500 (KeyError 'mean'): only x was looked up."""
+    from app.charts import sweeps as sweep_charts
+
+    out = summarize([_job("succeeded", "a", 0.1, 0, 0.85, 0.08), _job("succeeded", "erm", None, 0, 0.90, 0.30)])
+    assert len(sweep_charts.pareto(out, "demographic_parity", "accuracy").data) == 2
+    for x, y in (("demographic_parity", "no_such"), ("no_such", "accuracy")):
+        with pytest.raises(sweep_charts.NoData, match="no_such"):
+            sweep_charts.pareto(out, x, y)
+
+
 def test_formula_cells_are_escaped():
     assert safe_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and safe_cell("-1+2") == "'-1+2"
     assert safe_cell("plada") == "plada" and safe_cell(-1.5) == -1.5
