@@ -2,6 +2,7 @@
 everything the worker stores out)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,10 @@ from .algorithms import SolveResult, run_algorithm
 from .algorithms.auc_postprocess import restore_model
 from .checkpoint import Checkpoint
 from .encoding import TableEncoder, build_groups, encode_labels
+from .fairness.continuation import Continuation
+from .fairness.enforce import enforce_exact
+from .fairness.exact import tolerances
+from .fairness.guarantee import seldonian
 from .fairness.report import fairness_entries, warnings_for
 from .metrics import classification_metrics
 from .models import ball_domain, model_factory
@@ -133,6 +138,52 @@ def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], trai
     }
 
 
+SURROGATE_MET = 1e-3  # max_j G_j on the train split up to which a solve counts as surrogate-feasible
+
+
+def _train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem:
+    """The train split as a :class:`Problem` with constraint families ``families``."""
+    train = data.splits["train"]
+    return Problem(
+        X=data.X[train], y=data.y[train], group=data.group[train], group_names=data.group_names,
+        model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
+        constraints=families, device=spec.device, domain=ball_domain(spec.model),
+    )
+
+
+def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continuation: Continuation,
+                 problem: Problem) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
+    """After the solve: the Seldonian loop when ``spec.guarantee`` is set, else, when ``spec.exact_enforcement``
+    and the surrogate is met on the train split (max_j G_j ≤ ``SURROGATE_MET``), exact enforcement there
+    (:mod:`solvers.fairness`); nothing after a cancellation or without constraints.
+    Returns (model, enforcement, guarantee)."""
+    model, device = result.model, problem.device
+    if not continuation.families or result.stop_reason == "cancelled":
+        return model, None, None
+    X, y, group, names = data.X, data.y, data.group, data.group_names
+
+    def rows(split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        idx = data.splits[split]
+        return X[idx], y[idx], group[idx]
+
+    def scores(m: nn.Module, features: np.ndarray) -> np.ndarray:
+        return predict_scores(m, features, device)
+
+    if spec.guarantee is not None:
+        return seldonian(model, continuation, spec.guarantee.confidence, spec.guarantee.max_tests, rows("train"),
+                         rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed)
+    if not spec.exact_enforcement:
+        return model, None, None
+    X_tr, y_tr, g_tr = rows("train")
+    with torch.no_grad():
+        surrogate = problem.constraint_values(model(problem.X)).max().item()
+    if not surrogate <= SURROGATE_MET:  # the solver did not meet its own surrogate: reported, not enforced
+        return model, {"method": "none", "surrogate_met": False, "surrogate_max_violation": surrogate}, None
+    model, enforcement = enforce_exact(model, continuation, tolerances(continuation.families), X_tr, y_tr, g_tr,
+                                       names, lambda m: scores(m, X_tr))
+    return model, enforcement, None
+
+
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None,
         initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None) -> RunOutput:
     """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
@@ -142,12 +193,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     ``resume``: a checkpoint of this same run (same table and spec) to continue from."""
     data = prepare(table, spec)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
-    train = splits["train"]
-    problem = Problem(
-        X=X[train], y=y[train], group=group[train], group_names=group_names,
-        model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
-        constraints=[c.build() for c in spec.constraints], device=spec.device, domain=ball_domain(spec.model),
-    )
+    problem = _train_problem(data, spec, [c.build() for c in spec.constraints])
     validation = None
     if "validation" in splits:  # held-out rows for output rules that select an iterate (level_set, iqrc)
         val = splits["validation"]
@@ -156,13 +202,22 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     model = None
     if initial_state is not None:
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
+    started = time.monotonic()
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model, resume=resume)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")
+    continuation = Continuation(
+        families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
+        solve=lambda p, m, obs, iterations, limit: solve(p, spec.solver, obs, max_iterations=iterations,
+                                                         time_limit_s=limit, seed=spec.seed, validation=validation,
+                                                         model=m),
+        max_iterations=spec.max_iterations, deadline=started + spec.time_limit_s, observer=observer,
+        iterations=result.iterations, solver_time_s=result.solver_time_s)
+    trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)
 
-    logits = predict_scores(result.model, X, problem.device)
+    logits = predict_scores(trained, X, problem.device)
     proba = expit(logits)
     constraints, train_counts = problem.constraints, data.train_counts
     options = _metric_options(spec, constraints, list(group_names), train_counts)
@@ -182,11 +237,14 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         "score": proba[test],
         "prediction": (proba[test] > 0.5).astype(np.int64),
     })
+    warnings = warnings_for(fairness, metrics)
+    if guarantee is not None and not guarantee["met"]:
+        warnings.append(guarantee["message"])
     return RunOutput(
-        status=result.status, stop_reason=result.stop_reason, iterations=result.iterations,
-        solver_time_s=result.solver_time_s, device=problem.device.type, metrics=metrics,
-        state_dict={k: v.detach().cpu().contiguous() for k, v in result.model.state_dict().items()},
+        status=result.status, stop_reason=result.stop_reason, iterations=continuation.iterations,
+        solver_time_s=continuation.solver_time_s, device=problem.device.type, metrics=metrics,
+        state_dict={k: v.detach().cpu().contiguous() for k, v in trained.state_dict().items()},
         predictions=predictions, constraint_names=problem.constraint_names, groups=list(group_names),
         feature_names=data.encoder.feature_names, tolerances=problem.tolerances, encoder=data.encoder.to_dict(),
-        fairness=fairness, warnings=warnings_for(fairness, metrics),
+        fairness=fairness, warnings=warnings, enforcement=enforcement, guarantee=guarantee,
     )

@@ -142,6 +142,20 @@ class SplitSpec(BaseModel):
         return self
 
 
+class GuaranteeSpec(BaseModel):
+    """A high-confidence fairness guarantee (Seldonian): the returned model is accepted only if a one-sided
+    upper confidence bound of every constraint on the validation split is ≤ its tolerance
+    (:mod:`solvers.fairness.guarantee` states the bound)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    confidence: float = Field(0.95, ge=0.5, lt=1.0, description="Probability 1 − α with which every constraint "
+                              "of the accepted model holds on the data distribution (union bound over the "
+                              "constraints, their groups and the candidates tested).")
+    max_tests: int = Field(4, ge=1, le=20, description="Most candidates tested on the validation split; each "
+                           "test runs at level α / max_tests so that the accepted one keeps the stated confidence.")
+
+
 class ProblemSpec(BaseModel):
     """A whole job. ``features=None`` means every column except ``target``; the
     sensitive columns ARE then used as model inputs too (list ``features``
@@ -161,6 +175,21 @@ class ProblemSpec(BaseModel):
     max_iterations: int = Field(2000, ge=1)
     time_limit_s: float = Field(600, gt=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    guarantee: GuaranteeSpec | None = Field(
+        None, description="Ask for a high-confidence fairness guarantee, e.g. {\"confidence\": 0.95}; needs "
+        "constraints and a validation split.")
+    exact_enforcement: bool = Field(
+        True, description="After the solve, enforce the exact constraint (not only its surrogate) on the training "
+        "split: tighten the surrogate and continue, then a per-group threshold correction where possible. "
+        "False keeps the algorithm's output as the paper defines it.")
+
+    @model_validator(mode="after")
+    def _guarantee_needs(self) -> "ProblemSpec":
+        if self.guarantee is not None and not self.constraints:
+            raise ValueError("guarantee: needs at least one constraint")
+        if self.guarantee is not None and self.split.validation == 0:
+            raise ValueError("guarantee: needs a validation split (split.validation > 0)")
+        return self
 
     def feature_columns(self, columns) -> list[str]:
         if self.features is not None:
