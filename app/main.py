@@ -19,6 +19,7 @@ from app.db import session_factory, session_scope
 from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
+from app.storage import clear_stale
 from app.routers import audits, charts, datasets, health, jobs, keys, models, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
@@ -35,10 +36,19 @@ def register_bootstrap_key() -> None:
             pass
 
 
+def clear_stale_uploads() -> None:
+    """Partial files a crashed upload left in storage/tmp (see :func:`app.storage.clear_stale`)."""
+    settings = get_settings()
+    removed = clear_stale(settings.storage_dir / "tmp", settings.tmp_stale_s)
+    if removed:
+        log.info("removed %d stale file(s) from storage/tmp: %s", len(removed), ", ".join(removed[:20]))
+
+
 @asynccontextmanager
 async def lifespan(app: FastAPI):
     anyio.to_thread.current_default_thread_limiter().total_tokens = get_settings().api_threads
     register_bootstrap_key()
+    clear_stale_uploads()
     collector = JobsCollector(session_factory())
     REGISTRY.register(collector)
     JOBS_COLLECTORS.append(collector)

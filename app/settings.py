@@ -101,6 +101,11 @@ class Settings(BaseSettings):
                                       description="Seconds between checkpoints of a running solve (model and "
                                                   "solver state); a redelivered job resumes from the last one.")
 
+    tmp_stale_s: float = Field(3600.0, ge=0, validation_alias="FAIRSOLVE_TMP_STALE_S",
+                               description="At start the API deletes files in storage/tmp unchanged for this "
+                                           "long: partial uploads of a process that crashed. Files written "
+                                           "since are kept (another process may be writing them).")
+
     broker_key_prefix: str = Field("", validation_alias="FAIRSOLVE_BROKER_KEY_PREFIX", max_length=64,
                                    description="Prefix of every Redis key the broker uses, so several FairSolve "
                                                "deployments can share one Redis database.")

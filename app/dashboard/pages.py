@@ -26,6 +26,7 @@ from sqlalchemy import func, select
 from app.audits.metrics import describe_metrics
 from app.auth import SESSION_COOKIE, Caller, authenticate
 from app.charts import CHARTS
+from app.charts.labels import figure_json
 from app.dashboard import stats
 from app.deps import DB, AppSettings, current_caller, get_or_404
 from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
@@ -415,7 +416,7 @@ def history_figure(audit: Audit, runs: list[AuditRun]) -> dict[str, Any] | None:
         return None
     fig.update_layout(title=f"History — {audit.name}", xaxis_title="run (UTC)", yaxis_title="value",
                       template="plotly_white")
-    return json.loads(fig.to_json())
+    return json.loads(figure_json(fig))
 
 
 @router.get("/audits")

@@ -11,10 +11,10 @@ import anyio
 from fastapi import APIRouter, File, Form, HTTPException, Query, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
-from sqlalchemy import exists, select
+from sqlalchemy import exists, func, select
 
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
-from app.models import Dataset, Job, new_id
+from app.models import Alert, Audit, AuditRun, Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut, json_response
 from app.settings import Settings
 from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, load_table, profile_upload, remove_quietly,
@@ -116,11 +116,41 @@ def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentC
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> None:
+def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller,
+                   cascade: bool = Query(False, description="also delete the audits of this dataset, with their runs "
+                                                            "and alerts (without it they answer 409)")) -> None:
+    """Delete a dataset and its file. Jobs trained on it always refuse (409: delete them first); audits that
+    read it refuse too, naming them with their runs and alerts, unless ``?cascade=true`` deletes them along."""
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     if db.scalar(select(exists().where(Job.dataset_id == dataset_id))):
         raise HTTPException(status_code=409, detail="dataset_id: jobs refer to this dataset; delete them first")
+    if not cascade:
+        dependants = audit_dependants(db, dataset_id)
+        if dependants:
+            raise HTTPException(status_code=409, detail=f"dataset_id: this dataset is read by {dependants}; delete "
+                                                        "them first, or pass ?cascade=true to delete them with it")
     path = dataset_path(settings, dataset)
-    db.delete(dataset)
+    db.delete(dataset)  # the audits go with it (ON DELETE CASCADE), and their runs and alerts with them
     db.commit()
     remove_quietly(path)
+
+
+MAX_NAMED = 5  # audit ids named in a 409
+
+
+def audit_dependants(db, dataset_id: str) -> str:
+    """The audits reading ``dataset_id`` in words, e.g. "2 audits (a1, a2) with 3 runs and 1 alert"; empty if none."""
+    audits = select(Audit.id).where(Audit.dataset_id == dataset_id)
+    ids = db.scalars(audits.order_by(Audit.id).limit(MAX_NAMED)).all()
+    if not ids:
+        return ""
+    n_audits = db.scalar(select(func.count()).select_from(audits.subquery()))
+    n_runs = db.scalar(select(func.count()).where(AuditRun.audit_id.in_(audits)))
+    n_alerts = db.scalar(select(func.count()).where(Alert.audit_id.in_(audits)))
+    more = ", …" if n_audits > len(ids) else ""
+    return (f"{_count(n_audits, 'audit')} ({', '.join(ids)}{more}) with {_count(n_runs, 'run')} and "
+            f"{_count(n_alerts, 'alert')}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

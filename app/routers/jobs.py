@@ -126,13 +126,16 @@ def get_trajectory(job_id: str, db: DB, caller: CurrentCaller, max_points: int =
 
 
 def read_trajectory(db: Session, job: Job, max_points: int) -> dict:
-    """Evenly spaced iterations ``(i - 1) mod step = 0`` plus the last one, selected in SQL."""
+    """Evenly spaced iterations ``(i - 1) mod step = 0`` plus the last one, selected in SQL, with
+    step = ⌈total / (max_points − 1)⌉, so at most max_points rows. The modulo is SQLAlchemy's own ``%``
+    operator, which knows its precedence and parenthesises ``i - 1`` (a custom ``.op("%")`` compiled to
+    ``i - 1 % step``, i.e. i − 1, and kept only the first and last iterations)."""
     total, last = db.execute(select(func.count(), func.max(TrajectoryPoint.iteration))
                              .where(TrajectoryPoint.job_id == job.id)).one()
     stmt = select(TrajectoryPoint).where(TrajectoryPoint.job_id == job.id).order_by(TrajectoryPoint.iteration)
     if total > max_points:
         step = math.ceil(total / (max_points - 1))
-        stmt = stmt.where(or_((TrajectoryPoint.iteration - 1).op("%")(step) == 0, TrajectoryPoint.iteration == last))
+        stmt = stmt.where(or_((TrajectoryPoint.iteration - 1) % step == 0, TrajectoryPoint.iteration == last))
     points = [{"iteration": p.iteration, "elapsed_s": p.elapsed_s, "samples_seen": p.samples_seen,
                "objective": p.objective, "max_violation": p.max_violation, "constraints": p.constraints,
                "duals": p.duals} for p in db.scalars(stmt)]

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.charts import sweeps as sweep_charts
+from app.charts.labels import figure_json
 from app import idempotency
 from app.admission import check_active_jobs, check_caps
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
@@ -123,7 +124,7 @@ def sweep_chart(sweep_id: str, kind: str, request: Request, db: DB, caller: Curr
                                                         "trajectories, radar, groups")
     except sweep_charts.NoData as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from exc
-    return figure_response(request, fig.to_json(), f"{kind} — sweep {sweep_id}", format)
+    return figure_response(request, figure_json(fig), f"{kind} — sweep {sweep_id}", format)
 
 
 @router.get("/{sweep_id}/report", responses={200: {"content": {"text/html": {}, "text/csv": {}, "application/json": {}}}})

@@ -13,7 +13,9 @@ from ..registry import Catalog, Entry
 
 ALGORITHMS: Catalog = Catalog("solver", paper="", description="", supported_models=("linear", "mlp"),
                               supported_constraints=None)  # None: every constraint type
-CONSTRAINTS: Catalog = Catalog("constraint type", description="")
+# max_tolerance: the largest gap the type's metric can take (rates and shares: 1); a tolerance above it could never
+# bind and is refused. None: unbounded (loss gaps).
+CONSTRAINTS: Catalog = Catalog("constraint type", description="", max_tolerance=None)
 
 Surrogate = Literal["sigmoid", "hinge", "clipped_linear"]
 
@@ -56,7 +58,7 @@ def describe_solver(entry: Entry) -> dict[str, Any]:
 def describe_constraint(entry: Entry) -> dict[str, Any]:
     """A constraint type as served by ``GET /constraints``."""
     return {"type": entry.name, "aliases": list(entry.aliases), "description": entry.description,
-            "config_schema": entry.Config.model_json_schema()}
+            "max_tolerance": entry.max_tolerance, "config_schema": entry.Config.model_json_schema()}
 
 
 def list_solvers() -> list[dict[str, Any]]:

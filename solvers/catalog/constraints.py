@@ -12,6 +12,7 @@ LossName = Literal["bce", "logistic", "hinge", "truncated_logistic"]
 
 @CONSTRAINTS.declare(
     "demographic_parity",
+    max_tolerance=1.0,
     implementation="solvers.constraints.demographic_parity:DemographicParity",
     aliases=("dp", "statistical_parity"),
     description="Demographic parity: the positive-prediction rates Pr(f>0 | s=g) of all groups "
@@ -23,6 +24,7 @@ class DemographicParityConfig(ConstraintConfig):
 
 @CONSTRAINTS.declare(
     "equal_opportunity",
+    max_tolerance=1.0,
     implementation="solvers.constraints.equal_opportunity:EqualOpportunity",
     aliases=("eopp", "tpr_parity"),
     description="Equal opportunity: the true-positive rates Pr(f>0 | s=g, y=1) of all groups lie within "
@@ -34,6 +36,7 @@ class EqualOpportunityConfig(ConstraintConfig):
 
 @CONSTRAINTS.declare(
     "equalized_odds",
+    max_tolerance=1.0,
     implementation="solvers.constraints.equalized_odds:EqualizedOdds",
     aliases=("eo",),
     description="Equalized odds: true-positive rates and false-positive rates of all groups "
@@ -95,6 +98,7 @@ class IntersectionalConfig(LossGapConfig):
 
 @CONSTRAINTS.declare(
     "minority_rate",
+    max_tolerance=1.0,
     implementation="solvers.constraints.minority_rate:MinorityRate",
     aliases=("minority_positive_rate",),
     description="Minority rate (IPC paper Sec. 5): the minority group receives at least a fraction `c` of the "
