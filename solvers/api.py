@@ -19,7 +19,7 @@ from .metrics import classification_metrics
 from .models import ball_domain, model_factory
 from .observer import Observer
 from .problem import Problem
-from .spec import ProblemSpec, SolverSpec, check_spec_against_table
+from .spec import ProblemSpec, SolverSpec, SpecError, check_spec_against_table
 from .splitting import split_indices
 
 
@@ -112,6 +112,9 @@ def prepare(table: pd.DataFrame, spec: ProblemSpec) -> Prepared:
     if spec.split.validation == 0:
         del splits["validation"]
     encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table.iloc[splits["train"]])
+    if (problem := encoder.width_problem()) is not None:  # before X (n × d) is allocated
+        raise SpecError(("features",), f"{problem}; list `features` without it")
+    spec.model.check_size(encoder.n_features)
     return Prepared(group, list(group_names), y, splits, encoder, encoder.transform(table))
 
 
