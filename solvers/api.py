@@ -2,6 +2,7 @@
 everything the worker stores out)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,7 @@ from .checkpoint import Checkpoint
 from .encoding import TableEncoder, build_groups, encode_labels
 from .metrics import classification_metrics
 from .models import ball_domain, model_factory
-from .observer import Observer
+from .observer import Observer, StoppedInSetup
 from .problem import Problem
 from .spec import ProblemSpec, SolverSpec, SpecError, check_spec_against_table
 from .splitting import split_indices
@@ -135,14 +136,30 @@ def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], trai
     }
 
 
+def setup_check(observer: Observer | None, started: float, time_limit_s: float) -> float:
+    """Between set-up steps: raise :class:`StoppedInSetup` on the observer's stop request or once the time
+    limit is spent (set-up counts against ``time_limit_s``); else return the seconds left for the solve."""
+    elapsed = time.perf_counter() - started
+    reason = observer.should_stop() if observer is not None else None
+    if reason is None and elapsed >= time_limit_s:
+        reason = "time_limit"
+    if reason is not None:
+        raise StoppedInSetup(str(reason), elapsed)
+    return time_limit_s - elapsed
+
+
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None,
         initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None) -> RunOutput:
     """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
 
     ``initial_state``: a state dict of the same model architecture to start from (a warm
     start, e.g. the solution at a looser tolerance); None = the seeded initialisation.
-    ``resume``: a checkpoint of this same run (same table and spec) to continue from."""
+    ``resume``: a checkpoint of this same run (same table and spec) to continue from.
+    Set-up (encoding, building the problem) counts against ``spec.time_limit_s`` and honours the observer's
+    stop request: :class:`~solvers.observer.StoppedInSetup` is raised before the first iteration."""
+    started = time.perf_counter()
     data = prepare(table, spec)
+    setup_check(observer, started, spec.time_limit_s)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
     train = splits["train"]
     problem = Problem(
@@ -158,8 +175,9 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     model = None
     if initial_state is not None:
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
+    remaining = setup_check(observer, started, spec.time_limit_s)
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
-                   time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model, resume=resume)
+                   time_limit_s=remaining, seed=spec.seed, validation=validation, model=model, resume=resume)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")

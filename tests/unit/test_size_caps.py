@@ -91,3 +91,24 @@ def test_model_too_large_for_its_features_and_too_wide_encoders_are_spec_errors(
     encoder = TableEncoder(["id"])
     encoder.plan = [{"column": "id", "kind": "categorical", "categories": [str(i) for i in range(MAX_ENCODED_FEATURES + 1)]}]
     assert encoder.n_features == MAX_ENCODED_FEATURES + 1 and "'id'" in encoder.width_problem()
+
+
+def _planted_table(n: int = 600) -> pd.DataFrame:
+    rng = __import__("numpy").random.default_rng(0)
+    return pd.DataFrame({"y": rng.integers(0, 2, n), "s": rng.choice(["a", "b"], n), "x": rng.normal(size=n)})
+
+
+@pytest.mark.parametrize("stop, time_limit_s, reason", [(None, 1e-9, "time_limit"), ("cancelled", 600, "cancelled")])
+def test_set_up_honours_the_time_limit_and_a_stop_request(stop, time_limit_s, reason):
+    from solvers import RecordingObserver, StoppedInSetup, run
+
+    class Stopping(RecordingObserver):
+        def should_stop(self):
+            return stop
+
+    observer = Stopping()
+    spec = ProblemSpec.model_validate({**BASE, "time_limit_s": time_limit_s, "max_iterations": 5,
+                                       "constraints": [{"type": "demographic_parity", "tolerance": 0.1}]})
+    with pytest.raises(StoppedInSetup) as err:
+        run(_planted_table(), spec, observer)
+    assert err.value.reason == reason and observer.info == {} and observer.records == []  # before the first iteration
