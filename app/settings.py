@@ -42,6 +42,9 @@ class Settings(BaseSettings):
                                 "takes seconds); more wait their turn without holding up other requests.")
     max_upload_bytes: int = Field(1 << 30, validation_alias="FAIRSOLVE_MAX_UPLOAD_BYTES",
                                   description="Largest accepted dataset upload, in bytes.")
+    max_body_bytes: int = Field(2 << 20, ge=1024, le=1 << 30, validation_alias="FAIRSOLVE_MAX_BODY_BYTES",
+                                description="Largest accepted request body that is not a multipart upload (JSON "
+                                            "bodies, forms), in bytes.")
     trajectory_flush_s: float = Field(1.0, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_S",
                                       description="Seconds between batched trajectory writes of a running job.")
     trajectory_flush_rows: int = Field(1000, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_ROWS",

@@ -11,6 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+class StoppedInSetup(Exception):
+    """The run stopped before its first iteration: ``reason`` is the observer's stop reason (``"cancelled"``)
+    or ``"time_limit"`` (set-up alone used up ``time_limit_s``)."""
+
+    def __init__(self, reason: str, elapsed_s: float) -> None:
+        super().__init__(f"stopped during set-up ({reason}) after {elapsed_s:.3g} s")
+        self.reason, self.elapsed_s = reason, elapsed_s
+
+
 @dataclass
 class IterationRecord:
     """One completed iteration k (``iteration`` = k, 1-based).
@@ -40,7 +49,8 @@ class Observer:
         """Called once per iteration, in order."""
 
     def should_stop(self) -> str | None:
-        """Return a reason (e.g. ``"cancelled"``) to stop after the current iterate."""
+        """Return a reason (e.g. ``"cancelled"``) to stop after the current iterate. Also asked between
+        the set-up steps of :func:`solvers.run`, before :meth:`on_start`."""
         return None
 
     def checkpoint_due(self) -> bool:

@@ -34,6 +34,12 @@ class Strict(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+# Size caps, checked before anything is allocated (issue 19: a spec of a few bytes must not cost gigabytes).
+MAX_HIDDEN_LAYERS = 16
+MAX_HIDDEN_WIDTH = 4096
+MAX_PARAMETERS = 10_000_000   # float32: 40 MB of weights (and as much per copy an algorithm keeps)
+MAX_CONSTRAINTS = 64          # constraint families of one spec (each yields up to one row per group)
+
 
 def _describe_error(err: ValidationError) -> str:
     first = err.errors()[0]
@@ -68,10 +74,14 @@ class GroupRule(Strict):
 
 class ModelSpec(Strict):
     """``linear`` (optionally with its weights w in the ball ‖w‖_p ≤ radius, p = 1 or 2; the
-    bias is free) or ``mlp`` (``hidden`` sizes, ``activation``)."""
+    bias is free) or ``mlp`` (``hidden`` sizes, ``activation``).
+
+    Bounded before anything is built: at most ``MAX_HIDDEN_LAYERS`` hidden layers of at most
+    ``MAX_HIDDEN_WIDTH`` units, and at most ``MAX_PARAMETERS`` parameters (:meth:`parameter_count`;
+    here counted for one input feature, the full count once the encoder's width d is known)."""
 
     type: Literal["linear", "mlp"] = "linear"
-    hidden: list[PositiveInt] = [64, 64]
+    hidden: list[Annotated[int, Field(gt=0, le=MAX_HIDDEN_WIDTH)]] = Field([64, 64], max_length=MAX_HIDDEN_LAYERS)
     activation: Literal["relu", "tanh"] = "relu"
     ball: Literal["l1", "l2"] | None = Field(
         None, description="Feasible set of a linear model's weights: 'l1' or 'l2' ball of `radius` (None: R^d).")
@@ -83,7 +93,22 @@ class ModelSpec(Strict):
             raise ValueError("'ball' and 'radius' must be given together")
         if self.ball is not None and self.type != "linear":
             raise ValueError("'ball' applies to linear models only")
+        if (n := self.parameter_count(1)) > MAX_PARAMETERS:
+            raise ValueError(f"'hidden': the model has {n} parameters (more than {MAX_PARAMETERS})")
         return self
+
+    def parameter_count(self, n_features: int) -> int:
+        """Weights and biases of the model on ``n_features`` inputs: linear d + 1; an MLP with widths
+        h_1..h_L has Σ_{l=1..L+1} (h_{l-1} + 1) · h_l with h_0 = d and h_{L+1} = 1."""
+        widths = [n_features, *(self.hidden if self.type == "mlp" else []), 1]
+        return sum((a + 1) * b for a, b in zip(widths, widths[1:]))
+
+    def check_size(self, n_features: int) -> None:
+        """Raise :class:`SpecError` (at ``model``) when the model on ``n_features`` inputs is too large."""
+        if (n := self.parameter_count(n_features)) > MAX_PARAMETERS:
+            raise SpecError(("model", "hidden") if self.type == "mlp" else ("features",),
+                            f"the {self.type} model on {n_features} encoded features has {n} parameters "
+                            f"(more than {MAX_PARAMETERS})")
 
 
 class ConstraintSpec(BaseModel):

@@ -59,6 +59,7 @@ class PersistingObserver(Observer):
         self.checkpoint_path, self.checkpoint_every_s = checkpoint_path, checkpoint_every_s
         self.checkpoint_iteration = self.resumed_from = resumed_from
         self._last_checkpoint = time.monotonic()
+        self._polled_at = -float("inf")
 
     def on_start(self, info: dict) -> None:
         self.max_iterations = int(info.get("max_iterations", 0))
@@ -89,7 +90,20 @@ class PersistingObserver(Observer):
         self.busy_s += time.perf_counter() - entered
 
     def should_stop(self) -> str | None:
+        if self._writer is None:  # set-up (no writer thread yet): read the cancel flag ourselves
+            self._poll_in_setup()
         return self._stop
+
+    def _poll_in_setup(self, every_s: float = 1.0) -> None:
+        """Before the first iteration: beat the heartbeat and read the cancel flag, at most every ``every_s``."""
+        now = time.monotonic()
+        if now - self._polled_at < every_s:
+            return
+        self._polled_at = now
+        with self.sessions() as session, session.begin():
+            session.execute(update(Job).where(Job.id == self.job_id).values(heartbeat_at=utcnow()))
+            if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):
+                self._stop = "cancelled"
 
     def checkpoint_due(self) -> bool:
         return self.checkpoint_path is not None and time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s

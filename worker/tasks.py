@@ -34,7 +34,7 @@ from app.observability import job_id_var
 from app.queue import send_job
 from app.settings import get_settings
 from app.storage import load_table
-from solvers import ProblemSpec, SpecError, run
+from solvers import ProblemSpec, SpecError, StoppedInSetup, run
 from solvers import checkpoint as ckpt
 from worker.celery_app import celery_app
 from worker.persistence import PersistingObserver
@@ -186,6 +186,14 @@ def _run(job_id: str, attempt: int) -> str:
     except SpecError as exc:
         observer.close()
         _finish(job_id, status="failed", error=f"{'.'.join(map(str, exc.loc))}: {exc.msg}")
+        return "failed"
+    except StoppedInSetup as exc:  # cancelled, or out of time, before the first iteration
+        observer.close()
+        if exc.reason == "cancelled":
+            _finish(job_id, status="cancelled")
+            return "cancelled"
+        _finish(job_id, status="failed", error=f"time limit of {spec.time_limit_s} s reached during set-up, "
+                                               f"after {exc.elapsed_s:.3g} s (before the first iteration)")
         return "failed"
     except Exception as exc:  # a solver error fails the job, never the worker
         log.error("job %s failed:\n%s", job_id, traceback.format_exc())

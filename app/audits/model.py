@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save
+from safetensors.torch import load_file, save, save_file
 
 from solvers import ProblemSpec
 from solvers.api import predict_scores, prepare
@@ -33,8 +33,8 @@ from solvers.spec import labels_of
 from solvers.models import model_factory
 
 from .metrics import Scored
-from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, problem_spec, read_metadata, required_columns,
-                         spec_and_encoder)
+from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, check_size, problem_spec, read_metadata,
+                         required_columns, spec_and_encoder)
 
 __all__ = ["AuditModel", "ModelError", "problem_spec"]
 
@@ -59,6 +59,7 @@ class AuditModel:
         """An audit model file (see :mod:`app.audits.model_file`)."""
         meta = read_metadata(path)
         spec, encoder = spec_and_encoder(meta)
+        check_size(path, spec, encoder)  # before any weight or model is allocated
         try:
             state = load_file(str(path))
         except (OSError, SafetensorError) as exc:
@@ -75,11 +76,17 @@ class AuditModel:
             raise ModelError(f"the weights do not fit the spec's {model.spec.model.type} model: {exc}"[:500]) from exc
         return model
 
+    def metadata(self) -> dict[str, str]:
+        return {FORMAT_KEY: FORMAT_VERSION, "spec": self.spec.model_dump_json(),
+                "encoder": json.dumps(self.encoder.to_dict()), "groups": json.dumps(self.groups),
+                "job_id": self.job_id or ""}
+
     def to_bytes(self) -> bytes:
-        metadata = {FORMAT_KEY: FORMAT_VERSION, "spec": self.spec.model_dump_json(),
-                    "encoder": json.dumps(self.encoder.to_dict()), "groups": json.dumps(self.groups),
-                    "job_id": self.job_id or ""}
-        return save({k: v.contiguous() for k, v in self.state.items()}, metadata=metadata)
+        return save({k: v.contiguous() for k, v in self.state.items()}, metadata=self.metadata())
+
+    def save(self, path: Path) -> None:
+        """Write the audit model file to ``path`` (no copy of the file in memory, unlike :meth:`to_bytes`)."""
+        save_file({k: v.contiguous() for k, v in self.state.items()}, str(path), metadata=self.metadata())
 
     def required_columns(self) -> list[str]:
         return required_columns(self.spec, self.encoder)

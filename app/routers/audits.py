@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi.responses import FileResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from starlette.background import BackgroundTask
 
 from app.audits.metrics import describe_metrics
 from app.audits.model_file import ModelError, model_columns, problem_spec
@@ -17,7 +19,7 @@ from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedM
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
 from app.routers.models import model_path
-from app.storage import load_table
+from app.storage import load_table, remove_quietly
 from solvers import SpecError
 
 router = APIRouter(tags=["audits"])
@@ -211,5 +213,11 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
         model = AuditModel.from_job(job.id, job.spec, artifact_path(art.stored_name), table)
     except SpecError as exc:
         raise HTTPException(status_code=409, detail=f"the job's spec no longer fits its dataset: {exc}") from exc
-    return Response(model.to_bytes(), media_type="application/octet-stream",
-                    headers={"Content-Disposition": f'attachment; filename="{job_id}-audit-model.safetensors"'})
+    tmp = settings.storage_dir / "tmp" / f"{new_id()}.audit-model"
+    try:
+        model.save(tmp)  # streamed from disk, removed once sent: never a copy of the file in memory
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+    return FileResponse(tmp, media_type="application/octet-stream", filename=f"{job_id}-audit-model.safetensors",
+                        background=BackgroundTask(remove_quietly, tmp))

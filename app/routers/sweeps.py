@@ -21,7 +21,7 @@ from app.routers.charts import figure_response
 from app.routers.jobs import owned_dataset, spec_error
 from app.spec_table import spec_table
 from app.sweeps import report
-from app.sweeps.grid import GridError, SweepCreate, expand
+from app.sweeps.grid import GridError, SweepCreate, expand, grid_size
 from app.sweeps.summary import direction, pareto_front, summarize
 from solvers import SpecError, check_spec_against_table
 
@@ -37,6 +37,10 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
     if (replayed := submission.replayed()) is not None:
         return replayed
     check_caps(body.base, settings, ("body", "base"))
+    try:
+        grid_size(body)  # arithmetic: a grid too large is refused before anything is built or read
+    except GridError as exc:
+        raise spec_error(exc.loc, exc.msg) from exc
     dataset = owned_dataset(db, body.base.dataset_id, caller, ("base", "dataset_id"))
     try:
         check_spec_against_table(body.base, spec_table(settings, dataset, body.base))

@@ -74,3 +74,15 @@ def test_a_cancel_request_is_seen_and_a_write_error_surfaces(sessions):
         time.sleep(0.02)
     with pytest.raises(Exception, match="UNIQUE|IntegrityError|unique"):
         broken.on_iteration(record(2))
+
+
+def test_a_cancel_request_is_seen_during_set_up_before_the_writer_starts(sessions):
+    """Set-up (before ``on_start``) has no writer thread: ``should_stop`` reads the flag and beats the heartbeat."""
+    obs = PersistingObserver("j", sessions)
+    assert obs.should_stop() is None
+    with sessions() as s, s.begin():
+        s.execute(update(Job).where(Job.id == "j").values(cancel_requested=True))
+    obs._polled_at = float("-inf")  # the next poll is due (polls are at most once a second)
+    assert obs.should_stop() == "cancelled"
+    with sessions() as s:
+        assert s.get(Job, "j").heartbeat_at is not None
