@@ -27,6 +27,7 @@ from app.auth import Caller, CallerCache, presented_key
 from app.db import session_factory
 from app.models import Base
 from app.ratelimit import SharedBuckets, TokenBuckets
+from app.sessions import check_same_origin
 from app.settings import Settings, get_settings
 
 
@@ -82,7 +83,9 @@ def lookup_caller(cache: CallerCache, db: Session, key: str | None) -> Caller:
 
 
 async def current_caller(request: Request, db: DB) -> Caller:
-    """The key's owner (401 without a valid key), after the key's request-rate check (429)."""
+    """The key's owner (401 without a valid key), after the key's request-rate check (429); a state change
+    authenticated by the session cookie from another origin is 403 before anything is looked up."""
+    check_same_origin(request)
     key, cache = presented_key(request), caller_cache()
     caller = cache.fresh(key) or await run_in_threadpool(lookup_caller, cache, db, key)
     wait = await rate_buckets().acquire(caller.key_id)
