@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Annotated, TypeVar
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Query, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -52,6 +52,8 @@ async def app_settings() -> Settings:
 
 
 DB = Annotated[Session, Depends(get_db)]
+MAX_OFFSET = 2**63 - 1  # OFFSET is a signed 64-bit integer in PostgreSQL and SQLite: a larger one was a 500
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Rows to skip.")]
 AppSettings = Annotated[Settings, Depends(app_settings)]
 T = TypeVar("T", bound=Base)
 

@@ -19,6 +19,7 @@ from app.db import session_factory, session_scope
 from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
+from app.url_guard import RefuseNul
 from app.routers import audits, charts, datasets, health, jobs, keys, models, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
@@ -56,6 +57,7 @@ def create_app() -> FastAPI:
     for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(RefuseNul)  # before the body limit: nothing is read for a URL no route can take
     app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
     install_dashboard(app)  # the browser dashboard at / and its assets at /assets

@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from sqlalchemy import func, select
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.audits.metrics import describe_metrics
 from app.auth import SESSION_COOKIE, Caller, authenticate
@@ -78,7 +79,7 @@ class PageRoute(APIRoute):
                 return await handler(request)
             except SignInRequired:
                 return sign_in_redirect(request)
-            except HTTPException as exc:
+            except StarletteHTTPException as exc:  # FastAPI's, and Starlette's own from form parsing
                 if exc.status_code == 401:
                     return sign_in_redirect(request)
                 detail = exc.detail if isinstance(exc.detail, str) else "the request was refused"

@@ -12,7 +12,8 @@ from app.audits.runs import new_run, next_run_at, start_run
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
 from app.audits.sources import SourceError, check_source
 from app.artifacts import artifact_path
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404, owned
+from app.strict_json import StrictJSONRoute
+from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
@@ -20,7 +21,7 @@ from app.routers.models import model_path
 from app.storage import load_table
 from solvers import SpecError
 
-router = APIRouter(tags=["audits"])
+router = APIRouter(tags=["audits"], route_class=StrictJSONRoute)
 
 
 def weights_of(db: Session, job_id: str) -> Artifact | None:
@@ -112,7 +113,7 @@ def create_audit(body: AuditCreate, db: DB, settings: AppSettings, caller: Curre
 
 @router.get("/api/v1/audits", response_model=list[AuditOut])
 def list_audits(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000),
-                offset: int = Query(0, ge=0)) -> list[dict]:
+                offset: Offset = 0) -> list[dict]:
     stmt = (select(Audit).where(Audit.owner == caller.owner).order_by(Audit.created_at.desc())
             .limit(limit).offset(offset))
     return [audit_out(db, a) for a in db.scalars(stmt)]
@@ -165,7 +166,7 @@ def run_audit_now(audit_id: str, db: DB, caller: CurrentCaller) -> dict:
 
 @router.get("/api/v1/audits/{audit_id}/runs", response_model=list[RunOut])
 def list_runs(audit_id: str, db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000),
-              offset: int = Query(0, ge=0)) -> list[AuditRun]:
+              offset: Offset = 0) -> list[AuditRun]:
     """The audit's runs, newest first, with their full reports (for history charts)."""
     get_or_404(db, Audit, audit_id, "audit", caller)
     return list(db.scalars(select(AuditRun).where(AuditRun.audit_id == audit_id)
@@ -182,7 +183,7 @@ def get_run(audit_id: str, run_id: str, db: DB, caller: CurrentCaller) -> AuditR
 
 @router.get("/api/v1/alerts", response_model=list[AlertOut], tags=["alerts"])
 def list_alerts(db: DB, caller: CurrentCaller, audit_id: str | None = None, limit: int = Query(100, ge=1, le=1000),
-                offset: int = Query(0, ge=0)) -> list[Alert]:
+                offset: Offset = 0) -> list[Alert]:
     """Alerts of the caller's audits, newest first (``?audit_id=`` for one audit)."""
     stmt = select(Alert).where(Alert.owner == caller.owner)
     if audit_id is not None:

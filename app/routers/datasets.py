@@ -13,7 +13,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 from sqlalchemy import exists, select
 
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.models import Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut, json_response
 from app.settings import Settings
@@ -99,7 +99,7 @@ def keep(db, dataset: Dataset, tmp: Path, final: Path) -> None:
 
 
 @router.get("", response_model=list[DatasetOut])
-def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[Dataset]:
+def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: Offset = 0) -> list[Dataset]:
     stmt = (select(Dataset).where(Dataset.owner == caller.owner).order_by(Dataset.created_at.desc())
             .limit(limit).offset(offset))
     return list(db.scalars(stmt))
