@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -10,6 +11,7 @@ from app.audits.metrics import describe_metrics
 from app.audits.model_file import ModelError, model_columns, problem_spec
 from app.audits.runs import new_run, next_run_at, start_run
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
+from app.audits.export import audit_file
 from app.audits.sources import SourceError, check_source
 from app.artifacts import artifact_path
 from app.strict_json import StrictJSONRoute
@@ -18,7 +20,7 @@ from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedM
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
 from app.routers.models import model_path
-from app.storage import load_table
+from app.storage import read_table
 from solvers import SpecError
 
 router = APIRouter(tags=["audits"], route_class=StrictJSONRoute)
@@ -204,13 +206,18 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
     art = weights_of(db, job_id)
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
-    dataset = db.get(Dataset, job.dataset_id)
-    from app.audits.model import AuditModel  # torch, loaded in the API by this route only
+    headers = {"Content-Disposition": f'attachment; filename="{job_id}-audit-model.safetensors"'}
+    streamed = audit_file(job.id, job.spec, artifact_path(art.stored_name))
+    if streamed is not None:
+        return StreamingResponse(streamed.chunks, media_type="application/octet-stream",
+                                 headers={**headers, "Content-Length": str(streamed.size)})
+    # weights written before the worker stored the encoder: refit it on the dataset (torch and the table, uncached)
+    from app.audits.model import AuditModel
 
-    table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+    dataset = db.get(Dataset, job.dataset_id)
+    table = read_table(dataset_path(settings, dataset), dataset.format, dataset.read_options)
     try:
         model = AuditModel.from_job(job.id, job.spec, artifact_path(art.stored_name), table)
     except SpecError as exc:
         raise HTTPException(status_code=409, detail=f"the job's spec no longer fits its dataset: {exc}") from exc
-    return Response(model.to_bytes(), media_type="application/octet-stream",
-                    headers={"Content-Disposition": f'attachment; filename="{job_id}-audit-model.safetensors"'})
+    return Response(model.to_bytes(), media_type="application/octet-stream", headers=headers)
