@@ -30,12 +30,10 @@ from app.charts import CHARTS
 from app.dashboard import stats
 from app.deps import DB, AppSettings, caller_cache, current_caller, get_or_404
 from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
-from app.routers.datasets import dataset_path
+from app.routers.datasets import dataset_path, dataset_summary
 from app.routers.jobs import job_out
 from app.routers.sweeps import default_axes, sweep_jobs
 from app.sessions import close_session, from_this_origin, is_session_token, open_session
-from app.storage import load_table
-from app.table_profile import describe
 from app.sweeps.summary import direction, pareto_front, summarize
 
 log = logging.getLogger("fairsolve.dashboard")
@@ -246,8 +244,7 @@ def dataset_page(request: Request, dataset_id: str, db: DB, settings: AppSetting
                  sensitive: str | None = Query(None, max_length=255), label: str | None = Query(None, max_length=255),
                  positive: str | None = Query(None, max_length=255)) -> Response:
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
-    frame = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
-    columns = [str(c) for c in frame.columns]
+    columns = [c["name"] for c in dataset.columns]
     error = None
     if sensitive is not None and sensitive not in columns:
         error, sensitive = f"sensitive: unknown column {sensitive!r}", None
@@ -261,14 +258,23 @@ def dataset_page(request: Request, dataset_id: str, db: DB, settings: AppSetting
     if label is None:
         binary = [c for c in columns if info.get(c, {}).get("n_distinct") == 2 and c != sensitive]
         label = binary[-1] if binary else None
-    labels = stats.label_values(frame, label) if label else []
-    if positive is not None and positive not in labels:
-        error, positive = f"positive: {positive!r} is not a value of {label!r}", None
-    if positive is None and labels:
-        positive = labels[0]
-    groups = stats.group_table(frame, sensitive, label, positive) if sensitive else None
-    return render(request, "dataset.html", dataset=dataset, summary=describe(frame), columns=columns,
-                  sensitive=sensitive, label=label, positive=positive, labels=labels, groups=groups, error=error)
+    labels, groups = [], None
+    if sensitive is not None:
+        try:
+            counts = stats.stored_pair_counts(str(dataset_path(settings, dataset)), dataset.format,
+                                              dataset.read_options.get("delimiter"), dataset.sha256, sensitive, label)
+        except stats.TooManyValues as exc:
+            error, counts = str(exc), None
+        if counts is not None:
+            labels = stats.label_values(counts) if label else []
+            if positive is not None and positive not in labels:
+                error, positive = f"positive: {positive!r} is not a value of {label!r}", None
+            if positive is None and labels:
+                positive = labels[0]
+            groups = stats.group_table(counts, positive if label else None)
+    return render(request, "dataset.html", dataset=dataset, summary=dataset_summary(db, settings, dataset),
+                  columns=columns, sensitive=sensitive, label=label, positive=positive, labels=labels, groups=groups,
+                  error=error)
 
 
 # ---------------------------------------------------------------- jobs
