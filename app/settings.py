@@ -65,6 +65,9 @@ class Settings(BaseSettings):
                                 description="Seconds an API process reuses a key's successful lookup (0: every "
                                 "request reads the key). A key revoked through another process still works "
                                 "here for at most this long; revoked through this one, it stops at once.")
+    session_ttl_s: float = Field(12 * 3600.0, gt=0, le=30 * 24 * 3600.0, validation_alias="FAIRSOLVE_SESSION_TTL_S",
+                                 description="Seconds a dashboard sign-in lasts; sign-out, or revoking its key, "
+                                 "ends it sooner.")
     rate_limit_per_s: float = Field(50.0, validation_alias="FAIRSOLVE_RATE_LIMIT_PER_S",
                                     description="Sustained requests per second per API key (0: no limit), in each "
                                     "API process: a key's connections to ``api_workers`` processes get up to that "

@@ -206,7 +206,8 @@ def _run(job_id: str, attempt: int) -> str:
 
     artifacts = write_artifacts(job_id, out.state_dict, out.predictions, metadata={
         "job_id": job_id, "model": json.dumps(spec.model.model_dump()),
-        "feature_names": json.dumps(out.feature_names), "groups": json.dumps(out.groups)})
+        "feature_names": json.dumps(out.feature_names), "groups": json.dumps(out.groups),
+        "encoder": json.dumps(out.encoder)})  # the API streams the audit model file from these weights
     status, error = "succeeded", None
     if out.stop_reason == "cancelled":
         status = "cancelled"

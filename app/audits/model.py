@@ -33,7 +33,7 @@ from solvers.spec import labels_of
 from solvers.models import model_factory
 
 from .metrics import Scored
-from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, check_size, problem_spec, read_metadata,
+from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, check_size, groups, problem_spec, read_metadata,
                          required_columns, spec_and_encoder)
 
 __all__ = ["AuditModel", "ModelError", "problem_spec"]
@@ -64,7 +64,7 @@ class AuditModel:
             state = load_file(str(path))
         except (OSError, SafetensorError) as exc:
             raise ModelError(f"--model: the weights cannot be read: {exc}") from exc
-        return cls(spec, encoder, state, json.loads(meta.get("groups", "[]")), meta.get("job_id") or None)
+        return cls(spec, encoder, state, groups(meta), meta.get("job_id") or None)
 
     @classmethod
     def load_checked(cls, path: Path) -> "AuditModel":
@@ -72,7 +72,7 @@ class AuditModel:
         model = cls.from_file(path)
         try:
             restore_model(model_factory(model.spec.model)(len(model.encoder.feature_names)), model.state)
-        except (RuntimeError, KeyError, ValueError) as exc:
+        except (RuntimeError, KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"the weights do not fit the spec's {model.spec.model.type} model: {exc}"[:500]) from exc
         return model
 

@@ -14,14 +14,15 @@ from app import idempotency
 from app.admission import check_active_jobs, check_caps
 from app.artifacts import artifact_path
 from app.auth import Caller
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404, owned
+from app.strict_json import StrictJSONRoute
+from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import enqueue_job, queue_for
 from app.schemas import JobCreate, JobOut, TrajectoryOut, json_response
 from app.spec_table import spec_table
 from solvers import SpecError, check_spec_against_table
 
-router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], route_class=StrictJSONRoute)
 
 
 def spec_error(loc: tuple, msg: str) -> HTTPException:
@@ -92,7 +93,7 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
 
 @router.get("", response_model=list[JobOut])
 def list_jobs(db: DB, caller: CurrentCaller, status_: str | None = Query(None, alias="status", pattern="^[a-z_]{1,16}$"), limit: int = Query(100, ge=1, le=1000),
-              offset: int = Query(0, ge=0)) -> Response:
+              offset: Offset = 0) -> Response:
     stmt = select(Job).where(Job.owner == caller.owner).order_by(Job.created_at.desc()).limit(limit).offset(offset)
     if status_:
         stmt = stmt.where(Job.status == status_)
