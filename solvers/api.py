@@ -157,6 +157,8 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model, resume=resume)
+    if result.status == "diverged":
+        raise SolverDiverged(result.message)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")
