@@ -225,6 +225,8 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     remaining = setup_check(observer, started, spec.time_limit_s)
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=remaining, seed=spec.seed, validation=validation, model=model, resume=resume)
+    if result.status == "diverged":
+        raise SolverDiverged(result.message)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")

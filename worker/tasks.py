@@ -34,7 +34,7 @@ from app.observability import job_id_var
 from app.queue import send_job
 from app.settings import get_settings
 from app.storage import load_table
-from solvers import ProblemSpec, SpecError, StoppedInSetup, run
+from solvers import ProblemSpec, SolverDiverged, SpecError, StoppedInSetup, run
 from solvers import checkpoint as ckpt
 from worker.celery_app import celery_app
 from worker.persistence import PersistingObserver
@@ -195,6 +195,10 @@ def _run(job_id: str, attempt: int) -> str:
         _finish(job_id, status="failed", error=f"time limit of {spec.time_limit_s} s reached during set-up, "
                                                f"after {exc.elapsed_s:.3g} s (before the first iteration)")
         return "failed"
+    except SolverDiverged as exc:  # the trajectory holds the finite iterates; the message names the step size
+        observer.close()
+        _finish(job_id, status="failed", error=str(exc))
+        return "failed"
     except Exception as exc:  # a solver error fails the job, never the worker
         log.error("job %s failed:\n%s", job_id, traceback.format_exc())
         try:
@@ -208,20 +212,19 @@ def _run(job_id: str, attempt: int) -> str:
         "job_id": job_id, "model": json.dumps(spec.model.model_dump()),
         "feature_names": json.dumps(out.feature_names), "groups": json.dumps(out.groups),
         "encoder": json.dumps(out.encoder)})  # the API streams the audit model file from these weights
-    status, error = "succeeded", None
-    if out.stop_reason == "cancelled":
-        status = "cancelled"
-    elif out.stop_reason == "time_limit":
-        status, error = "failed", f"time limit of {spec.time_limit_s} s reached after {out.iterations} iterations"
+    status = "cancelled" if out.stop_reason == "cancelled" else "succeeded"
     result = {"iterations": out.iterations, "solver_time_s": out.solver_time_s, "stop_reason": out.stop_reason,
               "constraint_names": out.constraint_names, "tolerances": out.tolerances, "groups": out.groups,
               "n_features": len(out.feature_names), "trajectory_rows": observer.rows_written + resumed_from,
               "resumed_from": resumed_from,
               "iterations_to_target": observer.iterations_to_target(), "warm_started": initial_state is not None}
+    if out.stop_reason == "time_limit":  # a model and its metrics exist: usable, audited and charted like any other
+        result["message"] = (f"time limit of {spec.time_limit_s:g} s reached after {out.iterations} of "
+                             f"{spec.max_iterations} iterations; the model is the last iterate")
     with session_scope() as s:
         s.add_all(artifacts)
         job = s.get(Job, job_id)
-        job.status, job.error, job.metrics, job.result = status, error, out.metrics, result
+        job.status, job.error, job.metrics, job.result = status, None, out.metrics, result
         job.device, job.finished_at, job.progress = out.device, utcnow(), observer.progress()
     log.info("job %s after %s iterations in %.2f s", status, out.iterations, out.solver_time_s)
     return status
