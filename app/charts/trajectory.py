@@ -41,8 +41,8 @@ def trajectory_figure(traj: dict[str, Any], title: str) -> go.Figure:
             fig.add_trace(go.Scatter(x=x, y=gap, name=f"{name} surrogate", mode="lines", showlegend=show,
                                      legendgroup=name), row=2, col=col)
             if tols:
-                fig.add_hline(y=tol, line={"dash": "dash", "color": "#d62728"}, row=2, col=col,
-                              annotation_text=f"tolerance {tol:g}" if show else None)
+                label = {"annotation_text": f"tolerance {tol:g}"} if show else {}  # None would read "new text"
+                fig.add_hline(y=tol, line={"dash": "dash", "color": "#d62728"}, row=2, col=col, **label)
         add_exact_traces(fig, traj, col, "iteration" if col == 1 else "elapsed_s")
         fig.add_trace(go.Scatter(x=x, y=[p["max_violation"] for p in points], name="max violation",
                                  mode="lines", line={"color": "#d62728"}, showlegend=show,

@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 from app.audits.metrics import describe_metrics
 from app.auth import SESSION_COOKIE, Caller, authenticate
 from app.charts import CHARTS
-from app.dashboard import stats
+from app.dashboard import promise, stats
 from app.deps import DB, AppSettings, current_caller, get_or_404
 from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
 from app.routers.datasets import dataset_path
@@ -343,7 +343,8 @@ def job_page(request: Request, job_id: str, db: DB, caller: PageCaller) -> Respo
     dataset = db.get(Dataset, job.dataset_id)
     kinds = [k for k in JOB_CHARTS if k in CHARTS]
     return render(request, "job.html", job=out, dataset=dataset, metrics=metrics_view(out["metrics"]),
-                  charts=kinds, plotly=True)
+                  charts=kinds, plotly=True, promise={"constraints": promise.constraint_rows(out["result"]),
+                                                      "baseline": promise.baseline_rows(out)})
 
 
 # ---------------------------------------------------------------- sweeps

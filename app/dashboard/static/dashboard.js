@@ -573,7 +573,8 @@
 
     // solver → its config fields
     for (const s of solvers) solverSel.append(el("option", { value: s.name, text: s.name }));
-    solverSel.value = solvers.some((s) => s.name === "plada") ? "plada" : solvers[0].name;
+    // auto (a portfolio that keeps the tolerance on validation) is the default; named solvers keep paper defaults
+    solverSel.value = ["auto", "plada"].find((n) => solvers.some((s) => s.name === n)) || solvers[0].name;
     function onSolver() {
       const s = solvers.find((x) => x.name === solverSel.value);
       const supports = s.supports || {};
