@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.models import Baseline, new_id
+from app.models import Baseline, new_id, utcnow
 from app.queue import queue_for
 from worker.celery_app import celery_app
 
@@ -46,12 +47,20 @@ def baseline_spec(job_spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def ensure_baseline(session: Session, job_spec: dict[str, Any]) -> str | None:
+def ensure_baseline(session: Session, job_spec: dict[str, Any], resend_after_s: float = 120.0) -> str | None:
     """Insert the job's baseline row when it is missing and return its id to be computed (the caller sends
-    :func:`send_baseline` after committing); None when it exists already."""
+    :func:`send_baseline` after committing); None when it exists already. A row still ``queued`` after
+    ``resend_after_s`` (its message was lost) is claimed again with a compare-and-set on ``created_at``,
+    so of several jobs exactly one sends it again."""
     key = baseline_key(job_spec)
-    if session.scalar(select(Baseline.id).where(Baseline.key == key)) is not None:
-        return None
+    found = session.execute(select(Baseline.id, Baseline.status, Baseline.created_at)
+                            .where(Baseline.key == key)).one_or_none()
+    if found is not None:
+        cutoff = utcnow() - timedelta(seconds=resend_after_s)
+        stale = (Baseline.id == found.id) & (Baseline.status == "queued") & (Baseline.created_at < cutoff)
+        claimed = found.status == "queued" and session.execute(
+            update(Baseline).where(stale).values(created_at=utcnow())).rowcount == 1
+        return found.id if claimed else None
     row = Baseline(id=new_id(), key=key, dataset_id=job_spec["dataset_id"], spec=baseline_spec(job_spec),
                    status="queued")
     try:

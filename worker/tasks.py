@@ -191,7 +191,7 @@ def request_baseline(job_id: str) -> None:
         with session_scope() as s:
             job = s.get(Job, job_id)
             spec, device = dict(job.spec, dataset_id=job.dataset_id), job.spec.get("device", "cpu")
-            baseline_id = ensure_baseline(s, spec)
+            baseline_id = ensure_baseline(s, spec, get_settings().stale_after_s)
         if baseline_id is not None:
             send_baseline(baseline_id, device)
     except Exception:
