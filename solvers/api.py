@@ -15,6 +15,7 @@ from .algorithms import SolveResult, run_algorithm
 from .algorithms.auc_postprocess import restore_model
 from .checkpoint import Checkpoint
 from .encoding import TableEncoder, build_groups, encode_labels
+from .fairness.report import fairness_entries, warnings_for
 from .metrics import classification_metrics
 from .models import ball_domain, model_factory
 from .observer import Observer
@@ -171,6 +172,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     for family in constraints:  # families whose exact metric is not among the always-computed ones
         for name, idx in splits.items():
             metrics[name].update(family.exact_metrics(y[idx], logits[idx], group[idx], group_names) or {})
+    fairness = fairness_entries(constraints, y, logits, group, list(group_names), splits, seed=spec.seed)
     test = splits["test"]
     names = np.asarray(group_names, dtype=object)
     predictions = pd.DataFrame({
@@ -186,4 +188,5 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         state_dict={k: v.detach().cpu().contiguous() for k, v in result.model.state_dict().items()},
         predictions=predictions, constraint_names=problem.constraint_names, groups=list(group_names),
         feature_names=data.encoder.feature_names, tolerances=problem.tolerances, encoder=data.encoder.to_dict(),
+        fairness=fairness, warnings=warnings_for(fairness, metrics),
     )
