@@ -33,6 +33,7 @@ def test_exact_traces_promise_fields_and_shared_baseline(stack):
         result = job["result"]
         for key in ("fairness", "warnings", "enforcement", "guarantee", "tried"):
             assert key in result, key
+        assert [e["type"] for e in result["fairness"]] == ["demographic_parity", "equalized_odds"]
 
         traj = client.get(f"/api/v1/jobs/{job['id']}/trajectory", params={"max_points": 100000}).json()
         exact = traj["exact"]
@@ -45,6 +46,7 @@ def test_exact_traces_promise_fields_and_shared_baseline(stack):
         final = job["metrics"]
         assert exact[-1]["train"][0] == final["train"]["demographic_parity"]  # the same exact metric
         assert exact[-1]["validation"][1] == final["validation"]["equalized_odds"]
+        assert exact[-1]["train"][1] == result["fairness"][1]["train"]["value"]  # and the report's
         few = client.get(f"/api/v1/jobs/{job['id']}/trajectory", params={"max_points": 3}).json()["exact"]
         assert [p["iteration"] for p in few][0] == 1 and few[-1]["iteration"] == 200 and len(few) <= 3
 
@@ -59,6 +61,8 @@ def test_exact_traces_promise_fields_and_shared_baseline(stack):
         baseline = wait_baseline(client, job["id"])
         assert baseline["status"] == "succeeded", baseline["error"]
         assert 0.5 < baseline["result"]["metrics"]["test"]["accuracy"] <= 1
+        erm_gap = baseline["result"]["fairness"][0]["test"]["value"]
+        assert erm_gap > result["fairness"][0]["test"]["value"]  # the constrained job is fairer than ERM
 
         looser = client.post("/api/v1/jobs", json=dict(spec, constraints=[
             {"type": "demographic_parity", "tolerance": 0.2}, {"type": "equalized_odds", "tolerance": 0.3}],
