@@ -295,7 +295,8 @@ def new_job_page(request: Request, db: DB, caller: PageCaller,
                  "max_iterations": schema["properties"]["max_iterations"],
                  "time_limit_s": schema["properties"]["time_limit_s"],
                  "seed": schema["properties"]["seed"],
-                 "model": defs.get("ModelSpec", {}), "split": defs.get("SplitSpec", {})}
+                 "model": defs.get("ModelSpec", {}), "split": defs.get("SplitSpec", {}),
+                 "guarantee": "guarantee" in schema["properties"]}
     return render(request, "job_new.html", datasets=choices, selected=dataset_id, spec_form=spec_form)
 
 

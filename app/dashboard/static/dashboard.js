@@ -639,6 +639,8 @@
         }
         spec.constraints.push(c);
       }
+      const guarantee = $("#f-guarantee");  // shown when the spec has a guarantee field
+      if (guarantee && guarantee.checked) spec.guarantee = { confidence: num($("#f-guarantee-confidence")) };
       for (const k of Object.keys(spec.split)) if (spec.split[k] === undefined) delete spec.split[k];
       for (const k of ["seed", "max_iterations", "time_limit_s"]) if (spec[k] === undefined) delete spec[k];
       return spec;
