@@ -158,7 +158,7 @@ def read_exact(db: Session, job: Job, max_points: int) -> list[dict]:
     stmt = select(rows.c.iteration, rows.c.elapsed_s, rows.c.exact).order_by(rows.c.iteration)
     if total > max_points:
         step = math.ceil(total / (max_points - 1))
-        stmt = stmt.where(or_((rows.c.rank - 1).op("%")(step) == 0, rows.c.rank == total))
+        stmt = stmt.where(or_((rows.c.rank - 1) % step == 0, rows.c.rank == total))  # SQLAlchemy's % parenthesises
     return [{"iteration": it, "elapsed_s": secs, "train": exact.get("train") or [],
              "validation": exact.get("validation")} for it, secs, exact in db.execute(stmt)]
 
