@@ -47,6 +47,11 @@ class Settings(BaseSettings):
                                             "bodies, forms), in bytes.")
     trajectory_flush_s: float = Field(1.0, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_S",
                                       description="Seconds between batched trajectory writes of a running job.")
+    exact_trace_every: int = Field(25, ge=0, validation_alias="FAIRSOLVE_EXACT_TRACE_EVERY",
+                                   description="Every this many iterations (and at the first and last) a job's "
+                                   "trajectory also stores each constraint's exact metric on the train and "
+                                   "validation splits, drawn beside the surrogate; skipped while it would take "
+                                   "over 10 % of the solve's time (0: never).")
     trajectory_flush_rows: int = Field(1000, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_ROWS",
                                        description="Buffered trajectory rows that force a write.")
 
