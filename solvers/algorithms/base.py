@@ -20,7 +20,7 @@ and one module in this folder::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import torch
@@ -42,6 +42,7 @@ class SolveResult:
     samples_seen: int
     last: IterationRecord | None    # the final iterate's record
     config: BaseModel               # the resolved config actually used
+    tried: list[dict] = field(default_factory=list)  # auto's portfolio: one entry per solve (solvers.auto)
 
 
 class Algorithm:

@@ -1,0 +1,370 @@
+r"""``auto``: a small portfolio of the library's solvers that keeps the user's tolerance (issue 17, items 3 and 5).
+
+For the spec's model type and constraint families, :func:`solve_auto` runs, in order, the candidates of
+:func:`portfolio` — SSG, PLADA with a short step-size search, the plain Lagrangian, the exact penalty, then the
+solvers dedicated to the spec's constraint types — each within what is left of ``time_limit_s``:
+
+1. **First solve** of ``iterations`` steps (at most ``max_iterations``) from the run's start model (a warm start
+   when the caller gave one, else the seeded initialisation).
+2. **Checks.** A non-finite parameter ("diverged") or a near-constant model ("near_constant": balanced accuracy
+   below :data:`MIN_BALANCED_ACCURACY`, or some group with a predicted-positive rate below
+   :data:`MIN_GROUP_RATE` or above 1 − it) ends the candidate; for a step-size search (PLADA's η) the next
+   setting is tried, otherwise auto moves on to the next solver.
+3. **Exact constraint.** With v_j the exact value of family j on the validation split (ŷ = 1{f > 0}, the
+   definitions of :mod:`solvers.metrics`), t_j the same on the training split, and ε_j the user's tolerance:
+   while max(v_j, t_j) > ε_j for some j (and refinements are left), the family's *training* tolerance is
+   tightened multiplicatively,
+
+       ε'_j ← ε'_j · clip(a (ε_j − s_j) / max(v_j, t_j), 0, 0.9),   a = :data:`AIM`,
+
+   where s_j ≥ 0 is the margin the selection criterion adds to v_j (0 for the point estimate; the upper
+   confidence bound's width when a guarantee is asked), and the solve continues from the candidate's current
+   model for ``refine_iterations`` steps. The surrogate of the family is then held below a value where the
+   exact metric has room (issue item 4: a surrogate that is met while the exact metric is not does not end the
+   candidate).
+4. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances, validation accuracy,
+   balanced accuracy and exact gaps (and train gaps), criterion values, seconds, outcome. Among rows that are
+   neither diverged nor near-constant, auto returns the one with the highest validation accuracy whose
+   criterion keeps every tolerance (c_j ≤ ε_j, c = v, or the one-sided upper bound when a guarantee is asked);
+   when none does, the one with the smallest worst ratio max_j c_j / ε_j (then the honest report warns that the
+   tolerance is not kept). Without a validation split everything above uses the training split.
+
+The families' tolerances are the user's again when :func:`solve_auto` returns. The observer sees one
+continuous run: iterations, seconds and samples are counted across candidates (``on_start`` once), each
+record's constraint values are G_j = surrogate_j − ε_j against the USER's tolerance (not the tightened one),
+and no checkpoints are taken (a redelivered auto job starts its portfolio again). A cancel request stops the
+whole portfolio; when the time budget ends, the best row so far is returned (status "completed") and the
+rows not run are not listed.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from .algorithms import SolveResult, run_algorithm
+from .catalog import ALGORITHMS, CONSTRAINTS
+from .catalog.auto import DEFAULT_PORTFOLIO, AutoConfig
+from .metrics import group_fairness
+from .observer import IterationRecord, Observer
+from .problem import Problem
+
+#: a candidate whose balanced accuracy is below this is near-trivial (the issue's warning threshold)
+MIN_BALANCED_ACCURACY = 0.55
+#: a candidate predicting positive for less than this share of some group (or more than 1 − it) is near-constant
+MIN_GROUP_RATE = 0.01
+#: settings auto tries per solver, in order; more than one = a search that moves on only when a setting
+#: diverges or gives a near-constant model (PLADA: η = 0.5 diverges on small tables with many groups, the
+#: paper's η = 0.001 does not move a linear model on standardised features in a few hundred steps)
+SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
+    "plada": ({"eta": 0.5}, {"eta": 0.1}, {"eta": 0.02}),
+    "penalty": ({"penalty": 5.0},),
+}
+#: a tightening aims the worst exact value at this share of the room left under the tolerance (a margin for the
+#: difference between splits, so that one tightening usually suffices)
+AIM = 0.8
+#: outcomes of a row that selection never prefers over a working model
+FAILED = ("diverged", "near_constant", "error")
+
+
+@ALGORITHMS.implements("auto")
+class Auto:
+    """The catalog's ``auto`` entry; not an iteration rule: :func:`solvers.solve` calls :func:`solve_auto`."""
+
+
+@dataclass
+class Split:
+    """Rows on which a candidate is judged (the validation split, or the training split without one)."""
+
+    X: torch.Tensor
+    y: np.ndarray
+    group: np.ndarray
+
+    @classmethod
+    def of(cls, problem: Problem) -> "Split":
+        return cls(problem.X, problem.y.detach().cpu().numpy().astype(int),
+                   problem.group.detach().cpu().numpy().astype(int))
+
+
+def portfolio(config: AutoConfig, model_type: str, families: list[str]) -> list[tuple[str, tuple[dict, ...]]]:
+    """(solver, settings to search) in the order auto tries them: ``config.portfolio`` or
+    :data:`DEFAULT_PORTFOLIO` followed by every solver declared only for constraint types of the spec,
+    keeping those that handle ``model_type`` and every family."""
+    if config.portfolio is not None:
+        names = list(config.portfolio)
+    else:
+        dedicated = [e.name for e in ALGORITHMS.entries()
+                     if e.supported_constraints is not None and families and e.name != "auto"
+                     and all(f in e.supported_constraints for f in families)]
+        names = list(DEFAULT_PORTFOLIO) + dedicated
+    out = []
+    for name in dict.fromkeys(names):
+        entry = ALGORITHMS.entry(name)
+        supported = entry.supported_constraints
+        if model_type in entry.supported_models and (supported is None or all(f in supported for f in families)):
+            out.append((name, SETTINGS.get(name, ({},))))
+    return out
+
+
+def exact_values(families, y: np.ndarray, logits: np.ndarray, group: np.ndarray, group_names: list[str]) -> np.ndarray:
+    """Each family's exact value on one split (max over its rows), comparable to its tolerance.
+
+    TEMPORARY until :mod:`solvers.fairness.exact` (honest's) is on main: the rate families from
+    :func:`solvers.metrics.group_fairness`, any other family from its ``metrics`` entry."""
+    try:
+        from .fairness.exact import exact_gaps  # noqa: PLC0415
+    except ImportError:
+        pass
+    else:
+        return exact_gaps(families, y, logits, group, group_names)
+    from .metrics import loss_gap  # noqa: PLC0415
+
+    rates = group_fairness(y, (logits > 0).astype(int), group, list(group_names))
+    out = []
+    for family in families:
+        if family.name in rates:
+            value = rates[family.name]
+        elif family.name in ("loss_gap", "intersectional"):
+            value = loss_gap(y, logits, group, list(group_names), family.config.loss, family.config.min_group_fraction,
+                             "gap")["gap"]
+        else:
+            value = (family.exact_metrics(y, logits, group, list(group_names)) or {}).get(family.name)
+        out.append(np.nan if value is None else float(value))
+    return np.asarray(out, dtype=float)
+
+
+def near_constant(y: np.ndarray, logits: np.ndarray, group: np.ndarray, n_groups: int) -> bool:
+    """Balanced accuracy < :data:`MIN_BALANCED_ACCURACY`, or a group's predicted-positive rate outside
+    [:data:`MIN_GROUP_RATE`, 1 − :data:`MIN_GROUP_RATE`] (groups present on the split)."""
+    pred = logits > 0
+    counts = np.bincount(group, minlength=n_groups)
+    rates = np.bincount(group, weights=pred, minlength=n_groups)[counts > 0] / counts[counts > 0]
+    positives = y == 1
+    tpr = pred[positives].mean() if positives.any() else 1.0
+    tnr = (~pred[~positives]).mean() if (~positives).any() else 1.0
+    balanced = (tpr + tnr) / 2.0
+    return bool(balanced < MIN_BALANCED_ACCURACY or (rates < MIN_GROUP_RATE).any() or (rates > 1 - MIN_GROUP_RATE).any())
+
+
+class _Continuous(Observer):
+    """Forwards the candidates' records to the caller's observer as one run (see the module docstring)."""
+
+    def __init__(self, inner: Observer, total_iterations: int) -> None:
+        self.inner, self.total = inner, total_iterations
+        self.iterations, self.elapsed_s, self.samples = 0, 0.0, 0
+        self.shift: list[float] = []
+        self.started = False
+        self.last: IterationRecord | None = None
+
+    def begin(self, shift: list[float]) -> None:
+        """A new solve starts; ``shift`` = ε'_row − ε_row (its training tolerance minus the user's) per row."""
+        self.shift = shift
+        if self.last is not None:
+            self.iterations, self.elapsed_s, self.samples = (self.last.iteration, self.last.elapsed_s,
+                                                             self.last.samples_seen)
+
+    def on_start(self, info: dict) -> None:
+        if not self.started:
+            self.started = True
+            self.inner.on_start({**info, "max_iterations": self.total})
+
+    def on_iteration(self, record: IterationRecord) -> None:
+        constraints = [g + s for g, s in zip(record.constraints, self.shift)]
+        self.last = IterationRecord(
+            iteration=self.iterations + record.iteration, elapsed_s=self.elapsed_s + record.elapsed_s,
+            samples_seen=self.samples + record.samples_seen, objective=record.objective, constraints=constraints,
+            max_violation=max([0.0, *constraints]), duals=record.duals)
+        self.inner.on_iteration(self.last)
+
+    def should_stop(self) -> str | None:
+        return self.inner.should_stop()
+
+
+@dataclass
+class _Row:
+    """One solve of the portfolio: what ``tried`` shows, plus the model it produced."""
+
+    entry: dict[str, Any]
+    model: nn.Module | None = field(default=None, repr=False)
+    criterion: np.ndarray | None = field(default=None, repr=False)
+    result: SolveResult | None = field(default=None, repr=False)
+
+
+def _rounded(values: np.ndarray) -> list[float | None]:
+    return [None if not np.isfinite(v) else round(float(v), 6) for v in values]
+
+
+class _Portfolio:
+    """State of one :func:`solve_auto` call: the problem, the judging split, the budget and the rows so far."""
+
+    def __init__(self, problem: Problem, validation: Problem | None, config: AutoConfig, observer: Observer,
+                 max_iterations: int, time_limit_s: float, seed: int, start: nn.Module | None,
+                 criterion: Callable[[np.ndarray], np.ndarray] | None) -> None:
+        self.problem, self.config, self.seed = problem, config, seed
+        self.families = problem.constraints
+        self.user_tolerance = np.asarray([f.tolerance for f in self.families], dtype=float)
+        self.train, self.judge = Split.of(problem), Split.of(validation if validation is not None else problem)
+        self.judge_name = "validation" if validation is not None else "train"
+        self.first = min(config.iterations, max_iterations)
+        self.more = min(config.refine_iterations, max_iterations)
+        self.deadline = time.perf_counter() + time_limit_s
+        self.start = start
+        self.criterion = criterion
+        self.rows: list[_Row] = []
+        self.candidates = portfolio(config, problem.model_type, [f.name for f in self.families])
+        total = len(self.candidates) * (self.first + config.refinements * self.more)
+        self.observer = _Continuous(observer, total)
+        self.stop_reason: str | None = None
+
+    # ---------------------------------------------------------------- one solve
+    def _solve(self, name: str, params: dict, model: nn.Module | None, iterations: int,
+               tolerance: np.ndarray) -> SolveResult:
+        for family, eps in zip(self.families, tolerance):
+            family.tolerance = float(eps)
+        shift = [float(eps - user) for family, eps, user in zip(self.families, tolerance, self.user_tolerance)
+                 for _ in family.names]
+        self.observer.begin(shift)
+        entry = ALGORITHMS.entry(name)
+        return run_algorithm(entry.load(), self.problem, entry.Config(**params), self.observer,
+                             max_iterations=iterations, time_limit_s=max(self.deadline - time.perf_counter(), 0.0),
+                             seed=self.seed, model=model, validation=None)
+
+    def _scores(self, model: nn.Module, split: Split) -> np.ndarray:
+        with torch.no_grad():
+            return model(split.X).double().reshape(-1).cpu().numpy()
+
+    def _judge(self, row: _Row, model: nn.Module) -> str:
+        """Fill the row's validation figures; return its outcome."""
+        if not all(torch.isfinite(p).all() for p in model.parameters()):
+            return "diverged"
+        names = self.problem.group_names
+        judge, train = self._scores(model, self.judge), self._scores(model, self.train)
+        if not (np.isfinite(judge).all() and np.isfinite(train).all()):
+            return "diverged"
+        gaps = exact_values(self.families, self.judge.y, judge, self.judge.group, names)
+        train_gaps = exact_values(self.families, self.train.y, train, self.train.group, names)
+        row.criterion = gaps if self.criterion is None else np.asarray(self.criterion(judge), dtype=float)
+        pred = judge > 0
+        row.entry.update({
+            "accuracy": round(float((pred == (self.judge.y == 1)).mean()), 6),
+            "gaps": _rounded(gaps), "train_gaps": _rounded(train_gaps),
+            "criterion": _rounded(row.criterion),
+        })
+        if near_constant(self.judge.y, judge, self.judge.group, len(names)):
+            return "near_constant"
+        return "meets" if bool(np.all(row.criterion <= self.user_tolerance)) else "violates"
+
+    def _record(self, name: str, params: dict, tolerance: np.ndarray, result: SolveResult | None,
+                seconds: float, error: str | None = None) -> _Row:
+        row = _Row({"solver": name, "params": params, "judged_on": self.judge_name,
+                    "training_tolerances": _rounded(tolerance), "iterations": result.iterations if result else 0,
+                    "seconds": round(seconds, 4)}, result=result)
+        if error is not None:
+            row.entry["outcome"] = "error"
+            row.entry["error"] = error
+        else:
+            row.entry["outcome"] = self._judge(row, result.model)
+            row.model = copy.deepcopy(result.model) if row.entry["outcome"] != "diverged" else None
+        if result is not None and result.stop_reason is not None:
+            row.entry["stop_reason"] = result.stop_reason
+        self.rows.append(row)
+        return row
+
+    def _run_one(self, name: str, params: dict, model: nn.Module | None, iterations: int,
+                 tolerance: np.ndarray) -> _Row:
+        began = time.perf_counter()
+        try:
+            result = self._solve(name, params, model, iterations, tolerance)
+        except (ArithmeticError, RuntimeError, ValueError) as exc:  # a candidate's failure is auto's to absorb
+            return self._record(name, params, tolerance, None, time.perf_counter() - began,
+                                f"{type(exc).__name__}: {exc}")
+        return self._record(name, params, tolerance, result, time.perf_counter() - began)
+
+    # ---------------------------------------------------------------- the portfolio
+    def _out_of_budget(self) -> bool:
+        reason = self.observer.should_stop()
+        if reason is not None:
+            self.stop_reason = str(reason)
+        return reason is not None or time.perf_counter() >= self.deadline
+
+    def _tighten(self, row: _Row, tolerance: np.ndarray) -> np.ndarray | None:
+        """The next training tolerances (module docstring, step 3), or None when the row needs none / cannot."""
+        gaps = np.asarray([np.nan if v is None else v for v in row.entry["gaps"]], dtype=float)
+        train = np.asarray([np.nan if v is None else v for v in row.entry["train_gaps"]], dtype=float)
+        worst = np.fmax(gaps, train)
+        over = (row.criterion > self.user_tolerance) | (worst > self.user_tolerance)
+        if not over.any() or not np.isfinite(worst[over]).all():
+            return None
+        margin = np.clip(np.nan_to_num(row.criterion - gaps), 0.0, None)
+        factor = np.clip(AIM * (self.user_tolerance - margin) / np.maximum(worst, 1e-12), 0.0, 0.9)
+        tightened = np.where(over, tolerance * factor, tolerance)
+        return None if np.allclose(tightened, tolerance) else tightened
+
+    def run_candidate(self, name: str, settings: tuple[dict, ...]) -> None:
+        for params in settings:  # a search: the next setting only when this one diverged or is near-constant
+            if self._out_of_budget():
+                return
+            start = copy.deepcopy(self.start) if self.start is not None else None
+            tolerance = self.user_tolerance.copy()
+            row = self._run_one(name, params, start, self.first, tolerance)
+            if row.entry["outcome"] in FAILED:
+                continue
+            for _ in range(self.config.refinements):
+                nxt = self._tighten(row, tolerance)
+                if nxt is None or self._out_of_budget():
+                    break
+                tolerance = nxt
+                row = self._run_one(name, params, row.result.model, self.more, tolerance)
+                if row.entry["outcome"] in FAILED:
+                    break
+            return
+
+    def select(self) -> _Row | None:
+        """Module docstring, step 4."""
+        working = [r for r in self.rows if r.entry["outcome"] not in FAILED and r.model is not None]
+        if not working:
+            usable = [r for r in self.rows if r.model is not None]
+            return max(usable, key=lambda r: r.entry.get("accuracy", 0.0)) if usable else None
+        meeting = [r for r in working if r.entry["outcome"] == "meets"]
+        if meeting:
+            return max(meeting, key=lambda r: r.entry["accuracy"])
+        scale = np.maximum(self.user_tolerance, 1e-12)
+        return min(working, key=lambda r: (float(np.nanmax(r.criterion / scale)), -r.entry["accuracy"]))
+
+
+def solve_auto(problem: Problem, config: AutoConfig, observer: Observer | None = None, *, max_iterations: int = 2000,
+               time_limit_s: float = 600.0, seed: int = 0, model: nn.Module | None = None,
+               validation: Problem | None = None,
+               criterion: Callable[[np.ndarray], np.ndarray] | None = None) -> SolveResult:
+    """Run the portfolio (module docstring) and return the selected model as a :class:`SolveResult` whose
+    ``tried`` lists every solve (the selected one has ``"selected": true``).
+
+    ``criterion``: maps the judging split's scores to one value per family compared with the user's
+    tolerance (e.g. a one-sided upper confidence bound when a guarantee is asked); None = the exact values."""
+    began = time.perf_counter()
+    run = _Portfolio(problem, validation, config, observer or Observer(), max_iterations, time_limit_s, seed,
+                     model, criterion)
+    try:
+        for name, settings in run.candidates:
+            run.run_candidate(name, settings)
+            if run.stop_reason is not None:
+                break
+    finally:
+        for family, eps in zip(run.families, run.user_tolerance):
+            family.tolerance = float(eps)
+    chosen = run.select()
+    tried = [r.entry for r in run.rows]
+    if chosen is None:  # nothing finished: no model to return but the last attempt's (or a fresh one)
+        raise RuntimeError("auto: no candidate finished within the time limit"
+                           if run.stop_reason is None else f"auto: stopped ({run.stop_reason}) before any candidate")
+    chosen.entry["selected"] = True
+    last = run.observer.last
+    status = "stopped" if run.stop_reason is not None else "completed"
+    return SolveResult(model=chosen.model.eval(), status=status, stop_reason=run.stop_reason,
+                       iterations=last.iteration if last else 0, solver_time_s=time.perf_counter() - began,
+                       samples_seen=last.samples_seen if last else 0, last=last, config=config, tried=tried)
