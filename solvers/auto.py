@@ -107,7 +107,7 @@ def portfolio(config: AutoConfig, model_type: str, families: list[str]) -> list[
         entry = ALGORITHMS.entry(name)
         supported = entry.supported_constraints
         if model_type in entry.supported_models and (supported is None or all(f in supported for f in families)):
-            out.append((name, SETTINGS.get(name, ({},))))
+            out.append((name, tuple(config.settings.get(name) or SETTINGS.get(name, ({},)))))
     return out
 
 
@@ -359,9 +359,9 @@ def solve_auto(problem: Problem, config: AutoConfig, observer: Observer | None =
             family.tolerance = float(eps)
     chosen = run.select()
     tried = [r.entry for r in run.rows]
-    if chosen is None:  # nothing finished: no model to return but the last attempt's (or a fresh one)
-        raise RuntimeError("auto: no candidate finished within the time limit"
-                           if run.stop_reason is None else f"auto: stopped ({run.stop_reason}) before any candidate")
+    if chosen is None:
+        outcomes = ", ".join(f"{t['solver']} {t['params']}: {t['outcome']}" for t in tried) or "none ran"
+        raise ArithmeticError(f"auto: no candidate gave a usable model ({outcomes})")
     chosen.entry["selected"] = True
     last = run.observer.last
     status = "stopped" if run.stop_reason is not None else "completed"

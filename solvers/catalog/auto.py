@@ -1,7 +1,9 @@
 """Catalog: ``auto``, the portfolio that keeps the user's tolerance (the default solver of a job spec)."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
 
 from .base import ALGORITHMS
 
@@ -35,6 +37,31 @@ class AutoConfig(BaseModel):
         3, le=10, description="Times a candidate's training tolerance is tightened (and its solve continued from "
         "its current model) while its exact train or validation metric exceeds the tolerance.")
     refine_iterations: PositiveInt = Field(150, le=100_000, description="Iterations of each continued solve.")
+
+    settings: dict[str, list[dict[str, Any]]] = Field(
+        {}, description="Per solver, the params to search, in order (the next only when one diverges or gives a "
+        "near-constant model), replacing auto's own for that solver, e.g. {\"plada\": [{\"eta\": 0.5}, "
+        "{\"eta\": 0.05}]}.")
+
+    @field_validator("settings")
+    @classmethod
+    def _valid_params(cls, settings: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+        out = {}
+        for name, options in settings.items():
+            if name not in ALGORITHMS or ALGORITHMS.entry(name).name == "auto":
+                raise ValueError(f"unknown solver {name!r}")
+            if not 1 <= len(options) <= 10:
+                raise ValueError(f"{name!r}: give 1 to 10 settings")
+            entry = ALGORITHMS.entry(name)
+            for params in options:
+                try:
+                    entry.Config(**params)
+                except ValidationError as err:
+                    first = err.errors()[0]
+                    raise ValueError(f"{name!r}: invalid param {'.'.join(map(str, first['loc']))!r}: "
+                                     f"{first['msg']}") from None
+            out[entry.name] = options
+        return out
 
     @field_validator("portfolio")
     @classmethod
