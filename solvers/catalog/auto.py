@@ -32,11 +32,11 @@ class AutoConfig(BaseModel):
         description="Solver names to try, in order (None = ssg, plada, lagrangian, penalty, then the dedicated "
         "solvers of the spec's constraint types). Each runs with auto's settings for it, else its paper defaults.")
     iterations: PositiveInt = Field(
-        300, le=100_000, description="Iterations of each candidate's first solve (at most the job's max_iterations).")
+        500, le=100_000, description="Iterations of each candidate's first solve (at most the job's max_iterations).")
     refinements: NonNegativeInt = Field(
         3, le=10, description="Times a candidate's training tolerance is tightened (and its solve continued from "
         "its current model) while its exact train or validation metric exceeds the tolerance.")
-    refine_iterations: PositiveInt = Field(150, le=100_000, description="Iterations of each continued solve.")
+    refine_iterations: PositiveInt = Field(200, le=100_000, description="Iterations of each continued solve.")
 
     settings: dict[str, list[dict[str, Any]]] = Field(
         {}, description="Per solver, the params to search, in order (the next only when one diverges or gives a "

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from solvers import ConstraintSpec, ProblemSpec, RecordingObserver, SolverSpec, run, solve
-from solvers.auto import near_constant
+from solvers.auto import TIE_SE, near_constant
 from solvers.catalog import ALGORITHMS
 from solvers.constraints import ConstraintFamily
 from solvers.metrics import group_fairness
@@ -56,7 +56,9 @@ def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validat
     chosen = [t for t in tried if t.get("selected")]
     assert len(chosen) == 1 and chosen[0]["outcome"] == "meets"
     meeting = [t for t in tried if t["outcome"] == "meets"]
-    assert chosen[0]["accuracy"] == max(t["accuracy"] for t in meeting)
+    best = max(t["accuracy"] for t in meeting)  # ties: within half a standard error of the best, smallest gap
+    ties = [t for t in meeting if t["accuracy"] >= best - TIE_SE * np.sqrt(best * (1 - best) / len(yv)) - 1e-12]
+    assert chosen[0] in ties and chosen[0]["gaps"][0] == min(t["gaps"][0] for t in ties)
     # the returned model is the selected one: its exact validation gap is the row's, within the tolerance
     assert _dp(result.model, Xv, yv, sv) == pytest.approx(chosen[0]["gaps"][0], abs=1e-6)
     assert chosen[0]["gaps"][0] <= TOL
