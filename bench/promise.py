@@ -31,7 +31,6 @@ import argparse
 import json
 import statistics
 import time
-import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from bench.datasets import adult, bank, compas
+from bench.fairlearn_reference import fit as fit_fairlearn
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STORE = RESULTS / "promise.json"
@@ -115,30 +115,6 @@ def ours(table: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def fairlearn_job(table: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
-    """fairlearn on exactly our split and encoding (train split), evaluated on our test split."""
-    from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
-    from fairlearn.reductions import DemographicParity, EqualizedOdds, ExponentiatedGradient
-    from sklearn.linear_model import LogisticRegression
-
-    from solvers import ProblemSpec, prepare
-
-    kind, tolerance = spec["constraints"][0]["type"], spec["constraints"][0]["tolerance"]
-    data = prepare(table, ProblemSpec.model_validate(spec))
-    X, y, group, train, test = data.X, data.y, data.group, data.splits["train"], data.splits["test"]
-    moment = (DemographicParity if kind == "demographic_parity" else EqualizedOdds)(difference_bound=tolerance)
-    started = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = ExponentiatedGradient(LogisticRegression(max_iter=1000), moment).fit(
-            X[train], y[train], sensitive_features=group[train])
-    wall = time.perf_counter() - started
-    pred = model.predict(X[test], random_state=0)
-    metric = demographic_parity_difference if kind == "demographic_parity" else equalized_odds_difference
-    return {"time_s": wall, "test_accuracy": float((pred == y[test]).mean()),
-            "test_gap": float(metric(y[test], pred, sensitive_features=group[test]))}
-
-
 def methods(model: str, kind: str, solvers: list[str], with_fairlearn: bool) -> list[tuple[str, dict | None, float | None]]:
     """(method label, solver spec or None for fairlearn, guarantee confidence)."""
     out: list[tuple[str, dict | None, float | None]] = [(name, {"name": name}, None) for name in solvers]
@@ -180,7 +156,7 @@ def run_grid(args: argparse.Namespace) -> None:
                                 continue
                             spec = spec_for(dataset, kind, tolerance, model, seed, solver or {"name": "erm"},
                                             confidence)
-                            row = fairlearn_job(table, spec) if solver is None else ours(table, spec)
+                            row = fit_fairlearn(table, spec) if solver is None else ours(table, spec)
                             jobs[key] = {"dataset": dataset, "constraint": kind, "tolerance": tolerance,
                                          "model": model, "seed": seed, "method": method, **row}
                             save_store(store)
@@ -191,7 +167,7 @@ def headline() -> dict[str, Any]:
     """auto vs fairlearn on Adult, sex, DP ≤ 0.02, linear, seed 0: fitted back to back in this invocation."""
     table = adult()
     spec = spec_for("adult_sex", "demographic_parity", 0.02, "linear", 0, {"name": "auto"})
-    theirs = fairlearn_job(table, spec)
+    theirs = fit_fairlearn(table, spec)
     mine = ours(table, spec)
     out = {"fairlearn": theirs, "auto": mine, "time_ratio": mine["time_s"] / theirs["time_s"],
            "accuracy_difference": mine["test_accuracy"] - theirs["test_accuracy"],

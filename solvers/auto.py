@@ -51,7 +51,7 @@ import torch
 from torch import nn
 
 from .algorithms import SolveResult, run_algorithm
-from .catalog import ALGORITHMS, CONSTRAINTS
+from .catalog import ALGORITHMS
 from .catalog.auto import DEFAULT_PORTFOLIO, AutoConfig
 from .metrics import group_fairness
 from .observer import IterationRecord, Observer

@@ -9,7 +9,6 @@ import torch
 from solvers import ConstraintSpec, ProblemSpec, RecordingObserver, SolverSpec, run, solve
 from solvers.auto import TIE_SE, near_constant
 from solvers.catalog import ALGORITHMS
-from solvers.constraints import ConstraintFamily
 from solvers.metrics import group_fairness
 from solvers.observer import Observer
 from solvers.problem import Problem
