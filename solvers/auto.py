@@ -6,10 +6,10 @@ solvers dedicated to the spec's constraint types — each within what is left of
 
 1. **First solve** of ``iterations`` steps (at most ``max_iterations``) from the run's start model (a warm start
    when the caller gave one, else the seeded initialisation).
-2. **Checks.** A non-finite parameter ("diverged") or a near-constant model ("near_constant": balanced accuracy
-   below :data:`MIN_BALANCED_ACCURACY`, or some group with a predicted-positive rate below
-   :data:`MIN_GROUP_RATE` or above 1 − it) ends the candidate; for a step-size search (PLADA's η) the next
-   setting is tried, otherwise auto moves on to the next solver.
+2. **Checks.** A non-finite parameter ("diverged"), a near-constant model ("near_constant": some group with a
+   predicted-positive rate below :data:`MIN_GROUP_RATE` or above 1 − it) or a weak one (``weak``: balanced
+   accuracy below :data:`MIN_BALANCED_ACCURACY`) ends the candidate; for a step-size search (PLADA's η) the
+   next setting is tried, otherwise auto moves on to the next solver.
 3. **Exact constraint.** With v_j the exact value of family j on the validation split (ŷ = 1{f > 0}, the
    definitions of :mod:`solvers.metrics`), t_j the same on the training split, and ε_j the user's tolerance:
    while max(v_j, t_j) > k (ε_j − s_j) for some j, k = :data:`KEEP` (and refinements are left), the family's
@@ -19,17 +19,19 @@ solvers dedicated to the spec's constraint types — each within what is left of
 
    where s_j ≥ 0 is the margin the selection criterion adds to v_j (0 for the point estimate; the upper
    confidence bound's width when a guarantee is asked), and the solve continues from the candidate's current
-   model for ``refine_iterations`` steps. k < 1 leaves room for the difference between the validation split
+   model for ``refine_iterations`` steps. Refining stops early when a tightening did not lower the worst exact
+   value by :data:`STALL` of itself (the surrogate is loose there: the exact metric does not follow it). k < 1 leaves room for the difference between the validation split
    and unseen data (on Adult the exact DP of one model differs by about 0.005 between splits of 6,500 rows). The surrogate of the family is then held below a value where the
    exact metric has room (issue item 4: a surrogate that is met while the exact metric is not does not end the
    candidate).
 4. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances, validation accuracy,
    balanced accuracy and exact gaps (and train gaps), criterion values, seconds, outcome. Among rows that are
-   neither diverged nor near-constant, auto takes those whose criterion keeps every tolerance (c_j ≤ ε_j,
+   neither diverged, near-constant nor weak, auto takes those whose criterion keeps every tolerance (c_j ≤ ε_j,
    c = v, or the one-sided upper bound when a guarantee is asked); among them, those whose validation accuracy
    is within :data:`TIE_SE` standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told
-   apart by n validation rows), and of these the one with the smallest worst ratio max_j c_j / ε_j; when none
-   keeps every tolerance, the one with the smallest worst ratio max_j c_j / ε_j (then the honest report warns that the
+   apart by n validation rows), and of these the one with the smallest worst ratio max_j c_j / ε_j; else the
+   most accurate weak row that keeps every tolerance (a promise kept by a weak model, which the job's report
+   warns about, before a promise broken); else the one with the smallest worst ratio max_j c_j / ε_j (then the honest report warns that the
    tolerance is not kept). Without a validation split everything above uses the training split.
 
 The families' tolerances are the user's again when :func:`solve_auto` returns. The observer sees one
@@ -74,6 +76,8 @@ KEEP = 0.85
 AIM = 0.7
 #: validation accuracies within this many standard errors of the best are ties, broken by the smaller gap
 TIE_SE = 0.5
+#: a refinement that lowers the worst exact value by less than this share of it ends the candidate's refining
+STALL = 0.05
 #: outcomes of a row that selection never prefers over a working model
 FAILED = ("diverged", "near_constant", "error")
 
@@ -144,9 +148,10 @@ def exact_values(families, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
     return np.asarray(out, dtype=float)
 
 
-def near_constant(y: np.ndarray, logits: np.ndarray, group: np.ndarray, n_groups: int) -> bool:
-    """Balanced accuracy < :data:`MIN_BALANCED_ACCURACY`, or a group's predicted-positive rate outside
-    [:data:`MIN_GROUP_RATE`, 1 − :data:`MIN_GROUP_RATE`] (groups present on the split)."""
+def triviality(y: np.ndarray, logits: np.ndarray, group: np.ndarray, n_groups: int) -> str | None:
+    """"near_constant" when a group's predicted-positive rate is outside [:data:`MIN_GROUP_RATE`,
+    1 − :data:`MIN_GROUP_RATE`] (groups present on the split), "weak" when the balanced accuracy is below
+    :data:`MIN_BALANCED_ACCURACY`, else None."""
     pred = logits > 0
     counts = np.bincount(group, minlength=n_groups)
     rates = np.bincount(group, weights=pred, minlength=n_groups)[counts > 0] / counts[counts > 0]
@@ -154,7 +159,9 @@ def near_constant(y: np.ndarray, logits: np.ndarray, group: np.ndarray, n_groups
     tpr = pred[positives].mean() if positives.any() else 1.0
     tnr = (~pred[~positives]).mean() if (~positives).any() else 1.0
     balanced = (tpr + tnr) / 2.0
-    return bool(balanced < MIN_BALANCED_ACCURACY or (rates < MIN_GROUP_RATE).any() or (rates > 1 - MIN_GROUP_RATE).any())
+    if (rates < MIN_GROUP_RATE).any() or (rates > 1 - MIN_GROUP_RATE).any():
+        return "near_constant"
+    return "weak" if balanced < MIN_BALANCED_ACCURACY else None
 
 
 class _Continuous(Observer):
@@ -261,8 +268,11 @@ class _Portfolio:
             "gaps": _rounded(gaps), "train_gaps": _rounded(train_gaps),
             "criterion": _rounded(row.criterion),
         })
-        if near_constant(self.judge.y, judge, self.judge.group, len(names)):
-            return "near_constant"
+        trivial = triviality(self.judge.y, judge, self.judge.group, len(names))
+        if trivial == "near_constant":
+            return trivial
+        if trivial == "weak":
+            row.entry["weak"] = True
         return "meets" if bool(np.all(row.criterion <= self.user_tolerance)) else "violates"
 
     def _record(self, name: str, params: dict, tolerance: np.ndarray, result: SolveResult | None,
@@ -312,22 +322,32 @@ class _Portfolio:
         tightened = np.where(over, tolerance * factor, tolerance)
         return None if np.allclose(tightened, tolerance) else tightened
 
+    @staticmethod
+    def _ends(row: _Row) -> bool:
+        """The row ends its candidate's refining (and moves a step-size search on)."""
+        return row.entry["outcome"] in FAILED or bool(row.entry.get("weak"))
+
+    @staticmethod
+    def _worst(row: _Row) -> float:
+        values = [v for v in (*row.entry["gaps"], *row.entry["train_gaps"]) if v is not None]
+        return max(values) if values else float("nan")
+
     def run_candidate(self, name: str, settings: tuple[dict, ...]) -> None:
-        for params in settings:  # a search: the next setting only when this one diverged or is near-constant
+        for params in settings:  # a search: the next setting only when this one diverged or is near-trivial
             if self._out_of_budget():
                 return
             start = copy.deepcopy(self.start) if self.start is not None else None
             tolerance = self.user_tolerance.copy()
             row = self._run_one(name, params, start, self.first, tolerance)
-            if row.entry["outcome"] in FAILED:
+            if self._ends(row):
                 continue
             for _ in range(self.config.refinements):
                 nxt = self._tighten(row, tolerance)
                 if nxt is None or self._out_of_budget():
                     break
-                tolerance = nxt
+                tolerance, before = nxt, self._worst(row)
                 row = self._run_one(name, params, row.result.model, self.more, tolerance)
-                if row.entry["outcome"] in FAILED:
+                if self._ends(row) or not self._worst(row) <= (1.0 - STALL) * before:
                     break
             return
 
@@ -342,12 +362,16 @@ class _Portfolio:
         def worst_ratio(r: _Row) -> float:
             return float(np.nanmax(r.criterion / scale)) if r.criterion.size else 0.0
 
-        meeting = [r for r in working if r.entry["outcome"] == "meets"]
+        strong = [r for r in working if not r.entry.get("weak")]
+        meeting = [r for r in strong if r.entry["outcome"] == "meets"]
+        weak_meeting = [r for r in working if r.entry.get("weak") and r.entry["outcome"] == "meets"]
         if meeting:
             best = max(r.entry["accuracy"] for r in meeting)
             band = TIE_SE * np.sqrt(best * (1.0 - best) / max(len(self.judge.y), 1))
             ties = [r for r in meeting if r.entry["accuracy"] >= best - band - 1e-12]
             return min(ties, key=lambda r: (worst_ratio(r), -r.entry["accuracy"]))
+        if weak_meeting:
+            return max(weak_meeting, key=lambda r: r.entry["accuracy"])
         return min(working, key=lambda r: (worst_ratio(r), -r.entry["accuracy"]))
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from solvers import ConstraintSpec, ProblemSpec, RecordingObserver, SolverSpec, run, solve
-from solvers.auto import TIE_SE, near_constant
+from solvers.auto import TIE_SE, triviality
 from solvers.catalog import ALGORITHMS
 from solvers.metrics import group_fairness
 from solvers.observer import Observer
@@ -85,12 +85,14 @@ def test_a_diverging_setting_is_detected_and_the_search_moves_on():
         solve(train, {"name": "auto", "params": params}, max_iterations=100, validation=val)
 
 
-def test_near_constant_models_are_detected():
+def test_near_constant_and_weak_models_are_detected():
     y = np.array([0, 1] * 50)
     group = np.repeat([0, 1], 50)
-    assert near_constant(y, np.full(100, 3.0), group, 2)  # everyone positive
-    assert near_constant(y, np.where(group == 0, -5.0, 2 * y - 1.0), group, 2)  # group 0 never positive
-    assert not near_constant(y, 2 * y - 1.0, group, 2)  # a perfect classifier
+    assert triviality(y, np.full(100, 3.0), group, 2) == "near_constant"  # everyone positive
+    assert triviality(y, np.where(group == 0, -5.0, 2 * y - 1.0), group, 2) == "near_constant"  # group 0 never
+    coin = np.where(np.arange(100) % 4 < 2, 1.0, -1.0)  # positive for half of each group, unrelated to y
+    assert triviality(y, coin, group, 2) == "weak"  # balanced accuracy 0.5
+    assert triviality(y, 2 * y - 1.0, group, 2) is None  # a perfect classifier
 
 
 class _CancelAfter(Observer):
