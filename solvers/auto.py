@@ -19,8 +19,11 @@ solvers dedicated to the spec's constraint types — each within what is left of
 
    where s_j ≥ 0 is the margin the selection criterion adds to v_j (0 for the point estimate; the upper
    confidence bound's width when a guarantee is asked), and the solve continues from the candidate's current
-   model for ``refine_iterations`` steps. Refining stops early when a tightening did not lower the worst exact
-   value by :data:`STALL` of itself (the surrogate is loose there: the exact metric does not follow it). k < 1 leaves room for the difference between the validation split
+   model for ``refine_iterations`` steps. When a refinement did not lower the worst exact value by
+   :data:`STALL` of itself, the surrogate is loose there (the scores sit near 0, where σ(f) measures mean
+   scores rather than rates): the next refinement divides the temperature T of the rate families' surrogate
+   σ(f/T) by :data:`COOLING` instead (down to :data:`MIN_TEMPERATURE`); two refinements in a row without
+   progress end the candidate. k < 1 leaves room for the difference between the validation split
    and unseen data (on Adult the exact DP of one model differs by about 0.005 between splits of 6,500 rows). The surrogate of the family is then held below a value where the
    exact metric has room (issue item 4: a surrogate that is met while the exact metric is not does not end the
    candidate).
@@ -77,7 +80,10 @@ AIM = 0.7
 #: validation accuracies within this many standard errors of the best are ties, broken by the smaller gap
 TIE_SE = 0.5
 #: a refinement that lowers the worst exact value by less than this share of it ends the candidate's refining
-STALL = 0.05
+STALL = 0.2
+#: a stalled refinement divides the surrogate's temperature T (σ(f/T), rate families) by this, down to the floor
+COOLING = 4.0
+MIN_TEMPERATURE = 1.0 / 64
 #: outcomes of a row that selection never prefers over a working model
 FAILED = ("diverged", "near_constant", "error")
 
@@ -221,6 +227,9 @@ class _Portfolio:
         self.problem, self.config, self.seed = problem, config, seed
         self.families = problem.constraints
         self.user_tolerance = np.asarray([f.tolerance for f in self.families], dtype=float)
+        self.user_configs = [f.config for f in self.families]
+        self.user_temperature = np.asarray([getattr(c, "temperature", np.nan) for c in self.user_configs], dtype=float)
+        self.temperature = self.user_temperature.copy()  # of the candidate being solved
         self.train, self.judge = Split.of(problem), Split.of(validation if validation is not None else problem)
         self.judge_name = "validation" if validation is not None else "train"
         self.first = min(config.iterations, max_iterations)
@@ -237,8 +246,10 @@ class _Portfolio:
     # ---------------------------------------------------------------- one solve
     def _solve(self, name: str, params: dict, model: nn.Module | None, iterations: int,
                tolerance: np.ndarray) -> SolveResult:
-        for family, eps in zip(self.families, tolerance):
+        for family, eps, config, temperature in zip(self.families, tolerance, self.user_configs, self.temperature):
             family.tolerance = float(eps)
+            if np.isfinite(temperature):
+                family.config = config.model_copy(update={"temperature": float(temperature)})
         shift = [float(eps - user) for family, eps, user in zip(self.families, tolerance, self.user_tolerance)
                  for _ in family.names]
         self.observer.begin(shift)
@@ -280,6 +291,8 @@ class _Portfolio:
         row = _Row({"solver": name, "params": params, "judged_on": self.judge_name,
                     "training_tolerances": _rounded(tolerance), "iterations": result.iterations if result else 0,
                     "seconds": round(seconds, 4)}, result=result)
+        if np.isfinite(self.temperature).any():
+            row.entry["temperatures"] = _rounded(self.temperature)
         if error is not None:
             row.entry["outcome"] = "error"
             row.entry["error"] = error
@@ -308,8 +321,9 @@ class _Portfolio:
             self.stop_reason = str(reason)
         return reason is not None or time.perf_counter() >= self.deadline
 
-    def _tighten(self, row: _Row, tolerance: np.ndarray) -> np.ndarray | None:
-        """The next training tolerances (module docstring, step 3), or None when the row needs none / cannot."""
+    def _over(self, row: _Row) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(families to refine, their worst exact values, the room under their tolerances), or None (none /
+        an undefined value)."""
         gaps = np.asarray([np.nan if v is None else v for v in row.entry["gaps"]], dtype=float)
         train = np.asarray([np.nan if v is None else v for v in row.entry["train_gaps"]], dtype=float)
         worst = np.fmax(gaps, train)
@@ -318,6 +332,25 @@ class _Portfolio:
         over = (row.criterion > self.user_tolerance) | (worst > KEEP * room)
         if not over.any() or not np.isfinite(worst[over]).all():
             return None
+        return over, worst, room
+
+    def _cool(self, row: _Row) -> np.ndarray | None:
+        """The next surrogate temperatures: T/:data:`COOLING` for the families to refine (down to
+        :data:`MIN_TEMPERATURE`), or None when none can be cooled."""
+        refine = self._over(row)
+        if refine is None:
+            return None
+        can = refine[0] & np.isfinite(self.temperature) & (self.temperature > MIN_TEMPERATURE)
+        if not can.any():
+            return None
+        return np.where(can, np.maximum(self.temperature / COOLING, MIN_TEMPERATURE), self.temperature)
+
+    def _tighten(self, row: _Row, tolerance: np.ndarray) -> np.ndarray | None:
+        """The next training tolerances (module docstring, step 3), or None when the row needs none / cannot."""
+        refine = self._over(row)
+        if refine is None:
+            return None
+        over, worst, room = refine
         factor = np.clip(AIM * room / np.maximum(worst, 1e-12), 0.0, 0.9)
         tightened = np.where(over, tolerance * factor, tolerance)
         return None if np.allclose(tightened, tolerance) else tightened
@@ -337,18 +370,32 @@ class _Portfolio:
             if self._out_of_budget():
                 return
             start = copy.deepcopy(self.start) if self.start is not None else None
-            tolerance = self.user_tolerance.copy()
+            tolerance, self.temperature = self.user_tolerance.copy(), self.user_temperature.copy()
             row = self._run_one(name, params, start, self.first, tolerance)
             if self._ends(row):
                 continue
+            stalled = False
             for _ in range(self.config.refinements):
-                nxt = self._tighten(row, tolerance)
-                if nxt is None or self._out_of_budget():
+                if stalled:  # the exact metric did not follow the tighter surrogate: sharpen the surrogate
+                    cooled = self._cool(row)
+                    if cooled is None:
+                        break
+                    self.temperature = cooled
+                else:
+                    nxt = self._tighten(row, tolerance)
+                    if nxt is None:
+                        break
+                    tolerance = nxt
+                if self._out_of_budget():
                     break
-                tolerance, before = nxt, self._worst(row)
+                before = self._worst(row)
                 row = self._run_one(name, params, row.result.model, self.more, tolerance)
-                if self._ends(row) or not self._worst(row) <= (1.0 - STALL) * before:
+                if self._ends(row):
                     break
+                progressed = self._worst(row) <= (1.0 - STALL) * before
+                if not progressed and stalled:
+                    break
+                stalled = not progressed
             return
 
     def select(self) -> _Row | None:
@@ -393,8 +440,8 @@ def solve_auto(problem: Problem, config: AutoConfig, observer: Observer | None =
             if run.stop_reason is not None:
                 break
     finally:
-        for family, eps in zip(run.families, run.user_tolerance):
-            family.tolerance = float(eps)
+        for family, eps, config in zip(run.families, run.user_tolerance, run.user_configs):
+            family.tolerance, family.config = float(eps), config
     chosen = run.select()
     tried = [r.entry for r in run.rows]
     if chosen is None:

@@ -144,3 +144,30 @@ def test_the_readme_example_gives_a_good_model_that_keeps_the_tolerance():
     assert validation["demographic_parity"] <= 0.02
     assert out.tried and sum(bool(t.get("selected")) for t in out.tried) == 1
     assert out.tolerances == [0.02]
+
+
+def _weak_signal(n: int, seed: int):
+    """The label depends weakly on a feature shifted by group: scores sit near 0, where σ(f) measures mean
+    scores and not rates, so the sigmoid surrogate of DP is loose."""
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += 1.0 * s
+    y = (rng.random(n) < 1 / (1 + np.exp(-(0.4 * X[:, 0] + 0.2 * X[:, 1] - 0.2)))).astype(int)
+    return ((X - X.mean(0)) / X.std(0)).astype(np.float32), y, s
+
+
+def test_where_the_surrogate_is_loose_auto_sharpens_it_until_the_exact_gap_is_kept():
+    X, y, s = _weak_signal(4000, 1)
+    family = ConstraintSpec(type="demographic_parity", tolerance=0.03).build()
+    train = Problem(X=X[:2800], y=y[:2800], group=s[:2800], group_names=["a", "b"], constraints=[family],
+                    device="cpu")
+    val = Problem(X=X[2800:], y=y[2800:], group=s[2800:], group_names=["a", "b"], device="cpu")
+    result = solve(train, {"name": "auto", "params": {"portfolio": ["plada"]}}, max_iterations=300, validation=val)
+    rows = result.tried
+    # the tolerance alone stalls (the exact gap stays ~0.1 while the surrogate is met), a cooler σ(f/T) does not
+    assert rows[-2]["temperatures"] == [1.0] and rows[-2]["train_gaps"][0] > 0.05
+    assert rows[-1]["temperatures"] == [0.25] and rows[-1].get("selected")
+    assert _dp(result.model, X[:2800], y[:2800], s[:2800]) <= 0.03
+    assert _dp(result.model, X[2800:], y[2800:], s[2800:]) <= 0.03
+    assert family.config.temperature == 1.0 and family.tolerance == 0.03  # the user's again
