@@ -11,31 +11,30 @@ solvers dedicated to the spec's constraint types — each within what is left of
    accuracy below :data:`MIN_BALANCED_ACCURACY`) ends the candidate; for a step-size search (PLADA's η) the
    next setting is tried, otherwise auto moves on to the next solver.
 3. **Exact constraint.** With v_j the exact value of family j on the validation split (ŷ = 1{f > 0}, the
-   definitions of :mod:`solvers.metrics`), t_j the same on the training split, and ε_j the user's tolerance:
-   while max(v_j, t_j) > k (ε_j − s_j) for some j, k = :data:`KEEP` (and refinements are left), the family's
-   *training* tolerance is tightened multiplicatively,
+   definitions of :mod:`solvers.fairness.exact`), t_j the same on the training split, and ε_j the tolerance: while
+   max(v_j, t_j) > k ε_j for some j, k = :data:`KEEP` (and refinements are left), the family's *training*
+   tolerance is tightened multiplicatively,
 
-       ε'_j ← ε'_j · clip(a (ε_j − s_j) / max(v_j, t_j), 0, 0.9),   a = :data:`AIM`,
+       ε'_j ← ε'_j · clip(a ε_j / max(v_j, t_j), 0, 0.9),   a = :data:`AIM`,
 
-   where s_j ≥ 0 is the margin the selection criterion adds to v_j (0 for the point estimate; the upper
-   confidence bound's width when a guarantee is asked), and the solve continues from the candidate's current
-   model for ``refine_iterations`` steps. When a refinement did not lower the worst exact value by
+   and the solve continues from the candidate's current model for ``refine_iterations`` steps (issue item 4: a
+   surrogate that is met while the exact metric is not does not end the candidate). k < 1 leaves room for the
+   difference between the validation split and unseen data (on Adult the exact DP of one model differs by
+   about 0.005 between splits of 6,500 rows). When a refinement did not lower the worst exact value by
    :data:`STALL` of itself, the surrogate is loose there (the scores sit near 0, where σ(f) measures mean
    scores rather than rates): the next refinement divides the temperature T of the rate families' surrogate
    σ(f/T) by :data:`COOLING` instead (down to :data:`MIN_TEMPERATURE`); two refinements in a row without
-   progress end the candidate. k < 1 leaves room for the difference between the validation split
-   and unseen data (on Adult the exact DP of one model differs by about 0.005 between splits of 6,500 rows). The surrogate of the family is then held below a value where the
-   exact metric has room (issue item 4: a surrogate that is met while the exact metric is not does not end the
-   candidate).
-4. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances, validation accuracy,
-   balanced accuracy and exact gaps (and train gaps), criterion values, seconds, outcome. Among rows that are
-   neither diverged, near-constant nor weak, auto takes those whose criterion keeps every tolerance (c_j ≤ ε_j,
-   c = v, or the one-sided upper bound when a guarantee is asked); among them, those whose validation accuracy
-   is within :data:`TIE_SE` standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told
-   apart by n validation rows), and of these the one with the smallest worst ratio max_j c_j / ε_j; else the
-   most accurate weak row that keeps every tolerance (a promise kept by a weak model, which the job's report
-   warns about, before a promise broken); else the one with the smallest worst ratio max_j c_j / ε_j (then the honest report warns that the
-   tolerance is not kept). Without a validation split everything above uses the training split.
+   progress end the candidate.
+4. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances (and temperatures),
+   validation accuracy, exact validation and train gaps, seconds, outcome ("meets" when v_j ≤ ε_j for every j,
+   else "violates"; "diverged", "near_constant", "error"; ``weak`` beside). Among rows that are neither
+   diverged, near-constant nor weak and meet, those whose validation accuracy is within :data:`TIE_SE`
+   standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told apart by n validation
+   rows), and of these the one with the smallest worst ratio max_j v_j / ε_j; else the most accurate weak row
+   that meets (a promise kept by a weak model, which the job's report warns about, before a promise broken);
+   else the row with the smallest worst ratio. Without a validation split (``validation=None``) everything
+   above uses the training split, so the chosen model depends on the training rows only: what the Seldonian
+   test of :mod:`solvers.fairness.guarantee` needs of its candidates when a guarantee is asked.
 
 The families' tolerances are the user's again when :func:`solve_auto` returns. The observer sees one
 continuous run: iterations, seconds and samples are counted across candidates (``on_start`` once), each
@@ -49,7 +48,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -73,9 +72,9 @@ SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
     "plada": ({"eta": 0.5}, {"eta": 0.1}, {"eta": 0.02}),
     "penalty": ({"penalty": 5.0},),
 }
-#: a candidate is tightened while its worst exact value is above this share of the room under the tolerance
+#: a candidate is tightened while its worst exact value (validation or train) is above this share of the tolerance
 KEEP = 0.85
-#: a tightening aims the worst exact value at this share of the room (below KEEP, so one usually suffices)
+#: a tightening aims the worst exact value at this share of the tolerance (below KEEP, so one usually suffices)
 AIM = 0.7
 #: validation accuracies within this many standard errors of the best are ties, broken by the smaller gap
 TIE_SE = 0.5
@@ -210,7 +209,7 @@ class _Row:
 
     entry: dict[str, Any]
     model: nn.Module | None = field(default=None, repr=False)
-    criterion: np.ndarray | None = field(default=None, repr=False)
+    gaps: np.ndarray | None = field(default=None, repr=False)
     result: SolveResult | None = field(default=None, repr=False)
 
 
@@ -222,8 +221,7 @@ class _Portfolio:
     """State of one :func:`solve_auto` call: the problem, the judging split, the budget and the rows so far."""
 
     def __init__(self, problem: Problem, validation: Problem | None, config: AutoConfig, observer: Observer,
-                 max_iterations: int, time_limit_s: float, seed: int, start: nn.Module | None,
-                 criterion: Callable[[np.ndarray], np.ndarray] | None) -> None:
+                 max_iterations: int, time_limit_s: float, seed: int, start: nn.Module | None) -> None:
         self.problem, self.config, self.seed = problem, config, seed
         self.families = problem.constraints
         self.user_tolerance = np.asarray([f.tolerance for f in self.families], dtype=float)
@@ -236,7 +234,6 @@ class _Portfolio:
         self.more = min(config.refine_iterations, max_iterations)
         self.deadline = time.perf_counter() + time_limit_s
         self.start = start
-        self.criterion = criterion
         self.rows: list[_Row] = []
         self.candidates = portfolio(config, problem.model_type, [f.name for f in self.families])
         total = len(self.candidates) * (self.first + config.refinements * self.more)
@@ -272,19 +269,18 @@ class _Portfolio:
             return "diverged"
         gaps = exact_values(self.families, self.judge.y, judge, self.judge.group, names)
         train_gaps = exact_values(self.families, self.train.y, train, self.train.group, names)
-        row.criterion = gaps if self.criterion is None else np.asarray(self.criterion(judge), dtype=float)
+        row.gaps = gaps
         pred = judge > 0
         row.entry.update({
             "accuracy": round(float((pred == (self.judge.y == 1)).mean()), 6),
             "gaps": _rounded(gaps), "train_gaps": _rounded(train_gaps),
-            "criterion": _rounded(row.criterion),
         })
         trivial = triviality(self.judge.y, judge, self.judge.group, len(names))
         if trivial == "near_constant":
             return trivial
         if trivial == "weak":
             row.entry["weak"] = True
-        return "meets" if bool(np.all(row.criterion <= self.user_tolerance)) else "violates"
+        return "meets" if bool(np.all(gaps <= self.user_tolerance)) else "violates"
 
     def _record(self, name: str, params: dict, tolerance: np.ndarray, result: SolveResult | None,
                 seconds: float, error: str | None = None) -> _Row:
@@ -321,18 +317,14 @@ class _Portfolio:
             self.stop_reason = str(reason)
         return reason is not None or time.perf_counter() >= self.deadline
 
-    def _over(self, row: _Row) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(families to refine, their worst exact values, the room under their tolerances), or None (none /
-        an undefined value)."""
-        gaps = np.asarray([np.nan if v is None else v for v in row.entry["gaps"]], dtype=float)
+    def _over(self, row: _Row) -> tuple[np.ndarray, np.ndarray] | None:
+        """(families to refine, their worst exact values), or None (none / an undefined value)."""
         train = np.asarray([np.nan if v is None else v for v in row.entry["train_gaps"]], dtype=float)
-        worst = np.fmax(gaps, train)
-        margin = np.clip(np.nan_to_num(row.criterion - gaps), 0.0, None)
-        room = self.user_tolerance - margin
-        over = (row.criterion > self.user_tolerance) | (worst > KEEP * room)
+        worst = np.fmax(row.gaps, train)
+        over = worst > KEEP * self.user_tolerance
         if not over.any() or not np.isfinite(worst[over]).all():
             return None
-        return over, worst, room
+        return over, worst
 
     def _cool(self, row: _Row) -> np.ndarray | None:
         """The next surrogate temperatures: T/:data:`COOLING` for the families to refine (down to
@@ -350,8 +342,8 @@ class _Portfolio:
         refine = self._over(row)
         if refine is None:
             return None
-        over, worst, room = refine
-        factor = np.clip(AIM * room / np.maximum(worst, 1e-12), 0.0, 0.9)
+        over, worst = refine
+        factor = np.clip(AIM * self.user_tolerance / np.maximum(worst, 1e-12), 0.0, 0.9)
         tightened = np.where(over, tolerance * factor, tolerance)
         return None if np.allclose(tightened, tolerance) else tightened
 
@@ -407,7 +399,7 @@ class _Portfolio:
         scale = np.maximum(self.user_tolerance, 1e-12)
 
         def worst_ratio(r: _Row) -> float:
-            return float(np.nanmax(r.criterion / scale)) if r.criterion.size else 0.0
+            return float(np.nanmax(r.gaps / scale)) if r.gaps.size else 0.0
 
         strong = [r for r in working if not r.entry.get("weak")]
         meeting = [r for r in strong if r.entry["outcome"] == "meets"]
@@ -424,16 +416,12 @@ class _Portfolio:
 
 def solve_auto(problem: Problem, config: AutoConfig, observer: Observer | None = None, *, max_iterations: int = 2000,
                time_limit_s: float = 600.0, seed: int = 0, model: nn.Module | None = None,
-               validation: Problem | None = None,
-               criterion: Callable[[np.ndarray], np.ndarray] | None = None) -> SolveResult:
+               validation: Problem | None = None) -> SolveResult:
     """Run the portfolio (module docstring) and return the selected model as a :class:`SolveResult` whose
-    ``tried`` lists every solve (the selected one has ``"selected": true``).
-
-    ``criterion``: maps the judging split's scores to one value per family compared with the user's
-    tolerance (e.g. a one-sided upper confidence bound when a guarantee is asked); None = the exact values."""
+    ``tried`` lists every solve (the selected one has ``"selected": true``)."""
     began = time.perf_counter()
     run = _Portfolio(problem, validation, config, observer or Observer(), max_iterations, time_limit_s, seed,
-                     model, criterion)
+                     model)
     try:
         for name, settings in run.candidates:
             run.run_candidate(name, settings)
