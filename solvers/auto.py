@@ -5,7 +5,9 @@ For the spec's model type and constraint families, :func:`solve_auto` runs, in o
 solvers dedicated to the spec's constraint types — each within what is left of ``time_limit_s``:
 
 1. **First solve** of ``iterations`` steps (at most ``max_iterations``) from the run's start model (a warm start
-   when the caller gave one, else the seeded initialisation).
+   when the caller gave one, else the seeded initialisation). Candidates never see the validation split
+   themselves (``level_set`` and ``iqrc``, whose output rules select an iterate on it, use their rule's
+   fallback): only auto's checks and selection read it.
 2. **Checks.** A non-finite parameter ("diverged"), a near-constant model ("near_constant": some group with a
    predicted-positive rate below :data:`MIN_GROUP_RATE` or above 1 − it) or a weak one (``weak``: balanced
    accuracy below :data:`MIN_BALANCED_ACCURACY`) ends the candidate; for a step-size search (PLADA's η) the
