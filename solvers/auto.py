@@ -48,6 +48,7 @@ rows not run are not listed.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -195,10 +196,10 @@ class _Continuous(Observer):
 
     def on_iteration(self, record: IterationRecord) -> None:
         constraints = [g + s for g, s in zip(record.constraints, self.shift)]
-        self.last = IterationRecord(
-            iteration=self.iterations + record.iteration, elapsed_s=self.elapsed_s + record.elapsed_s,
-            samples_seen=self.samples + record.samples_seen, objective=record.objective, constraints=constraints,
-            max_violation=max([0.0, *constraints]), duals=record.duals)
+        self.last = dataclasses.replace(
+            record, iteration=self.iterations + record.iteration, elapsed_s=self.elapsed_s + record.elapsed_s,
+            samples_seen=self.samples + record.samples_seen, constraints=constraints,
+            max_violation=max([0.0, *constraints]))
         self.inner.on_iteration(self.last)
 
     def should_stop(self) -> str | None:
