@@ -5,9 +5,8 @@ For the spec's model type and constraint families, :func:`solve_auto` runs, in o
 solvers dedicated to the spec's constraint types — each within what is left of ``time_limit_s``:
 
 1. **First solve** of ``iterations`` steps (at most ``max_iterations``) from the run's start model (a warm start
-   when the caller gave one, else the seeded initialisation). Candidates never see the validation split
-   themselves (``level_set`` and ``iqrc``, whose output rules select an iterate on it, use their rule's
-   fallback): only auto's checks and selection read it.
+   when the caller gave one, else the seeded initialisation). Each candidate is given the same validation
+   split as auto (``level_set`` and ``iqrc`` select an iterate on it), or none when auto has none.
 2. **Checks.** A non-finite parameter ("diverged"), a near-constant model ("near_constant": some group with a
    predicted-positive rate below :data:`MIN_GROUP_RATE` or above 1 − it) or a weak one (``weak``: balanced
    accuracy below :data:`MIN_BALANCED_ACCURACY`) ends the candidate; for a step-size search (PLADA's η) the
@@ -232,6 +231,7 @@ class _Portfolio:
         self.user_temperature = np.asarray([getattr(c, "temperature", np.nan) for c in self.user_configs], dtype=float)
         self.temperature = self.user_temperature.copy()  # of the candidate being solved
         self.train, self.judge = Split.of(problem), Split.of(validation if validation is not None else problem)
+        self.validation = validation
         self.judge_name = "validation" if validation is not None else "train"
         self.first = min(config.iterations, max_iterations)
         self.more = min(config.refine_iterations, max_iterations)
@@ -256,7 +256,7 @@ class _Portfolio:
         entry = ALGORITHMS.entry(name)
         return run_algorithm(entry.load(), self.problem, entry.Config(**params), self.observer,
                              max_iterations=iterations, time_limit_s=max(self.deadline - time.perf_counter(), 0.0),
-                             seed=self.seed, model=model, validation=None)
+                             seed=self.seed, model=model, validation=self.validation)
 
     def _scores(self, model: nn.Module, split: Split) -> np.ndarray:
         with torch.no_grad():
