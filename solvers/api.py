@@ -41,7 +41,7 @@ def solve(
     validation: Problem | None = None,
     resume: Checkpoint | None = None,
 ) -> SolveResult:
-    """Run the named algorithm (default PLADA with paper defaults) on a built :class:`Problem`.
+    """Run the named algorithm (default ``auto``, :mod:`solvers.auto`) on a built :class:`Problem`.
 
     ``solver``: a :class:`SolverSpec`, an algorithm name, or ``{"name":..., "params":...}``.
     ``model``: optional warm start (otherwise ``problem.make_model()`` under ``seed``).
@@ -55,6 +55,11 @@ def solve(
         solver = SolverSpec(name=solver)
     elif isinstance(solver, dict):
         solver = SolverSpec(**solver)
+    if solver.entry.name == "auto":  # a portfolio of the algorithms below (no checkpoints: ``resume`` is None)
+        from .auto import solve_auto
+
+        return solve_auto(problem, solver.config(), observer, max_iterations=max_iterations,
+                          time_limit_s=time_limit_s, seed=seed, model=model, validation=validation)
     return run_algorithm(solver.algorithm, problem, solver.config(), observer, max_iterations=max_iterations,
                          time_limit_s=time_limit_s, seed=seed, model=model, validation=validation, resume=resume)
 
@@ -269,4 +274,5 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         predictions=predictions, constraint_names=problem.constraint_names, groups=list(group_names),
         feature_names=data.encoder.feature_names, tolerances=problem.tolerances, encoder=data.encoder.to_dict(),
         fairness=fairness, warnings=warnings, enforcement=enforcement, guarantee=guarantee,
+        tried=result.tried,
     )

@@ -140,9 +140,11 @@ class ConstraintSpec(BaseModel):
 
 
 class SolverSpec(Strict):
-    """Algorithm name (or alias) and its params, validated against the algorithm's Config."""
+    """Algorithm name (or alias) and its params, validated against the algorithm's Config. The default,
+    ``auto``, is a portfolio that keeps the tolerance (:mod:`solvers.auto`); a named solver runs with its
+    paper's defaults."""
 
-    name: str = "plada"
+    name: str = "auto"
     params: dict[str, Any] = {}
 
     @field_validator("name")
