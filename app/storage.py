@@ -273,7 +273,8 @@ def _cached_table(path: str, fmt: str, delimiter: str | None, sha256: str) -> pd
 
 
 def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str) -> pd.DataFrame:
-    """``read_table`` with a small cache keyed by content hash; callers must not mutate the frame."""
+    """``read_table`` with a small cache keyed by content hash, for the worker (a sweep's jobs share a table);
+    callers must not mutate the frame. The API process never calls it: it reads profiles and chunks."""
     return _cached_table(str(path), fmt, options.get("delimiter"), sha256)
 
 

@@ -34,6 +34,12 @@ class Strict(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+# Size caps, checked before anything is allocated (issue 19: a spec of a few bytes must not cost gigabytes).
+MAX_HIDDEN_LAYERS = 16
+MAX_HIDDEN_WIDTH = 4096
+MAX_PARAMETERS = 10_000_000   # float32: 40 MB of weights (and as much per copy an algorithm keeps)
+MAX_CONSTRAINTS = 64          # constraint families of one spec (each yields up to one row per group)
+
 
 def _describe_error(err: ValidationError) -> str:
     first = err.errors()[0]
@@ -68,10 +74,14 @@ class GroupRule(Strict):
 
 class ModelSpec(Strict):
     """``linear`` (optionally with its weights w in the ball ‖w‖_p ≤ radius, p = 1 or 2; the
-    bias is free) or ``mlp`` (``hidden`` sizes, ``activation``)."""
+    bias is free) or ``mlp`` (``hidden`` sizes, ``activation``).
+
+    Bounded before anything is built: at most ``MAX_HIDDEN_LAYERS`` hidden layers of at most
+    ``MAX_HIDDEN_WIDTH`` units, and at most ``MAX_PARAMETERS`` parameters (:meth:`parameter_count`;
+    here counted for one input feature, the full count once the encoder's width d is known)."""
 
     type: Literal["linear", "mlp"] = "linear"
-    hidden: list[PositiveInt] = [64, 64]
+    hidden: list[Annotated[int, Field(gt=0, le=MAX_HIDDEN_WIDTH)]] = Field([64, 64], max_length=MAX_HIDDEN_LAYERS)
     activation: Literal["relu", "tanh"] = "relu"
     ball: Literal["l1", "l2"] | None = Field(
         None, description="Feasible set of a linear model's weights: 'l1' or 'l2' ball of `radius` (None: R^d).")
@@ -83,7 +93,22 @@ class ModelSpec(Strict):
             raise ValueError("'ball' and 'radius' must be given together")
         if self.ball is not None and self.type != "linear":
             raise ValueError("'ball' applies to linear models only")
+        if (n := self.parameter_count(1)) > MAX_PARAMETERS:
+            raise ValueError(f"'hidden': the model has {n} parameters (more than {MAX_PARAMETERS})")
         return self
+
+    def parameter_count(self, n_features: int) -> int:
+        """Weights and biases of the model on ``n_features`` inputs: linear d + 1; an MLP with widths
+        h_1..h_L has Σ_{l=1..L+1} (h_{l-1} + 1) · h_l with h_0 = d and h_{L+1} = 1."""
+        widths = [n_features, *(self.hidden if self.type == "mlp" else []), 1]
+        return sum((a + 1) * b for a, b in zip(widths, widths[1:]))
+
+    def check_size(self, n_features: int) -> None:
+        """Raise :class:`SpecError` (at ``model``) when the model on ``n_features`` inputs is too large."""
+        if (n := self.parameter_count(n_features)) > MAX_PARAMETERS:
+            raise SpecError(("model", "hidden") if self.type == "mlp" else ("features",),
+                            f"the {self.type} model on {n_features} encoded features has {n} parameters "
+                            f"(more than {MAX_PARAMETERS})")
 
 
 class ConstraintSpec(BaseModel):
@@ -115,9 +140,11 @@ class ConstraintSpec(BaseModel):
 
 
 class SolverSpec(Strict):
-    """Algorithm name (or alias) and its params, validated against the algorithm's Config."""
+    """Algorithm name (or alias) and its params, validated against the algorithm's Config. The default,
+    ``auto``, is a portfolio that keeps the tolerance (:mod:`solvers.auto`); a named solver runs with its
+    paper's defaults."""
 
-    name: str = "plada"
+    name: str = "auto"
     params: dict[str, Any] = {}
 
     @field_validator("name")
@@ -165,6 +192,18 @@ class SplitSpec(Strict):
         return self
 
 
+class GuaranteeSpec(Strict):
+    """A high-confidence fairness guarantee (Seldonian): the returned model is accepted only if a one-sided
+    upper confidence bound of every constraint on the validation split is ≤ its tolerance
+    (:mod:`solvers.fairness.guarantee` states the bound)."""
+
+    confidence: float = Field(0.95, ge=0.5, lt=1.0, description="Probability 1 − α with which every constraint "
+                              "of the accepted model holds on the data distribution (union bound over the "
+                              "constraints, their groups and the candidates tested).")
+    max_tests: int = Field(4, ge=1, le=20, description="Most candidates tested on the validation split; each "
+                           "test runs at level α / max_tests so that the accepted one keeps the stated confidence.")
+
+
 class ProblemSpec(Strict):
     """A whole job. ``features=None`` means every column except ``target``; the
     sensitive columns ARE then used as model inputs too (list ``features``
@@ -184,6 +223,21 @@ class ProblemSpec(Strict):
     max_iterations: int = Field(2000, ge=1)
     time_limit_s: float = Field(600, gt=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    guarantee: GuaranteeSpec | None = Field(
+        None, description="Ask for a high-confidence fairness guarantee, e.g. {\"confidence\": 0.95}; needs "
+        "constraints and a validation split.")
+    exact_enforcement: bool = Field(
+        True, description="After the solve, enforce the exact constraint (not only its surrogate) on the training "
+        "split: tighten the surrogate and continue, then a per-group threshold correction where possible. "
+        "False keeps the algorithm's output as the paper defines it.")
+
+    @model_validator(mode="after")
+    def _guarantee_needs(self) -> "ProblemSpec":
+        if self.guarantee is not None and not self.constraints:
+            raise ValueError("guarantee: needs at least one constraint")
+        if self.guarantee is not None and self.split.validation == 0:
+            raise ValueError("guarantee: needs a validation split (split.validation > 0)")
+        return self
 
     def feature_columns(self, columns) -> list[str]:
         if self.features is not None:

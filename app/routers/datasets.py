@@ -12,14 +12,15 @@ from fastapi import APIRouter, File, Form, HTTPException, Query, Response, Uploa
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 from sqlalchemy import exists, func, select
+from sqlalchemy.orm import Session
 
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.models import Alert, Audit, AuditRun, Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut, json_response
 from app.settings import Settings
-from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, load_table, profile_upload, remove_quietly,
+from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, iter_chunks, profile_upload, remove_quietly,
                          stream_to_disk)
-from app.table_profile import TableProfile, describe
+from app.table_profile import TableProfile
 
 router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"])
 
@@ -98,8 +99,18 @@ def keep(db, dataset: Dataset, tmp: Path, final: Path) -> None:
         raise
 
 
+def dataset_summary(db: Session, settings: Settings, dataset: Dataset) -> dict:
+    """The summary profiled at upload; a dataset uploaded before summaries were stored is profiled now, a chunk
+    at a time like an upload, and the summary stored."""
+    if dataset.summary is None:
+        chunks = iter_chunks(dataset_path(settings, dataset), dataset.format, dataset.read_options)
+        dataset.summary = TableProfile.of(chunks).summary()
+        db.commit()
+    return dataset.summary
+
+
 @router.get("", response_model=list[DatasetOut])
-def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[Dataset]:
+def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: Offset = 0) -> list[Dataset]:
     stmt = (select(Dataset).where(Dataset.owner == caller.owner).order_by(Dataset.created_at.desc())
             .limit(limit).offset(offset))
     return list(db.scalars(stmt))
@@ -108,10 +119,7 @@ def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, l
 @router.get("/{dataset_id}", response_model=DatasetDetail)
 def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> Response:
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
-    if dataset.summary is None:  # stored at upload; datasets uploaded before that get it on first read
-        frame = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
-        dataset.summary = describe(frame)
-        db.commit()
+    dataset_summary(db, settings, dataset)
     return json_response(DatasetDetail.model_validate(dataset).model_dump_json().encode())
 
 

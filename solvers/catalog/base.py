@@ -42,6 +42,16 @@ class ConstraintConfig(BaseModel):
     )
 
 
+class RateConfig(ConstraintConfig):
+    """Fields of the rate families (DP, equal opportunity, equalized odds, minority rate): the surrogate
+    and its temperature."""
+
+    temperature: float = Field(
+        1.0, gt=0.0, le=100.0,
+        description="Temperature T of the surrogate: σ is applied to f/T. T < 1 brings it closer to the "
+        "indicator 1{f>0} (auto lowers it when the exact rate does not follow the surrogate); 1 = the paper's.")
+
+
 def describe_solver(entry: Entry) -> dict[str, Any]:
     """A solver as served by ``GET /solvers``."""
     constraints = entry.supported_constraints or CONSTRAINTS.names()

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import CONSTRAINTS, ConstraintConfig
+from .base import CONSTRAINTS, RateConfig
 
 LossName = Literal["bce", "logistic", "hinge", "truncated_logistic"]
 
@@ -18,7 +18,7 @@ LossName = Literal["bce", "logistic", "hinge", "truncated_logistic"]
     description="Demographic parity: the positive-prediction rates Pr(f>0 | s=g) of all groups "
     "lie within `tolerance` of each other (surrogate: paper eq. 15, max − min over K groups).",
 )
-class DemographicParityConfig(ConstraintConfig):
+class DemographicParityConfig(RateConfig):
     """No fields of its own beyond those it inherits."""
 
 
@@ -30,7 +30,7 @@ class DemographicParityConfig(ConstraintConfig):
     description="Equal opportunity: the true-positive rates Pr(f>0 | s=g, y=1) of all groups lie within "
     "`tolerance` of each other (surrogate: max − min over K groups of the mean σ(f) on y=1 samples).",
 )
-class EqualOpportunityConfig(ConstraintConfig):
+class EqualOpportunityConfig(RateConfig):
     """No fields of its own beyond those it inherits."""
 
 
@@ -42,7 +42,7 @@ class EqualOpportunityConfig(ConstraintConfig):
     description="Equalized odds: true-positive rates and false-positive rates of all groups "
     "lie within `tolerance` of each other (surrogate: paper eq. 17, max − min over K groups).",
 )
-class EqualizedOddsConfig(ConstraintConfig):
+class EqualizedOddsConfig(RateConfig):
     aggregate: Literal["max", "separate"] = Field(
         "max",
         description="'max': one constraint max(TPR gap, FPR gap) ≤ ε as in paper eq. 17; "
@@ -104,7 +104,7 @@ class IntersectionalConfig(LossGapConfig):
     description="Minority rate (IPC paper Sec. 5): the minority group receives at least a fraction `c` of the "
     "positive predictions: c·Σ_S σ(f) − Σ_{S_min} σ(f) ≤ 0, scaled by 1/|S|.",
 )
-class MinorityRateConfig(ConstraintConfig):
+class MinorityRateConfig(RateConfig):
     c: float = Field(
         0.2, gt=0.0, lt=1.0,
         description="Fairness parameter c ∈ (0, 1): the minority must receive at least the fraction c of all "

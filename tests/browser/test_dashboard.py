@@ -70,10 +70,10 @@ def test_sign_in_upload_and_dataset_page(web_stack, owner_key, page, browser_con
     page.fill("#api_key", owner_key)
     page.click("#signin-form button[type=submit]")
     page.wait_for_url(web_stack.url + "/datasets")
-    cookie = next(c for c in browser_context.cookies() if c["name"] == "fairsolve_key")
+    cookie = next(c for c in browser_context.cookies() if c["name"] == "fairsolve_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["expires"] == -1  # session cookie
     assert not cookie["secure"]  # plain http here; https requests get a Secure cookie
-    assert page.evaluate("document.cookie") == ""  # scripts cannot read the key
+    assert page.evaluate("document.cookie") == ""  # scripts cannot read the session id
 
     empty = tmp_path / "empty.csv"
     empty.write_text("")
@@ -104,7 +104,7 @@ def test_sign_in_upload_and_dataset_page(web_stack, owner_key, page, browser_con
 
     page.click(".signout button")
     page.wait_for_url(re.compile(r"/signin$"))
-    assert not [c for c in browser_context.cookies() if c["name"] == "fairsolve_key"]
+    assert not [c for c in browser_context.cookies() if c["name"] == "fairsolve_session"]
     page.goto(web_stack.url + "/jobs")
     page.wait_for_url(re.compile(r"/signin\?next="))
 
