@@ -23,7 +23,6 @@ MAX_COLUMNS = 10_000       # features listed
 MAX_SENSITIVE = 16         # sensitive columns (their groups multiply)
 MAX_GROUPS = 1000          # named groups of one group rule
 MAX_RULE_VALUES = 100_000  # raw values of one group rule, all its groups together
-MAX_CONSTRAINTS = 64
 
 Name = Annotated[str, Field(max_length=MAX_NAME)]
 Scalar = Annotated[str, Field(max_length=MAX_VALUE)] | int | float | bool
@@ -33,6 +32,7 @@ class Strict(BaseModel):
     """A request body part: a key it does not know (e.g. ``max_iteration``) is an error naming it."""
 
     model_config = ConfigDict(extra="forbid")
+
 
 # Size caps, checked before anything is allocated (issue 19: a spec of a few bytes must not cost gigabytes).
 MAX_HIDDEN_LAYERS = 16
