@@ -1,0 +1,101 @@
+"""fairsolve.Client against the real running service (API + Celery worker on PostgreSQL + Redis):
+upload a DataFrame, a job with progress, metrics as DataFrames, charts, the model on raw data, a
+sweep, an audit; the API's validation messages; and FairClassifier's predictions equal the job's."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from fairsolve import Client, FairClassifier, FairSolveError
+from solvers.encoding import build_groups
+from solvers.splitting import split_indices
+from tests.datagen import planted_table
+
+DP = {"type": "demographic_parity", "tolerance": 0.05}
+SPEC = dict(target="income", positive_label=">50K", sensitive=["sex"], constraints=[DP], solver="ssg",
+            max_iterations=200, device="cpu", seed=3)
+
+
+@pytest.fixture(scope="module")
+def client(postgres_stack):
+    with Client(postgres_stack.url, postgres_stack.new_key("python-client"), poll_s=0.2) as fs:
+        yield fs
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return planted_table(1500, seed=11)
+
+
+@pytest.fixture(scope="module")
+def dataset(client, frame):
+    return client.upload(frame, name="planted")
+
+
+def test_bad_keyword_arguments_raise_the_apis_message(client, dataset):
+    with pytest.raises(FairSolveError, match=r"body\.constraints\.0\.tolerance") as err:
+        client.submit(dataset, **(SPEC | {"constraints": [{"type": "demographic_parity", "tolerance": -1}]}))
+    assert err.value.status_code == 422 and err.value.detail[0]["loc"] == ["body", "constraints", 0, "tolerance"]
+    with pytest.raises(FairSolveError, match=r"body\.sensitive\.0: unknown column 'gender'"):
+        client.submit(dataset, **(SPEC | {"sensitive": ["gender"]}))
+    with pytest.raises(FairSolveError, match=r"body\.solver\.name"):
+        client.submit(dataset, **(SPEC | {"solver": "nope"}))
+
+
+def test_job_metrics_charts_model_and_the_estimator(client, dataset, frame, capsys):
+    assert dataset["n_rows"] == len(frame) and {c["name"] for c in dataset["columns"]} == set(frame.columns)
+    job = client.submit(dataset, **SPEC).wait()
+    assert job.status == "succeeded" and "200/200" in capsys.readouterr().err  # tqdm's bar reached the end
+
+    metrics = job.metrics()
+    assert list(metrics.index) == ["train", "validation", "test"] and 0.5 < metrics.loc["test", "accuracy"] <= 1
+    groups = job.group_metrics("test")
+    assert set(groups.index) == {"Male", "Female"} and groups["n"].sum() == metrics.loc["test", "n"]
+    rates = groups["demographic_parity"]
+    assert rates.max() - rates.min() == pytest.approx(metrics.loc["test", "demographic_parity"])
+    assert {"equalized_odds.tpr", "equalized_odds.fpr"} <= set(groups.columns)
+    assert isinstance(job.chart("trajectory"), go.Figure) and len(job.trajectory()) == 200
+
+    predictions = job.predictions()
+    model = job.model()
+    rows = frame.loc[predictions["row"]]
+    assert np.allclose(model.predict_proba(rows)[:, 1], predictions["score"], atol=1e-6)
+    assert (model.predict(rows) == predictions["prediction"].to_numpy()).all()
+
+    # the same spec and seed in-process: FairClassifier on the job's train split predicts what the job does
+    group, _ = build_groups(frame, ["sex"])
+    y = (frame["income"] == ">50K").to_numpy().astype(int)
+    train, _, _ = split_indices(2 * group + y, 0.2, 0.2, 0)
+    features = frame.drop(columns=["income"])
+    clf = FairClassifier(constraints=[DP], solver="ssg", max_iter=200, random_state=3)
+    clf.fit(features.iloc[train], frame["income"].iloc[train], sensitive_features=frame["sex"].iloc[train])
+    assert np.allclose(clf.predict_proba(rows.drop(columns=["income"]))[:, 1], predictions["score"], atol=1e-5)
+
+    audit = client.audit(job, dataset=dataset, metrics=[{"type": "demographic_parity", "threshold": 0.9}])
+    run = client.run_audit(audit, timeout=120)
+    assert run["status"] == "succeeded" and run["passed"] is True and run["n_rows"] == len(frame)
+    with pytest.raises(FairSolveError, match=r"body\.metrics\.0\.type"):
+        client.audit(job, dataset=dataset, metrics=[{"type": "vibes", "threshold": 1}])
+
+
+def test_sweep(client, dataset):
+    sweep = client.sweep(dataset, tolerances=[0.2, 0.05], seeds=[0], solvers=["ssg"],
+                         **(SPEC | {"max_iterations": 60})).wait(progress=False, timeout=240)
+    assert sweep.status == "succeeded", sweep.data["failures"]
+    points = sweep.points()
+    assert set(points["tolerance"].dropna()) == {0.2, 0.05} and "accuracy" in points.columns
+    assert all(j.status == "succeeded" for j in sweep.jobs())
+    assert isinstance(sweep.chart("pareto"), go.Figure)
+
+
+def test_uploading_a_file(client, frame, tmp_path):
+    path = tmp_path / "planted.csv"
+    frame.to_csv(path, index=False)
+    uploaded = client.upload(path)
+    assert uploaded["format"] == "csv" and uploaded["n_rows"] == len(frame)
+    assert client.dataset(uploaded)["summary"]
+    with pytest.raises(FairSolveError) as err:
+        client.dataset("nope")
+    assert err.value.status_code == 404
