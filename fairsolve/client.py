@@ -201,48 +201,82 @@ def _figure(payload: str) -> "go.Figure":
 
 
 @dataclass
-class Job:
-    """A job of the service; ``data`` is its latest answer (``refresh`` reads it again)."""
+class _Resource:
+    """A job or sweep of the service; ``data`` is its latest answer (``refresh`` reads it again)."""
 
     client: Client = field(repr=False)
     id: str
     data: dict[str, Any] = field(repr=False)
+    collection = ""   # the API's path segment
+    unit = ""         # what the progress bar counts
+
+    @property
+    def path(self) -> str:
+        return f"{API}/{self.collection}/{self.id}"
 
     @property
     def status(self) -> str:
         return self.data["status"]
 
-    def refresh(self) -> "Job":
-        self.data = self.client._json("GET", f"{API}/jobs/{self.id}")
+    def refresh(self):
+        self.data = self.client._json("GET", self.path)
         return self
 
-    def wait(self, *, progress: bool = True, timeout: float | None = None, raise_on_failure: bool = True) -> "Job":
-        """Follow the job until it finishes, with a progress bar of its iterations; FairSolveError when it failed."""
+    def _total(self) -> int | None:
+        raise NotImplementedError
+
+    def _done(self, answer: dict[str, Any]) -> int:
+        raise NotImplementedError
+
+    def _follow(self, progress: bool, timeout: float | None) -> None:
+        """Poll until the status is final, showing ``_done`` of ``_total`` in tqdm's auto bar."""
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=self.data["progress"].get("max_iterations") or None, desc=f"job {self.id}",
-                       unit="it")
+            bar = tqdm(total=self._total(), desc=f"{self.collection[:-1]} {self.id}", unit=self.unit)
 
         def show(answer: dict[str, Any]) -> None:
             self.data = answer
             if bar is not None:
-                bar.n = answer["progress"].get("iteration", 0)
+                bar.n = self._done(answer)
                 bar.set_postfix_str(answer["status"], refresh=False)
                 bar.refresh()
 
         try:
-            self.client._poll(lambda: self.client._json("GET", f"{API}/jobs/{self.id}"), timeout, show)
+            self.client._poll(lambda: self.client._json("GET", self.path), timeout, show)
         finally:
             if bar is not None:
                 bar.close()
+
+    def chart(self, kind: str, **params: Any) -> "go.Figure":
+        """Chart ``kind`` as a Plotly figure (jobs: ``trajectory``, ``scores``, ``roc``, ...; sweeps:
+        ``pareto``, ``trajectories``, ``radar``, ``groups``)."""
+        return _figure(self.client.request("GET", f"{self.path}/charts/{kind}", params=params).text)
+
+
+@dataclass
+class Job(_Resource):
+    """A job of the service."""
+
+    collection = "jobs"
+    unit = "it"
+
+    def _total(self) -> int | None:
+        return self.data["progress"].get("max_iterations") or None
+
+    def _done(self, answer: dict[str, Any]) -> int:
+        return answer["progress"].get("iteration", 0)
+
+    def wait(self, *, progress: bool = True, timeout: float | None = None, raise_on_failure: bool = True) -> "Job":
+        """Follow the job until it finishes, with a progress bar of its iterations; FairSolveError when it failed."""
+        self._follow(progress, timeout)
         if raise_on_failure and self.status != "succeeded":
             raise FairSolveError(409, f"job {self.id} {self.status}: {self.data.get('error')}", self.data)
         return self
 
     def cancel(self) -> "Job":
-        self.client.request("POST", f"{API}/jobs/{self.id}/cancel")
+        self.client.request("POST", f"{self.path}/cancel")
         return self.refresh()
 
     def metrics(self) -> pd.DataFrame:
@@ -275,16 +309,12 @@ class Job:
 
     def trajectory(self, max_points: int = 500) -> pd.DataFrame:
         """The solver's iterates (objective, violations, ...), one row per recorded iteration."""
-        points = self.client._json("GET", f"{API}/jobs/{self.id}/trajectory", params={"max_points": max_points})
+        points = self.client._json("GET", f"{self.path}/trajectory", params={"max_points": max_points})
         return pd.json_normalize(points["points"])
-
-    def chart(self, kind: str, **params: Any) -> "go.Figure":
-        """The job's chart ``kind`` (``trajectory``, ``scores``, ``roc``, ...) as a Plotly figure."""
-        return _figure(self.client.request("GET", f"{API}/jobs/{self.id}/charts/{kind}", params=params).text)
 
     def predictions(self) -> pd.DataFrame:
         """The test split's predictions (row, group, label, score, prediction)."""
-        content = self.client.request("GET", f"{API}/jobs/{self.id}/artifacts/predictions").content
+        content = self.client.request("GET", f"{self.path}/artifacts/predictions").content
         return pd.read_parquet(io.BytesIO(content))
 
     def model(self) -> "FairModel":
@@ -292,45 +322,25 @@ class Job:
         (classes 0 / 1, 1 = the job's positive label)."""
         from .model import FairModel
 
-        return FairModel.from_audit_bytes(self.client.request("GET", f"{API}/jobs/{self.id}/audit-model").content)
+        return FairModel.from_audit_bytes(self.client.request("GET", f"{self.path}/audit-model").content)
 
 
 @dataclass
-class Sweep:
-    """A sweep of the service; ``data`` is its latest answer."""
+class Sweep(_Resource):
+    """A sweep of the service."""
 
-    client: Client = field(repr=False)
-    id: str
-    data: dict[str, Any] = field(repr=False)
+    collection = "sweeps"
+    unit = "job"
 
-    @property
-    def status(self) -> str:
-        return self.data["status"]
+    def _total(self) -> int | None:
+        return self.data["n_jobs"]
 
-    def refresh(self) -> "Sweep":
-        self.data = self.client._json("GET", f"{API}/sweeps/{self.id}")
-        return self
+    def _done(self, answer: dict[str, Any]) -> int:
+        return sum(int(answer["progress"].get(k) or 0) for k in ("succeeded", "failed", "cancelled"))
 
     def wait(self, *, progress: bool = True, timeout: float | None = None) -> "Sweep":
         """Follow the sweep until no job of it runs, with a progress bar of its finished jobs."""
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=self.data["n_jobs"], desc=f"sweep {self.id}", unit="job")
-
-        def show(answer: dict[str, Any]) -> None:
-            self.data = answer
-            if bar is not None:
-                done = answer["progress"]
-                bar.n = sum(int(done.get(k) or 0) for k in ("succeeded", "failed", "cancelled"))
-                bar.refresh()
-
-        try:
-            self.client._poll(lambda: self.client._json("GET", f"{API}/sweeps/{self.id}"), timeout, show)
-        finally:
-            if bar is not None:
-                bar.close()
+        self._follow(progress, timeout)
         return self
 
     def points(self) -> pd.DataFrame:
@@ -348,9 +358,5 @@ class Sweep:
     def jobs(self) -> list[Job]:
         return [self.client.job(j) for p in self.data.get("points") or [] for j in p.get("job_ids") or []]
 
-    def chart(self, kind: str, **params: Any) -> "go.Figure":
-        """The sweep's chart ``kind`` (``pareto``, ``trajectories``, ``radar``, ``groups``) as a Plotly figure."""
-        return _figure(self.client.request("GET", f"{API}/sweeps/{self.id}/charts/{kind}", params=params).text)
-
     def report(self) -> dict[str, Any]:
-        return self.client._json("GET", f"{API}/sweeps/{self.id}/report", params={"format": "json"})
+        return self.client._json("GET", f"{self.path}/report", params={"format": "json"})
