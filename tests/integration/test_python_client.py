@@ -99,3 +99,24 @@ def test_uploading_a_file(client, frame, tmp_path):
     with pytest.raises(FairSolveError) as err:
         client.dataset("nope")
     assert err.value.status_code == 404
+
+
+def test_upload_without_header_is_flagged_and_read_with_the_options(client, frame, tmp_path):
+    path = tmp_path / "noheader.csv"
+    frame.assign(workclass=frame["workclass"].fillna("?")).to_csv(path, index=False, header=False)
+    flagged = client.upload(path)
+    assert flagged["n_rows"] == len(frame) - 1 and flagged["read_options"]["warnings"][0]["field"] == "header"
+    suggestion = flagged["read_options"]["warnings"][0]["suggestion"]
+    assert suggestion["header"] is False and len(suggestion["column_names"]) == frame.shape[1]
+
+    fixed = client.upload(path, header=False, column_names=list(frame.columns))
+    assert fixed["n_rows"] == len(frame) and [c["name"] for c in fixed["columns"]] == list(frame.columns)
+    assert "warnings" not in fixed["read_options"] and "?" in fixed["read_options"]["missing_values"]
+    assert {c["name"]: c for c in fixed["columns"]}["workclass"]["n_missing"] == frame["workclass"].isna().sum()
+    job = client.submit(fixed, **(SPEC | {"max_iterations": 20})).wait(progress=False)
+    assert job.metrics().loc["test", "n"] > 0
+
+    with pytest.raises(FairSolveError, match=r"column_names: 2 names; the file has 6 columns"):
+        client.upload(path, header=False, column_names=["a", "b"])
+    with pytest.raises(FairSolveError, match=r"body\.missing_values"):
+        client.upload(path, missing_values=["x" * 60])
