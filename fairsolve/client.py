@@ -125,6 +125,15 @@ class Client:
     def delete_dataset(self, dataset: str | dict) -> None:
         self.request("DELETE", f"{API}/datasets/{_id(dataset)}")
 
+    def feature_screen(self, dataset: str | dict, target: str, positive_label: Any,
+                       sensitive: list[str] | None = None) -> pd.DataFrame:
+        """What ``features=None`` would leave out for this target: one row per excluded or flagged column
+        (column, action, reason, detail); ``attrs["kept"]`` lists the columns it would use."""
+        answer = self._json("GET", f"{API}/datasets/{_id(dataset)}/feature-screen",
+                            params={"target": target, "positive_label": str(positive_label),
+                                    "sensitive": list(sensitive or [])})
+        return _notes(answer["notes"], answer["kept"])
+
     # catalog
     def solvers(self) -> list[dict[str, Any]]:
         return self._json("GET", f"{API}/solvers")
@@ -192,6 +201,12 @@ class Client:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"still {answer['status']} after {timeout} s")
             time.sleep(self.poll_s)
+
+
+def _notes(notes: list[dict[str, Any]], kept: list[str]) -> pd.DataFrame:
+    frame = pd.DataFrame(notes, columns=["column", "action", "reason", "detail"])
+    frame.attrs["kept"] = list(kept)
+    return frame
 
 
 def _figure(payload: str) -> "go.Figure":
@@ -274,6 +289,11 @@ class Job(_Resource):
         if raise_on_failure and self.status != "succeeded":
             raise FairSolveError(409, f"job {self.id} {self.status}: {self.data.get('error')}", self.data)
         return self
+
+    def feature_screen(self) -> pd.DataFrame:
+        """Columns the service left out of (or flagged in) a job submitted with ``features=None``, and why."""
+        spec = self.data["spec"]
+        return _notes(spec.get("feature_screen") or [], spec.get("features") or [])
 
     def cancel(self) -> "Job":
         self.client.request("POST", f"{self.path}/cancel")

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from sqlalchemy import exists, select
 
 from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.feature_screening import dataset_screen
 from app.models import Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut, json_response
 from app.read_options import OptionError, upload_options
@@ -131,6 +132,22 @@ def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentC
         dataset.summary = describe(frame)
         db.commit()
     return json_response(DatasetDetail.model_validate(dataset).model_dump_json().encode())
+
+
+@router.get("/{dataset_id}/feature-screen")
+def feature_screen(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller,
+                   target: str = Query(..., max_length=255), positive_label: str = Query(..., max_length=1000),
+                   sensitive: list[str] = Query([], max_length=50)) -> dict[str, Any]:
+    """What ``features: null`` would use for this target: ``kept`` columns and ``notes`` (column, excluded or
+    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.feature_screen`)."""
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
+    names = {c["name"] for c in dataset.columns}
+    for loc, name in (("target", target), *(("sensitive", s) for s in sensitive)):
+        if name not in names:
+            raise HTTPException(status_code=422, detail=[{"loc": ["query", loc], "msg": f"unknown column {name!r}",
+                                                          "type": "value_error"}])
+    screen = dataset_screen(settings, dataset, target, positive_label, sensitive)
+    return {"kept": screen.kept, "notes": screen.notes}
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)

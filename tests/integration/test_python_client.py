@@ -11,7 +11,7 @@ import pytest
 from fairsolve import Client, FairClassifier, FairSolveError
 from solvers.encoding import build_groups
 from solvers.splitting import split_indices
-from tests.datagen import planted_table
+from tests.datagen import compas_like_table, planted_table
 
 DP = {"type": "demographic_parity", "tolerance": 0.05}
 SPEC = dict(target="income", positive_label=">50K", sensitive=["sex"], constraints=[DP], solver="ssg",
@@ -120,3 +120,25 @@ def test_upload_without_header_is_flagged_and_read_with_the_options(client, fram
         client.upload(path, header=False, column_names=["a", "b"])
     with pytest.raises(FairSolveError, match=r"body\.missing_values"):
         client.upload(path, missing_values=["x" * 60])
+
+
+def test_features_null_leaves_out_ids_dates_text_and_leaks(client):
+    table = compas_like_table(1200, seed=4)
+    dataset = client.upload(table, name="compas-like")
+    preview = client.feature_screen(dataset, "two_year_recid", 1, ["race"])
+    assert set(preview["column"]) == {"id", "name", "dob", "compas_screening_date", "c_charge_desc",
+                                      "type_of_assessment", "is_recid"}
+    assert preview.attrs["kept"] == ["sex", "age", "race", "priors_count"]
+    job = client.submit(dataset, target="two_year_recid", positive_label=1, sensitive=["race"], solver="ssg",
+                        max_iterations=50, device="cpu")
+    assert job.data["spec"]["features"] == ["sex", "age", "race", "priors_count"]
+    notes = job.feature_screen().set_index("column")
+    assert notes.loc["is_recid", "reason"] == "near_duplicate" and notes.loc["id", "reason"] == "identifier"
+    assert "AUC" in notes.loc["is_recid", "detail"]
+    job.wait(progress=False)
+    assert job.data["result"]["n_features"] < 20  # one-hot of 3 races, 2 sexes, 2 numbers
+    listed = client.submit(dataset, target="two_year_recid", positive_label=1, sensitive=["race"], solver="ssg",
+                           max_iterations=5, device="cpu", features=["age", "is_recid"])
+    assert listed.data["spec"]["features"] == ["age", "is_recid"] and "feature_screen" not in listed.data["spec"]
+    with pytest.raises(FairSolveError, match=r"query\.target: unknown column 'nope'"):
+        client.feature_screen(dataset, "nope", 1)
