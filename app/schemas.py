@@ -30,6 +30,8 @@ class DatasetOut(BaseModel):
     size_bytes: int
     sha256: str
     columns: list[ColumnInfo]
+    read_options: dict[str, Any] = Field(default_factory=dict, description="How the file is read: delimiter, "
+                                         "header, column_names, missing_values; warnings about the upload.")
     created_at: datetime
 
 

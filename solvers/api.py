@@ -204,6 +204,17 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     return model, enforcement, None
 
 
+def evaluate_split(spec: ProblemSpec, constraints, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
+                   group_names: list[str], train_counts: np.ndarray) -> dict[str, Any]:
+    """Every metric of one split: :func:`~solvers.metrics.classification_metrics` of σ(f) with the
+    spec's loss / minority / intersectional settings, plus each constraint family's own exact metrics."""
+    options = _metric_options(spec, constraints, group_names, train_counts)
+    metrics = classification_metrics(y, expit(logits), group, group_names, logits=logits, **options)
+    for family in constraints:  # families whose exact metric is not among the always-computed ones
+        metrics.update(family.exact_metrics(y, logits, group, group_names) or {})
+    return metrics
+
+
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None,
         initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None) -> RunOutput:
     """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
@@ -247,13 +258,8 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     logits = predict_scores(trained, X, problem.device)
     proba = expit(logits)
     constraints, train_counts = problem.constraints, data.train_counts
-    options = _metric_options(spec, constraints, list(group_names), train_counts)
-    metrics = {name: classification_metrics(y[idx], proba[idx], group[idx], list(group_names), logits=logits[idx],
-                                            **options)
+    metrics = {name: evaluate_split(spec, constraints, y[idx], logits[idx], group[idx], list(group_names), train_counts)
                for name, idx in splits.items()}
-    for family in constraints:  # families whose exact metric is not among the always-computed ones
-        for name, idx in splits.items():
-            metrics[name].update(family.exact_metrics(y[idx], logits[idx], group[idx], group_names) or {})
     fairness = fairness_entries(constraints, y, logits, group, list(group_names), splits, seed=spec.seed)
     test = splits["test"]
     names = np.asarray(group_names, dtype=object)

@@ -17,6 +17,7 @@ from app.auth import Caller
 from app.baselines import baselines_for
 from app.strict_json import StrictJSONRoute
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
+from app.feature_screening import screened
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import enqueue_job, queue_for
 from app.schemas import BaselineOut, JobCreate, JobOut, TrajectoryOut, json_response
@@ -75,12 +76,16 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
     dataset = owned_dataset(db, body.dataset_id, caller, ("dataset_id",))
     try:
         check_spec_against_table(body, spec_table(settings, dataset, body))
+        screen = screened(settings, dataset, body)
     except SpecError as exc:
         raise spec_error(exc.loc, exc.msg) from exc
     check_active_jobs(db, caller.owner, 1, settings)
-    job = Job(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=payload, status="queued",
+    spec = payload if screen is None else {**payload, "features": screen.kept, "feature_screen": screen.notes}
+    job = Job(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=spec, status="queued",
               queue=queue_for(body.device), progress={"iteration": 0, "max_iterations": body.max_iterations})
     response = {"id": job.id, "status": job.status, "queue": job.queue}
+    if screen is not None:
+        response["feature_screen"] = screen.notes
     db.add(job)
     if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
         return replayed

@@ -16,6 +16,7 @@ from app import idempotency
 from app.admission import check_active_jobs, check_caps
 from app.strict_json import StrictJSONRoute
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
+from app.feature_screening import screened
 from app.models import Dataset, Job, Sweep, new_id
 from app.queue import enqueue_job, queue_for
 from app.routers.charts import figure_response
@@ -45,6 +46,9 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
     dataset = owned_dataset(db, body.base.dataset_id, caller, ("base", "dataset_id"))
     try:
         check_spec_against_table(body.base, spec_table(settings, dataset, body.base))
+        screen = screened(settings, dataset, body.base)
+        if screen is not None:
+            body.base = body.base.model_copy(update={"features": screen.kept})
         planned = expand(body)
     except SpecError as exc:
         raise spec_error(("base", *exc.loc), exc.msg) from exc
@@ -65,6 +69,8 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
         db.add(job)
         chains[plan.chain].append(job)
     response = {"id": sweep.id, "n_jobs": len(planned), "status": "running"}
+    if screen is not None:
+        response["feature_screen"] = screen.notes
     if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
         return replayed
     try:

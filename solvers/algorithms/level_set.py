@@ -182,9 +182,10 @@ class LevelSet(Algorithm):
         one = 1.0 + self.kappa
         cons = (f[1:] - one) if self.family is not None else f.new_zeros(0)
         evaluation = Evaluation(h.detach(), f[0], cons)
-        duals = {"y_tilde": self.yt.clone(), "alpha": self.alpha.clone(), "r": torch.tensor([self.r], device=p.device)}
-        if self.U is not None:  # Lemma 4's U(r), known after the first oracle call (a NaN reads as divergence)
-            duals["U"] = torch.tensor([self.U], device=p.device)
+        r = torch.tensor([self.r], device=p.device)
+        duals = {"y_tilde": self.yt.clone(), "alpha": self.alpha.clone(), "r": r}
+        if self.U is not None:  # Lemma 4's bound exists from the first oracle call's end on (no NaN placeholder:
+            duals["U"] = torch.tensor([self.U], device=p.device)  # a non-finite multiplier means divergence)
         return evaluation, duals
 
     # ---------------------------------------------------------------- oracle end, SFLS update

@@ -1,7 +1,7 @@
 """trajectory_points.exact (exact constraint values every few iterations) and baselines (ERM once per data and split)
 
-Revision ID: 0007_exact_trace_baselines
-Revises: 0006
+Revision ID: 0008_exact_trace_baselines
+Revises: 0007_sessions
 """
 from alembic import op
 import sqlalchemy as sa
@@ -9,8 +9,8 @@ from sqlalchemy.dialects import postgresql
 
 JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
-revision = '0007_exact_trace_baselines'
-down_revision = '0006'
+revision = '0008_exact_trace_baselines'
+down_revision = '0007_sessions'
 branch_labels = None
 depends_on = None
 
