@@ -66,7 +66,7 @@ def test_an_unauthenticated_body_is_answered_401_before_it_is_read(postgres_stac
     chunked = raw_post(postgres_stack.url, {"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
                        b"100000\r\n{")
     assert chunked.startswith(b"HTTP/1.1 401"), chunked
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30  # far below the time 3 x 104 MiB would take to wait for
     # a known key may send a JSON body only up to the small body limit (not the 1 GiB upload limit)
     with postgres_stack.client() as client:
         big = client.post("/api/v1/jobs", content=b" " * (3 * MiB), headers={"content-type": "application/json"})
@@ -117,7 +117,7 @@ def test_sweep_grid_bomb_answers_422_fast(postgres_stack):
                     "grid": {"params": params, "tolerances": [0.01, 0.02, 0.05], "seeds": [0, 1, 2]}}
             started = time.monotonic()
             resp = client.post("/api/v1/sweeps", json=body)
-            assert time.monotonic() - started < 2
+            assert time.monotonic() - started < 10  # it took 36 s (and 2.3 GB); a loaded machine answers slowly
             assert resp.status_code == 422 and resp.json()["detail"][0]["loc"] == ["body", "grid"], resp.text
         long_list = client.post("/api/v1/sweeps", json={"base": job_spec("x"), "grid": {"seeds": list(range(1000))}})
         assert long_list.status_code == 422 and long_list.json()["detail"][0]["loc"][:3] == ["body", "grid", "seeds"]
