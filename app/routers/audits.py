@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 from fastapi import APIRouter, HTTPException, Query, Response, status
-from fastapi.responses import FileResponse
+from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from starlette.background import BackgroundTask
 
 from app.audits.metrics import describe_metrics
 from app.audits.model_file import ModelError, model_columns, problem_spec
@@ -215,9 +217,23 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
         raise HTTPException(status_code=409, detail=f"the job's spec no longer fits its dataset: {exc}") from exc
     tmp = settings.storage_dir / "tmp" / f"{new_id()}.audit-model"
     try:
-        model.save(tmp)  # streamed from disk, removed once sent: never a copy of the file in memory
-    except BaseException:
-        remove_quietly(tmp)
-        raise
-    return FileResponse(tmp, media_type="application/octet-stream", filename=f"{job_id}-audit-model.safetensors",
-                        background=BackgroundTask(remove_quietly, tmp))
+        model.save(tmp)  # streamed from disk: never a copy of the file in memory
+        size, chunks = streamed_once(tmp)
+    finally:
+        remove_quietly(tmp)  # the open handle keeps the data until the stream ends, however it ends
+    return StreamingResponse(chunks, media_type="application/octet-stream", headers={
+        "Content-Length": str(size), "Content-Disposition": f'attachment; filename="{job_id}-audit-model.safetensors"'})
+
+
+def streamed_once(path) -> tuple[int, Iterator[bytes]]:
+    """The file's size and its bytes in 1 MiB chunks, read from a handle opened now (the path may then be
+    removed at once: nothing is left behind when the client goes away mid-stream)."""
+    handle = open(path, "rb")
+    size = os.fstat(handle.fileno()).st_size
+
+    def chunks() -> Iterator[bytes]:
+        with handle:
+            while chunk := handle.read(1 << 20):
+                yield chunk
+
+    return size, chunks()

@@ -222,3 +222,20 @@ def test_a_revoked_bootstrap_key_stays_revoked_after_a_restart(beat_stack):
     with beat_stack.client() as client:  # before: re-activated at every start
         assert client.get("/api/v1/jobs").status_code == 401
     assert "stays revoked" in beat_stack.log("api")
+
+
+def test_the_audit_model_export_is_streamed_and_leaves_nothing_behind(postgres_stack, tmp_path):
+    from app.audits.model import AuditModel
+
+    with postgres_stack.client() as client:
+        dataset = upload(client, planted_table(600))
+        job = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=20)).json()
+        postgres_stack.wait_job(client, job["id"], {"succeeded"})
+        with client.stream("GET", f"/api/v1/jobs/{job['id']}/audit-model") as resp:
+            assert resp.status_code == 200
+            content = b"".join(resp.iter_bytes())
+        assert int(resp.headers["content-length"]) == len(content)
+        assert "audit-model.safetensors" in resp.headers["content-disposition"]
+    (tmp_path / "m.safetensors").write_bytes(content)
+    assert AuditModel.load_checked(tmp_path / "m.safetensors").job_id == job["id"]
+    assert not list((postgres_stack.home / "storage" / "tmp").glob("*.audit-model"))
