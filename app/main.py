@@ -20,6 +20,8 @@ from app.db import session_factory, session_scope
 from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
+from app.storage import clear_stale
+from app.url_guard import RefuseNul
 from app.routers import audits, charts, datasets, health, jobs, keys, models, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
@@ -44,10 +46,19 @@ def register_bootstrap_key() -> None:
             pass
 
 
+def clear_stale_uploads() -> None:
+    """Partial files a crashed upload left in storage/tmp (see :func:`app.storage.clear_stale`)."""
+    settings = get_settings()
+    removed = clear_stale(settings.storage_dir / "tmp", settings.tmp_stale_s)
+    if removed:
+        log.info("removed %d stale file(s) from storage/tmp: %s", len(removed), ", ".join(removed[:20]))
+
+
 @asynccontextmanager
 async def lifespan(app: FastAPI):
     anyio.to_thread.current_default_thread_limiter().total_tokens = get_settings().api_threads
     register_bootstrap_key()
+    clear_stale_uploads()
     collector = JobsCollector(session_factory())
     REGISTRY.register(collector)
     JOBS_COLLECTORS.append(collector)
@@ -66,6 +77,7 @@ def create_app() -> FastAPI:
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(AuthBeforeBody)  # no byte of a body is read (nor its size judged) for an unknown caller
+    app.add_middleware(RefuseNul)  # before authentication: nothing is read for a URL no route can take
     app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
     install_dashboard(app)  # the browser dashboard at / and its assets at /assets

@@ -21,7 +21,8 @@ from app.settings import get_settings
 settings = get_settings()
 HOUSEKEEPING_QUEUE = "housekeeping"
 
-celery_app = Celery("fairsolve", broker=settings.broker_url, include=["worker.tasks", "worker.audits"])
+celery_app = Celery("fairsolve", broker=settings.broker_url,
+                    include=["worker.tasks", "worker.audits", "worker.baselines"])
 celery_app.conf.update(
     task_default_queue="cpu",
     task_acks_late=True,

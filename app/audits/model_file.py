@@ -7,12 +7,14 @@ version), ``spec`` (the job's problem spec, JSON), ``encoder`` (the fitted
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from safetensors import SafetensorError, safe_open
 
+from app.strict_json import strict_loads
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
 from solvers.spec import MAX_PARAMETERS
@@ -42,12 +44,63 @@ def read_metadata(path: Path) -> dict[str, str]:
     return meta
 
 
-def spec_and_encoder(meta: dict[str, str]) -> tuple[ProblemSpec, TableEncoder]:
-    """The spec and encoder of the metadata (ModelError when either is malformed or refused, e.g. too large)."""
+class _Step(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    column: str
+
+
+class _Categorical(_Step):
+    kind: Literal["categorical"]
+    categories: list[str | bool | int | float | None]
+
+
+class _Binary(_Step):
+    kind: Literal["binary"]
+
+
+class _Numeric(_Step):
+    kind: Literal["numeric"]
+    median: float
+    mean: float
+    std: float = Field(gt=0)
+    missing_indicator: bool
+
+
+class EncoderState(BaseModel):
+    """The shape :meth:`TableEncoder.to_dict` writes; what the header must hold before the encoder is built."""
+
+    model_config = ConfigDict(extra="forbid")
+    columns: list[str]
+    plan: list[Annotated[_Categorical | _Binary | _Numeric, Field(discriminator="kind")]]
+
+    @model_validator(mode="after")
+    def _plan_reads_its_columns(self) -> "EncoderState":
+        if [p.column for p in self.plan] != self.columns:
+            raise ValueError("the plan must encode exactly the listed columns, in order")
+        return self
+
+
+GROUPS = TypeAdapter(list[str])
+
+
+def _json_field(meta: dict[str, str], name: str, check: Any) -> Any:
+    """Metadata field ``name`` read as strict JSON and validated by ``check``; ModelError naming it otherwise
+    (bad JSON, NaN or Infinity, the wrong shape)."""
     try:
-        return problem_spec(json.loads(meta["spec"])), TableEncoder.from_dict(json.loads(meta["encoder"]))
-    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError and JSON errors are ValueErrors
-        raise ModelError(f"--model: the file's spec or encoder is invalid: {exc}"[:1000]) from exc
+        return check(strict_loads(meta[name]))
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # JSON and pydantic errors are ValueErrors
+        reason = str(exc).splitlines()
+        raise ModelError(f"--model: the metadata's {name!r} is malformed: {' '.join(reason[:3])}"[:400]) from exc
+
+
+def spec_and_encoder(meta: dict[str, str]) -> tuple[ProblemSpec, TableEncoder]:
+    spec = _json_field(meta, "spec", problem_spec)
+    state = _json_field(meta, "encoder", EncoderState.model_validate)
+    return spec, TableEncoder.from_dict(state.model_dump())
+
+
+def groups(meta: dict[str, str]) -> list[str]:
+    return _json_field({"groups": "[]", **meta}, "groups", GROUPS.validate_python)
 
 
 def required_columns(spec: ProblemSpec, encoder: TableEncoder) -> list[str]:

@@ -5,25 +5,17 @@ import time
 
 import pytest
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import sessionmaker
 
-from app.db import make_engine
-from app.models import Base, Dataset, Job, TrajectoryPoint
+from app.models import Job, TrajectoryPoint
 from solvers.observer import IterationRecord
 from worker.persistence import PersistingObserver
 
 
 @pytest.fixture
-def sessions(tmp_path):
-    engine = make_engine(f"sqlite:///{tmp_path / 'p.db'}")
-    Base.metadata.create_all(engine)
-    factory = sessionmaker(bind=engine)
-    with factory() as s, s.begin():
-        s.add(Dataset(id="d", owner="t", name="d", format="csv", stored_name="-", size_bytes=0, sha256="-", n_rows=1,
-                      n_columns=1, columns=[]))
+def sessions(dataset_db):
+    with dataset_db() as s, s.begin():
         s.add(Job(id="j", owner="t", dataset_id="d", spec={}, progress={}))
-    yield factory
-    engine.dispose()
+    return dataset_db
 
 
 def record(k: int) -> IterationRecord:
