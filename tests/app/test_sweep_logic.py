@@ -105,10 +105,10 @@ def test_grid_bomb_is_refused_by_arithmetic_before_anything_is_built(allow_large
     from app.sweeps.grid import HARD_MAX_JOBS, grid_size
 
     request = SweepCreate.model_validate(_bomb(12, allow_large))  # 12^8 · 3 · 3 ≈ 3.9e9 jobs
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(GridError) as err:
         expand(request)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
     assert err.value.loc == ("grid",) and str(12 ** 8 * 9 + 3) in err.value.msg
     assert f"more than {HARD_MAX_JOBS}" in err.value.msg  # allow_large or not: the hard ceiling
     # the count agrees with the built grid where the grid is small enough to build
