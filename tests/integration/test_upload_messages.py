@@ -39,3 +39,9 @@ def test_a_body_that_is_not_multipart_is_415(postgres_stack, route, size, conten
     assert response.status_code == 415, response.text
     assert "multipart/form-data with a `file` field" in response.json()["detail"]
     assert "maximum size" not in response.text
+
+
+def test_a_body_that_is_not_multipart_still_needs_a_key(postgres_stack):
+    with postgres_stack.client("fsk_wrong") as client:
+        response = client.post("/api/v1/datasets", content=b"a,b\n1,2\n", headers={"content-type": "text/csv"})
+    assert response.status_code == 401
