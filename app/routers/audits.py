@@ -10,20 +10,20 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.audits.export import BLOCK, AuditFile, audit_file
 from app.audits.metrics import describe_metrics
 from app.audits.model_file import ModelError, model_columns, problem_spec
 from app.audits.runs import new_run, next_run_at, start_run
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
-from app.audits.export import BLOCK, AuditFile, audit_file
 from app.audits.sources import SourceError, check_source
 from app.artifacts import artifact_path
-from app.strict_json import StrictJSONRoute
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
 from app.routers.models import model_path
 from app.storage import read_table, remove_quietly
+from app.strict_json import StrictJSONRoute
 from solvers import SpecError
 
 router = APIRouter(tags=["audits"], route_class=StrictJSONRoute)

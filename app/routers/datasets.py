@@ -23,8 +23,9 @@ from app.settings import Settings
 from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, iter_chunks, profile_upload, remove_quietly,
                          stream_to_disk)
 from app.table_profile import TableProfile
+from app.upload_route import UploadRoute
 
-router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"])
+router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"], route_class=UploadRoute)
 
 
 def dataset_path(settings, dataset: Dataset):
@@ -51,10 +52,21 @@ def upload_limiter(slots: int) -> anyio.CapacityLimiter:
     return anyio.CapacityLimiter(slots)
 
 
+def looks_like_json(path: Path) -> bool:
+    """JSON (or JSON lines): the first character after a byte-order mark and white space is ``{`` or ``[``, which
+    no CSV header begins with. Parsed as CSV such a file was "malformed CSV", or worse, a table of fragments."""
+    with open(path, "rb") as fh:
+        head = fh.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    return head[:1] in (b"{", b"[")
+
+
 def receive(file, tmp: Path, settings: Settings, asked: dict[str, Any]
             ) -> tuple[StoredFile, str, dict[str, Any], TableProfile]:
     """Stream the upload to ``tmp`` and profile it with the reading options ``asked`` (seconds for a large file)."""
     stored = stream_to_disk(file, tmp, settings.max_upload_bytes)
+    if looks_like_json(tmp):
+        raise DatasetError("file: this is JSON, which is not accepted: upload a CSV file (a header row, then one row "
+                           "per record) or a Parquet file")
     fmt, options, profile = profile_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
                                                             settings.max_upload_bytes), asked)
     return stored, fmt, options, profile
