@@ -14,7 +14,8 @@ h_{r+1} continues h_r (warm start) with every training target tightened,
     τ_{r+1} = max(0, min(τ_r − ε/(2R), ε − w_r)),     τ_1 = ε,
 
 w_r = (U_j^train(h_r) − v_j^train(h_r))·√(n_train/n_val) the bound's width predicted from the *training* split
-only (the train bound's width rescaled to the validation size), then enforced exactly on train at τ_{r+1}. The
+only (the train bound's width rescaled to the validation size), then enforced exactly on train at τ_{r+1} (when some w_j ≥ ε_j the test cannot pass even with a validation
+value of 0; the loop still returns the candidate with the smallest bound, and the message says so). The
 first candidate with U_j(h_r) ≤ ε_j for all j is returned. The sequence h_1..h_R that the loop would produce if
 every test failed depends on the training data (and the split sizes) only, never on the validation rows, so by the
 union bound over the R tests (for solvers whose output rule selects an iterate on the validation split,
@@ -66,7 +67,7 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     tau = eps.copy()
     candidates: list[dict[str, Any]] = []
     best = None  # (worst excess, model, enforcement, bounds)
-    enforcement = None
+    enforcement = too_wide = None
     for r in range(max_tests):
         if r > 0:
             result = continuation.resolve(model, tau)
@@ -87,7 +88,10 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
         train_logits = scores(model, X_tr)
         value = exact_gaps(families, y_tr, train_logits, g_tr, group_names)
         width = (upper_bounds(families, y_tr, train_logits, g_tr, group_names, confidence=level, seed=seed) - value)
-        tau = _next_targets(tau, eps, width * np.sqrt(len(y_tr) / max(len(y_val), 1)), max_tests)
+        predicted = width * np.sqrt(len(y_tr) / max(len(y_val), 1))
+        if np.any(predicted >= eps):  # even a validation value of 0 would fail the test: said in the message
+            too_wide = predicted
+        tau = _next_targets(tau, eps, predicted, max_tests)
     excess, model, enforcement, bounds = best
     met = excess <= 0
     pct = f"{100 * confidence:g} %"
@@ -98,11 +102,19 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     else:
         message = (f"guarantee NOT met: no candidate's {pct} upper bound on the validation split was ≤ the tolerance "
                    f"within {len(candidates)} test(s) and the time budget; the model returned has the smallest "
-                   f"bound but carries no guarantee (a tolerance this tight may need more validation data)")
+                   f"bound but carries no guarantee")
+        if too_wide is not None:
+            message += (f"; the bound's width predicted for this validation split ({_fmt(too_wide)}) is at least the "
+                        f"tolerance ({_fmt(eps)}): more validation rows, a lower confidence or a looser tolerance "
+                        "is needed")
     guarantee = {"confidence": confidence, "met": bool(met), "best_bound": [_num(b) for b in bounds],
                  "tolerances": eps.tolist(), "test_level": level, "max_tests": max_tests, "tests": len(candidates),
                  "candidates": candidates, "message": message}
     return model, enforcement, guarantee
+
+
+def _fmt(values: np.ndarray) -> str:
+    return ", ".join(f"{v:.3f}" for v in values)
 
 
 def _num(x: float) -> float | None:

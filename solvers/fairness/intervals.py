@@ -2,17 +2,19 @@ r"""Confidence intervals and one-sided upper confidence bounds of the exact cons
 (:mod:`solvers.fairness.exact`) on one split, treating its rows as an i.i.d. sample.
 
 **Rate gaps** (``demographic_parity``, ``equal_opportunity``, ``equalized_odds``): the value is
-max_r (max_c p_{r,c} − min_c p_{r,c}) over rows r (DP: selection rates; EOpp: TPRs; EOdds: the TPR row
+Δ = max_r (max_c p_{r,c} − min_c p_{r,c}) over rows r (DP: selection rates; EOpp: TPRs; EOdds: the TPR row
 and the FPR row) of cell rates p_c = x_c / n_c (x_c positive predictions among the n_c samples of cell c).
-Each defined cell gets the exact binomial (Clopper–Pearson) interval [l_c, u_c] at level 1 − α/C (C defined
-cells of the family):  l_c = B⁻¹(α/(2C); x_c, n_c − x_c + 1),  u_c = B⁻¹(1 − α/(2C); x_c + 1, n_c − x_c).
-*Union bound*: the 2C one-sided events {p_c < l_c}, {p_c > u_c} each have probability ≤ α/(2C), so with
-probability ≥ 1 − α every p_c ∈ [l_c, u_c] at once, and then the true gap lies in
+Exact one-sided binomial (Clopper–Pearson) bounds at error a:  l_c(a) = B⁻¹(a; x_c, n_c − x_c + 1),
+u_c(a) = B⁻¹(1 − a; x_c + 1, n_c − x_c), so P(p_c < l_c(a)) ≤ a and P(p_c > u_c(a)) ≤ a.
 
-    [ max(0, max_c l_c − min_c u_c),  max_c u_c − min_c l_c ]     (per row; the family takes the max).
-
-This is both the two-sided CI and the one-sided upper bound at confidence 1 − α (conservative, exact:
-no normal approximation).
+* *Upper bound* U = max_r (max_c u_c(α/2) − min_c l_c(α/2)). The true Δ is attained by a fixed (unknown,
+  not data-dependent) row r* and cells c⁺ (its max), c⁻ (its min); Δ > U implies p_{c⁺} > u_{c⁺} or
+  p_{c⁻} < l_{c⁻}, so by the union bound over these two events P(Δ > U) ≤ α — no division by the number
+  of cells is needed.
+* *Lower bound* L = max(0, max_r (max_c l_c(α/(2C)) − min_c u_c(α/(2C)))) over the C defined cells: the cells
+  attaining the empirical max/min are data-dependent, so all 2C events are taken in the union bound:
+  P(Δ < L) ≤ α.
+* The two-sided CI at 1 − α is [L at α/2, U at α/2] (exact, conservative: no normal approximation).
 
 **Loss gaps, AUC gaps, minority rate** (and, by a plain replicate loop, any other family): percentile
 bootstrap over the split's rows — B resamples drawn as a (B, n) multiplicity matrix W (in chunks), the
@@ -61,7 +63,8 @@ def _json(x: float) -> float | None:
 
 # ---------------------------------------------------------------------------------------- Clopper–Pearson
 def clopper_pearson(hits: np.ndarray, n: np.ndarray, alpha: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact two-sided binomial interval at level 1 − α (elementwise); NaN where n = 0."""
+    """Exact one-sided binomial bounds (l, u) each at error ``alpha/2`` (so [l, u] is the two-sided interval at
+    level 1 − α), elementwise; NaN where n = 0."""
     hits, n = np.asarray(hits, dtype=float), np.asarray(n, dtype=float)
     half = np.asarray(alpha, dtype=float) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -86,21 +89,29 @@ def _rate_cells(name: str, y: np.ndarray, pred: np.ndarray, group: np.ndarray, k
     return hits, counts
 
 
-def rate_gap_bounds(hits: np.ndarray, counts: np.ndarray, alpha: float) -> tuple[float, float]:
-    """[lower, upper] of max_r (max_c p − min_c p) at confidence 1 − α (module docstring; union bound over
-    the defined cells). Rows with one defined cell have gap 0; with none, they are skipped (NaN if all are)."""
-    defined = counts > 0
-    n_cells = int(defined.sum())
-    if n_cells == 0:
-        return float("nan"), float("nan")
-    lo, hi = clopper_pearson(hits, counts, alpha / n_cells)
-    with np.errstate(invalid="ignore"):
-        top_hi, bottom_lo = np.where(defined, hi, -np.inf).max(1), np.where(defined, lo, np.inf).min(1)
-        top_lo, bottom_hi = np.where(defined, lo, -np.inf).max(1), np.where(defined, hi, np.inf).min(1)
+def _row_spread(lo: np.ndarray, hi: np.ndarray, defined: np.ndarray) -> np.ndarray:
+    """Per row with a defined cell: max_c hi − min_c lo over its defined cells (0 with a single cell)."""
     used = defined.any(1)
-    upper = np.where(defined.sum(1) > 1, top_hi - bottom_lo, 0.0)[used]
-    lower = np.where(defined.sum(1) > 1, np.maximum(top_lo - bottom_hi, 0.0), 0.0)[used]
-    return float(lower.max()), float(upper.max())
+    spread = np.where(defined, hi, -np.inf).max(1) - np.where(defined, lo, np.inf).min(1)
+    return np.where(defined.sum(1) > 1, spread, 0.0)[used]
+
+
+def rate_gap_upper(hits: np.ndarray, counts: np.ndarray, alpha: float) -> float:
+    """U with P(Δ > U) ≤ α (module docstring: two one-sided events at α/2 each); NaN with no defined cell."""
+    defined = counts > 0
+    if not defined.any():
+        return float("nan")
+    lo, hi = clopper_pearson(hits, counts, alpha)   # one-sided bounds at α/2 each
+    return float(_row_spread(lo, hi, defined).max())
+
+
+def rate_gap_lower(hits: np.ndarray, counts: np.ndarray, alpha: float) -> float:
+    """L with P(Δ < L) ≤ α (module docstring: union over the 2C one-sided events); NaN with no defined cell."""
+    defined = counts > 0
+    if not defined.any():
+        return float("nan")
+    lo, hi = clopper_pearson(hits, counts, alpha / defined.sum())
+    return float(max(0.0, _row_spread(hi, lo, defined).max()))  # max_c l_c − min_c u_c per row
 
 
 # ---------------------------------------------------------------------------------------------- bootstrap
@@ -231,8 +242,8 @@ def constraint_bounds(families: Sequence, y: np.ndarray, logits: np.ndarray, gro
             out.append(Bound(np.nan, np.nan, np.nan, np.nan, "none"))
         elif family.name in RATE_FAMILIES:
             hits, counts = _rate_cells(family.name, y, (logits > 0).astype(int), group, len(names))
-            lo, hi = rate_gap_bounds(hits, counts, alpha)
-            upper = rate_gap_bounds(hits, counts, alpha / m)[1]
+            lo, hi = rate_gap_lower(hits, counts, alpha / 2), rate_gap_upper(hits, counts, alpha / 2)
+            upper = rate_gap_upper(hits, counts, alpha / m)
             out.append(Bound(values[j], lo, hi, upper, "clopper_pearson"))
         else:
             reps = bootstrap_values(family, y, logits, group, names, n_boot, seed)
