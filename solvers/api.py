@@ -155,10 +155,10 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
                  problem: Problem) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
     """After the solve: the Seldonian loop when ``spec.guarantee`` is set, else, when ``spec.exact_enforcement``
     and the surrogate is met on the train split (max_j G_j ≤ ``SURROGATE_MET``), exact enforcement there
-    (:mod:`solvers.fairness`); nothing after a cancellation or without constraints.
-    Returns (model, enforcement, guarantee)."""
+    (:mod:`solvers.fairness`); nothing after a cancellation, without constraints or for ``erm`` (the
+    unconstrained baseline, e.g. a sweep's reference job). Returns (model, enforcement, guarantee)."""
     model, device = result.model, problem.device
-    if not continuation.families or result.stop_reason == "cancelled":
+    if not continuation.families or result.stop_reason == "cancelled" or spec.solver.entry.name == "erm":
         return model, None, None
     X, y, group, names = data.X, data.y, data.group, data.group_names
 

@@ -57,3 +57,9 @@ def test_linear_offset_only_when_the_group_is_a_linear_function_of_the_features(
     v = linear_offset(with_column, group, np.array([0.5, -1.0]))
     assert v is not None and np.allclose(with_column @ v[:-1] + v[-1], np.array([0.5, -1.0])[group])
     assert linear_offset(rng.normal(size=(200, 2)), group, np.array([0.5, -1.0])) is None
+
+
+def test_the_unconstrained_baseline_is_never_enforced(loose):
+    spec = _spec(True).model_copy(update={"solver": ProblemSpec.model_fields["solver"].annotation(name="unconstrained")})
+    out = run(loose, spec)
+    assert out.enforcement is None and out.guarantee is None
