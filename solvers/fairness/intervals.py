@@ -38,6 +38,7 @@ from scipy.stats import beta
 from .exact import exact_gaps
 
 DEFAULT_BOOT = 1000
+FALLBACK_BOOT = 200  # replicates of the families without a vectorised statistic (one exact metric per replicate)
 _CHUNK_ENTRIES = 2_000_000  # replicate × row entries per bootstrap chunk (16 MB of float64)
 
 
@@ -199,7 +200,8 @@ def _auc_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarra
 
 
 def _replicate_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """Any other family: :func:`exact_gaps` on each replicate's rows (a loop over replicates)."""
+    """Any other family (partial fairness): :func:`exact_gaps` on each replicate's rows (a loop over the
+    replicates, at most ``FALLBACK_BOOT`` of them: :func:`bootstrap_values`)."""
     def statistic(w: np.ndarray) -> np.ndarray:
         rows = [np.repeat(np.arange(len(y)), wb.astype(np.int64)) for wb in w]
         return np.asarray([exact_gaps([family], y[r], logits[r], group[r], group_names)[0] for r in rows])
@@ -220,6 +222,8 @@ def bootstrap_statistic(family, y, logits, group, group_names) -> Callable[[np.n
 def bootstrap_values(family, y, logits, group, group_names, n_boot: int = DEFAULT_BOOT, seed: int = 0) -> np.ndarray:
     """The family's exact value on ``n_boot`` row resamples of the split."""
     statistic = bootstrap_statistic(family, y, logits, group, group_names)
+    if family.name not in _BOOTSTRAP:
+        n_boot = min(n_boot, FALLBACK_BOOT)
     return np.concatenate([statistic(w) for w in replicate_weights(len(y), n_boot, seed)])
 
 
