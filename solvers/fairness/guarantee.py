@@ -11,12 +11,14 @@ P(∃ j: Δ_j(h) > U_j(h)) ≤ α/R, Δ_j(h) the constraint's value on the data 
 **The loop.** Candidates h_1, h_2, ..., h_R: h_1 is the solver's model (exactly enforced on train, :mod:`.enforce`);
 h_{r+1} continues h_r (warm start) with every training target tightened,
 
-    τ_{r+1} = max(0, min(τ_r − ε/(2R), ε − w_r)),     τ_1 = ε,
+    τ_{r+1} = max(ε/4, min(τ_r − ε/(2R), ε − w_r)),     τ_1 = ε,
 
 w_r = (U_j^train(h_r) − v_j^train(h_r))·√(n_train/n_val) the bound's width predicted from the *training* split
 only (the train bound's width rescaled to the validation size), then enforced exactly on train at τ_{r+1} (when some w_j ≥ ε_j the test cannot pass even with a validation
 value of 0; the loop still returns the candidate with the smallest bound, and the message says so). The
-first candidate with U_j(h_r) ≤ ε_j for all j is returned. The sequence h_1..h_R that the loop would produce if
+first candidate with U_j(h_r) ≤ ε_j for all j that is not near-trivial on the *training* split (balanced accuracy
+≥ 0.55 and every group's predicted-positive rate ≥ 1 %, :func:`.report.trivial_reasons`: a constant classifier
+is fair but useless) is returned. The sequence h_1..h_R that the loop would produce if
 every test failed depends on the training data (and the split sizes) only, never on the validation rows, so by the
 union bound over the R tests (for solvers whose output rule selects an iterate on the validation split,
 ``level_set`` and ``iqrc``, the candidates do see it and the statement is approximate):
@@ -38,6 +40,9 @@ import torch
 from .enforce import enforce_exact
 from .exact import exact_gaps, tolerances
 from .intervals import upper_bounds
+from .report import split_trivial_reasons
+
+TARGET_FLOOR = 0.25  # training targets stay ≥ ε/4: a zero-width band admits only constant classifiers
 
 
 def guarantee_bounds(families: Sequence, y_val: np.ndarray, logits_val: np.ndarray, group_val: np.ndarray,
@@ -51,7 +56,7 @@ def guarantee_bounds(families: Sequence, y_val: np.ndarray, logits_val: np.ndarr
 
 
 def _next_targets(tau: np.ndarray, eps: np.ndarray, width: np.ndarray, rounds: int) -> np.ndarray:
-    return np.maximum(0.0, np.minimum(tau - eps / (2 * rounds), eps - np.nan_to_num(width, nan=0.0)))
+    return np.maximum(TARGET_FLOOR * eps, np.minimum(tau - eps / (2 * rounds), eps - np.nan_to_num(width, nan=0.0)))
 
 
 def seldonian(model, continuation, confidence: float, max_tests: int, train: tuple, val: tuple,
@@ -79,19 +84,22 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
                                                lambda m: scores(m, X_tr))
         bounds = guarantee_bounds(families, y_val, scores(model, X_val), g_val, group_names, confidence,
                                   max_tests, seed)
-        excess = float(np.max(np.where(np.isfinite(bounds), bounds - eps, np.inf)))
-        candidates.append({"targets": tau.tolist(), "bounds": [_num(b) for b in bounds]})
-        if best is None or excess < best[0]:
-            best = (excess, copy.deepcopy(model), enforcement, bounds)
-        if excess <= 0:
-            break
         train_logits = scores(model, X_tr)
+        trivial = split_trivial_reasons(y_tr, train_logits, g_tr, group_names)
+        excess = float(np.max(np.where(np.isfinite(bounds), bounds - eps, np.inf)))
+        candidates.append({"targets": tau.tolist(), "bounds": [_num(b) for b in bounds], "near_trivial": trivial})
+        if not trivial and (best is None or excess < best[0]):
+            best = (excess, copy.deepcopy(model), enforcement, bounds)
+        if excess <= 0 and not trivial:
+            break
         value = exact_gaps(families, y_tr, train_logits, g_tr, group_names)
         width = (upper_bounds(families, y_tr, train_logits, g_tr, group_names, confidence=level, seed=seed) - value)
         predicted = width * np.sqrt(len(y_tr) / max(len(y_val), 1))
         if np.any(predicted >= eps):  # even a validation value of 0 would fail the test: said in the message
             too_wide = predicted
         tau = _next_targets(tau, eps, predicted, max_tests)
+    if best is None:  # every candidate near-trivial: the last one, not accepted
+        best = (np.inf, model, enforcement, bounds)
     excess, model, enforcement, bounds = best
     met = excess <= 0
     pct = f"{100 * confidence:g} %"
@@ -107,6 +115,9 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
             message += (f"; the bound's width predicted for this validation split ({_fmt(too_wide)}) is at least the "
                         f"tolerance ({_fmt(eps)}): more validation rows, a lower confidence or a looser tolerance "
                         "is needed")
+    n_trivial = sum(bool(c["near_trivial"]) for c in candidates)
+    if n_trivial:
+        message += f"; {n_trivial} near-trivial candidate(s) were not accepted"
     guarantee = {"confidence": confidence, "met": bool(met), "best_bound": [_num(b) for b in bounds],
                  "tolerances": eps.tolist(), "test_level": level, "max_tests": max_tests, "tests": len(candidates),
                  "candidates": candidates, "message": message}

@@ -17,9 +17,9 @@ u_c(a) = B⁻¹(1 − a; x_c + 1, n_c − x_c), so P(p_c < l_c(a)) ≤ a and P(p
 * The two-sided CI at 1 − α is [L at α/2, U at α/2] (exact, conservative: no normal approximation).
 
 **Loss gaps, AUC gaps, minority rate** (and, by a plain replicate loop, any other family): percentile
-bootstrap over the split's rows — B resamples drawn as a (B, n) multiplicity matrix W (in chunks), the
-statistic evaluated for all replicates at once as weighted group sums W ℓ H (H the group one-hot) or, for AUC,
-weighted cumulative counts along the score order. CI = [q_{α/2}, q_{1−α/2}], upper bound = q_{1−α} of
+bootstrap over the split's rows — B resamples drawn as a (B, n) index matrix (in chunks), the statistic
+evaluated for all replicates at once: per-replicate group sums by one bincount into B·K bins (loss gaps),
+gathered means (minority rate), or, for AUC, multiplicity-weighted cumulative counts along the score order. CI = [q_{α/2}, q_{1−α/2}], upper bound = q_{1−α} of
 the replicate values (asymptotic, not exact).
 
 **Simultaneous upper bounds** (:func:`constraint_bounds`' ``upper``): with m constraints, each family's upper
@@ -39,7 +39,7 @@ from .exact import exact_gaps
 
 DEFAULT_BOOT = 1000
 FALLBACK_BOOT = 200  # replicates of the families without a vectorised statistic (one exact metric per replicate)
-_CHUNK_ENTRIES = 2_000_000  # replicate × row entries per bootstrap chunk (16 MB of float64)
+_CHUNK_ENTRIES = 1_000_000  # replicate × row entries per bootstrap chunk
 
 
 @dataclass(frozen=True)
@@ -116,20 +116,27 @@ def rate_gap_lower(hits: np.ndarray, counts: np.ndarray, alpha: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- bootstrap
-def replicate_weights(n: int, n_boot: int, seed: int):
-    """Yield (b, n) float64 multiplicity matrices of ``n_boot`` row resamples in total (chunks)."""
+def replicate_indices(n: int, n_boot: int, seed: int):
+    """Yield (b, n) int32 row indices of ``n_boot`` resamples with replacement in total (chunks of
+    about ``_CHUNK_ENTRIES`` entries)."""
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _CHUNK_ENTRIES // max(n, 1))
     done = 0
     while done < n_boot:
         b = min(per_chunk, n_boot - done)
-        idx = rng.integers(0, n, (b, n)) + (np.arange(b) * n)[:, None]
-        yield np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        yield rng.integers(0, n, (b, n), dtype=np.int32)
         done += b
 
 
+def _per_replicate_sums(idx: np.ndarray, values: np.ndarray, group: np.ndarray, k: int) -> np.ndarray:
+    """(b, k) Σ over each replicate's drawn rows of ``values`` by group: one bincount into b·k bins."""
+    b = len(idx)
+    cells = (group[idx] + k * np.arange(b)[:, None]).ravel()
+    return np.bincount(cells, weights=values[idx].ravel(), minlength=b * k).reshape(b, k)
+
+
 def _loss_gap_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """W ↦ per-replicate exact loss gap (one-/two-sided, groups kept by the split's size filter)."""
+    """idx ↦ per-replicate exact loss gap (one-/two-sided, groups kept by the split's size filter)."""
     import torch
 
     from ..objectives import per_sample_loss
@@ -138,30 +145,40 @@ def _loss_gap_statistic(family, y, logits, group, group_names) -> Callable[[np.n
     with torch.no_grad():
         losses = per_sample_loss(cfg.loss)(torch.as_tensor(logits), torch.as_tensor(y, dtype=torch.float64)).numpy()
     k = len(group_names)
-    onehot = np.eye(k)[group]
-    sizes = onehot.sum(0)
+    sizes = np.bincount(group, minlength=k)
     keep = (sizes > 0) & (sizes > cfg.min_group_fraction * len(y))
     one_sided = getattr(cfg, "mode", "one_sided") == "one_sided"
+    ones = np.ones(len(y))
 
-    def statistic(w: np.ndarray) -> np.ndarray:
-        n_g = w @ onehot
+    def statistic(idx: np.ndarray) -> np.ndarray:
+        n_g = _per_replicate_sums(idx, ones, group, k)
+        sums = _per_replicate_sums(idx, losses, group, k)
         with np.errstate(invalid="ignore", divide="ignore"):
-            group_loss = np.where(n_g > 0, ((w * losses) @ onehot) / n_g, np.nan)[:, keep]
+            group_loss = np.where(n_g > 0, sums / n_g, np.nan)[:, keep]
             if one_sided:
-                return np.nanmax(group_loss - ((w @ losses) / w.sum(1))[:, None], axis=1)
+                return np.nanmax(group_loss - (sums.sum(1) / idx.shape[1])[:, None], axis=1)
             return np.nanmax(group_loss, axis=1) - np.nanmin(group_loss, axis=1)
 
     return statistic
 
 
 def _minority_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """W ↦ c·P/n − P_min/n on each replicate (the mean of z_i = ŷ_i (c − 1{g_i = min}))."""
-    minority = group_names.index(family.minority) if family.bound else (
-        group_names.index(family.config.minority) if family.config.minority is not None
-        else int(np.argmin(np.where(np.bincount(group, minlength=len(group_names)) > 0,
-                                    np.bincount(group, minlength=len(group_names)), np.iinfo(np.int64).max))))
+    """idx ↦ c·P/n − P_min/n on each replicate (the mean of z_i = ŷ_i (c − 1{g_i = min}))."""
+    counts = np.bincount(group, minlength=len(group_names))
+    if family.bound:
+        minority = group_names.index(family.minority)
+    elif family.config.minority is not None:
+        minority = group_names.index(family.config.minority)
+    else:
+        minority = int(np.argmin(np.where(counts > 0, counts, np.iinfo(np.int64).max)))
     z = (logits > 0) * (family.config.c - (group == minority))
-    return lambda w: (w @ z) / w.sum(1)
+    return lambda idx: z[idx].mean(1)
+
+
+def _weights(idx: np.ndarray, n: int) -> np.ndarray:
+    """(b, n) multiplicities of the rows in each replicate."""
+    b = len(idx)
+    return np.bincount((idx + (n * np.arange(b))[:, None]).ravel(), minlength=b * n).reshape(b, n).astype(float)
 
 
 def weighted_auc(w: np.ndarray, scores: np.ndarray, in_g: np.ndarray, in_gp: np.ndarray) -> np.ndarray:
@@ -184,13 +201,14 @@ def weighted_auc(w: np.ndarray, scores: np.ndarray, in_g: np.ndarray, in_gp: np.
 
 
 def _auc_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """W ↦ |AUĈ(G1,G1') − AUĈ(G2,G2')| of the family's variant on each replicate."""
+    """idx ↦ |AUĈ(G1,G1') − AUĈ(G2,G2')| of the family's variant on each replicate."""
     from ..auc.metrics import GROUP_SETS, protected_index, set_mask
 
     protected = group == protected_index(list(group_names), family.config.protected)
     g1, g1p, g2, g2p = GROUP_SETS[family.config.variant]
 
-    def statistic(w: np.ndarray) -> np.ndarray:
+    def statistic(idx: np.ndarray) -> np.ndarray:
+        w = _weights(idx, len(y))
         first = weighted_auc(w, logits, set_mask(y, protected, g1), set_mask(y, protected, g1p))
         second = 0.5 if g2 is None else weighted_auc(w, logits, set_mask(y, protected, g2),
                                                      set_mask(y, protected, g2p))
@@ -202,9 +220,8 @@ def _auc_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarra
 def _replicate_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
     """Any other family (partial fairness): :func:`exact_gaps` on each replicate's rows (a loop over the
     replicates, at most ``FALLBACK_BOOT`` of them: :func:`bootstrap_values`)."""
-    def statistic(w: np.ndarray) -> np.ndarray:
-        rows = [np.repeat(np.arange(len(y)), wb.astype(np.int64)) for wb in w]
-        return np.asarray([exact_gaps([family], y[r], logits[r], group[r], group_names)[0] for r in rows])
+    def statistic(idx: np.ndarray) -> np.ndarray:
+        return np.asarray([exact_gaps([family], y[r], logits[r], group[r], group_names)[0] for r in idx])
 
     return statistic
 
@@ -215,7 +232,7 @@ RATE_FAMILIES = ("demographic_parity", "equal_opportunity", "equalized_odds")
 
 
 def bootstrap_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """The family's exact value as a function of a (b, n) replicate-weight matrix (all ones = the split)."""
+    """The family's exact value as a function of (b, n) resample row indices (``arange(n)`` = the split)."""
     return _BOOTSTRAP.get(family.name, _replicate_statistic)(family, y, logits, group, list(group_names))
 
 
@@ -224,7 +241,7 @@ def bootstrap_values(family, y, logits, group, group_names, n_boot: int = DEFAUL
     statistic = bootstrap_statistic(family, y, logits, group, group_names)
     if family.name not in _BOOTSTRAP:
         n_boot = min(n_boot, FALLBACK_BOOT)
-    return np.concatenate([statistic(w) for w in replicate_weights(len(y), n_boot, seed)])
+    return np.concatenate([statistic(idx) for idx in replicate_indices(len(y), n_boot, seed)])
 
 
 # -------------------------------------------------------------------------------------------- per family
