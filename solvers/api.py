@@ -178,7 +178,8 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     with torch.no_grad():
         surrogate = problem.constraint_values(model(problem.X)).max().item()
     if not surrogate <= SURROGATE_MET:  # the solver did not meet its own surrogate: reported, not enforced
-        return model, {"method": "none", "surrogate_met": False, "surrogate_max_violation": surrogate}, None
+        return model, {"method": "none", "surrogate_met": False,
+                       "surrogate_max_violation": surrogate if np.isfinite(surrogate) else None}, None
     model, enforcement = enforce_exact(model, continuation, tolerances(continuation.families), X_tr, y_tr, g_tr,
                                        names, lambda m: scores(m, X_tr))
     return model, enforcement, None

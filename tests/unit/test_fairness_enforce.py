@@ -1,4 +1,6 @@
 """solvers.fairness.enforce: the exact constraint on the train split, not only its surrogate."""
+import json
+
 import numpy as np
 import pytest
 
@@ -29,6 +31,7 @@ def test_surrogate_met_but_exact_violated_without_enforcement(loose):
 def test_enforcement_keeps_the_exact_train_gap(loose, solver):
     out = run(loose, _spec(True, solver))
     record = out.enforcement
+    json.dumps(record, allow_nan=False)
     assert record["method"] != "none" and record["met"] and record["exact_train_before"][0] > 0.05
     assert out.fairness[0]["train"]["value"] <= 0.05
     assert out.fairness[0]["train"]["value"] == pytest.approx(record["exact_train_after"][0])

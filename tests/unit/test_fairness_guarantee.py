@@ -1,4 +1,6 @@
 """solvers.fairness.guarantee: the Seldonian bound's coverage, and the loop on planted-disparity data."""
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -74,6 +76,7 @@ def test_an_unreachable_guarantee_ends_succeeded_with_a_clear_message():
     out = run(planted_table(1500, seed=2), _spec(constraints=[{"type": "demographic_parity", "tolerance": 0.01}],
                                                   max_iterations=100))
     g = out.guarantee
+    json.dumps([out.guarantee, out.enforcement, out.fairness], allow_nan=False)
     assert not g["met"] and g["best_bound"][0] > 0.01 and "NOT met" in g["message"]
     assert "width" in g["message"] and g["message"] in out.warnings
     assert 1 <= g["tests"] <= 3 and len(g["candidates"]) == g["tests"]
