@@ -79,7 +79,8 @@ def test_an_unreachable_guarantee_ends_succeeded_with_a_clear_message():
     json.dumps([out.guarantee, out.enforcement, out.fairness], allow_nan=False)
     assert not g["met"] and g["best_bound"][0] > 0.01 and "NOT met" in g["message"]
     assert "width" in g["message"] and g["message"] in out.warnings
-    assert 1 <= g["tests"] <= 3 and len(g["candidates"]) == g["tests"]
+    # the training split alone predicts the failure: no test is spent, no candidate is accepted
+    assert g["tests"] == 0 and g["candidates"] and not any(c["tested"] for c in g["candidates"])
 
 
 def test_the_spec_needs_constraints_and_a_validation_split():
