@@ -23,9 +23,9 @@ from .fairness.guarantee import seldonian
 from .fairness.report import fairness_entries, warnings_for
 from .metrics import classification_metrics
 from .models import ball_domain, model_factory
-from .observer import Observer
+from .observer import Observer, StoppedInSetup
 from .problem import Problem
-from .spec import ProblemSpec, SolverSpec, check_spec_against_table
+from .spec import ProblemSpec, SolverSpec, SpecError, check_spec_against_table
 from .splitting import split_indices
 
 
@@ -41,7 +41,7 @@ def solve(
     validation: Problem | None = None,
     resume: Checkpoint | None = None,
 ) -> SolveResult:
-    """Run the named algorithm (default PLADA with paper defaults) on a built :class:`Problem`.
+    """Run the named algorithm (default ``auto``, :mod:`solvers.auto`) on a built :class:`Problem`.
 
     ``solver``: a :class:`SolverSpec`, an algorithm name, or ``{"name":..., "params":...}``.
     ``model``: optional warm start (otherwise ``problem.make_model()`` under ``seed``).
@@ -55,6 +55,11 @@ def solve(
         solver = SolverSpec(name=solver)
     elif isinstance(solver, dict):
         solver = SolverSpec(**solver)
+    if solver.entry.name == "auto":  # a portfolio of the algorithms below (no checkpoints: ``resume`` is None)
+        from .auto import solve_auto
+
+        return solve_auto(problem, solver.config(), observer, max_iterations=max_iterations,
+                          time_limit_s=time_limit_s, seed=seed, model=model, validation=validation)
     return run_algorithm(solver.algorithm, problem, solver.config(), observer, max_iterations=max_iterations,
                          time_limit_s=time_limit_s, seed=seed, model=model, validation=validation, resume=resume)
 
@@ -118,6 +123,9 @@ def prepare(table: pd.DataFrame, spec: ProblemSpec) -> Prepared:
     if spec.split.validation == 0:
         del splits["validation"]
     encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table.iloc[splits["train"]])
+    if (problem := encoder.width_problem()) is not None:  # before X (n × d) is allocated
+        raise SpecError(("features",), f"{problem}; list `features` without it")
+    spec.model.check_size(encoder.n_features)
     return Prepared(group, list(group_names), y, splits, encoder, encoder.transform(table))
 
 
@@ -136,6 +144,18 @@ def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], trai
         "intersectional_min_fraction": (by_type["intersectional"].config.min_group_fraction
                                         if "intersectional" in by_type else None),
     }
+
+
+def setup_check(observer: Observer | None, started: float, time_limit_s: float) -> float:
+    """Between set-up steps: raise :class:`StoppedInSetup` on the observer's stop request or once the time
+    limit is spent (set-up counts against ``time_limit_s``); else return the seconds left for the solve."""
+    elapsed = time.perf_counter() - started
+    reason = observer.should_stop() if observer is not None else None
+    if reason is None and elapsed >= time_limit_s:
+        reason = "time_limit"
+    if reason is not None:
+        raise StoppedInSetup(str(reason), elapsed)
+    return time_limit_s - elapsed
 
 
 SURROGATE_MET = 1e-3  # max_j G_j on the train split up to which a solve counts as surrogate-feasible
@@ -185,14 +205,30 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     return model, enforcement, None
 
 
+def evaluate_split(spec: ProblemSpec, constraints, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
+                   group_names: list[str], train_counts: np.ndarray) -> dict[str, Any]:
+    """Every metric of one split: :func:`~solvers.metrics.classification_metrics` of σ(f) with the
+    spec's loss / minority / intersectional settings, plus each constraint family's own exact metrics."""
+    options = _metric_options(spec, constraints, group_names, train_counts)
+    metrics = classification_metrics(y, expit(logits), group, group_names, logits=logits, **options)
+    for family in constraints:  # families whose exact metric is not among the always-computed ones
+        metrics.update(family.exact_metrics(y, logits, group, group_names) or {})
+    return metrics
+
+
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None,
         initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None) -> RunOutput:
     """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
 
     ``initial_state``: a state dict of the same model architecture to start from (a warm
     start, e.g. the solution at a looser tolerance); None = the seeded initialisation.
-    ``resume``: a checkpoint of this same run (same table and spec) to continue from."""
+    ``resume``: a checkpoint of this same run (same table and spec) to continue from.
+    Set-up (encoding, building the problem) counts against ``spec.time_limit_s`` and honours the observer's
+    stop request: :class:`~solvers.observer.StoppedInSetup` is raised before the first iteration."""
+    started = time.perf_counter()
+    deadline = time.monotonic() + spec.time_limit_s  # the whole run's, set-up included
     data = prepare(table, spec)
+    setup_check(observer, started, spec.time_limit_s)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
     problem = _train_problem(data, spec, [c.build() for c in spec.constraints])
     validation = None
@@ -203,9 +239,11 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     model = None
     if initial_state is not None:
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
-    started = time.monotonic()
+    remaining = setup_check(observer, started, spec.time_limit_s)
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
-                   time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model, resume=resume)
+                   time_limit_s=remaining, seed=spec.seed, validation=validation, model=model, resume=resume)
+    if result.status == "diverged":
+        raise SolverDiverged(result.message)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")
@@ -214,20 +252,15 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         solve=lambda p, m, obs, iterations, limit: solve(p, spec.solver, obs, max_iterations=iterations,
                                                          time_limit_s=limit, seed=spec.seed, validation=validation,
                                                          model=m),
-        max_iterations=spec.max_iterations, deadline=started + spec.time_limit_s, observer=observer,
+        max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
         iterations=result.iterations, solver_time_s=result.solver_time_s)
     trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)
 
     logits = predict_scores(trained, X, problem.device)
     proba = expit(logits)
     constraints, train_counts = problem.constraints, data.train_counts
-    options = _metric_options(spec, constraints, list(group_names), train_counts)
-    metrics = {name: classification_metrics(y[idx], proba[idx], group[idx], list(group_names), logits=logits[idx],
-                                            **options)
+    metrics = {name: evaluate_split(spec, constraints, y[idx], logits[idx], group[idx], list(group_names), train_counts)
                for name, idx in splits.items()}
-    for family in constraints:  # families whose exact metric is not among the always-computed ones
-        for name, idx in splits.items():
-            metrics[name].update(family.exact_metrics(y[idx], logits[idx], group[idx], group_names) or {})
     fairness = fairness_entries(constraints, y, logits, group, list(group_names), splits, seed=spec.seed)
     test = splits["test"]
     names = np.asarray(group_names, dtype=object)
@@ -248,4 +281,5 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         predictions=predictions, constraint_names=problem.constraint_names, groups=list(group_names),
         feature_names=data.encoder.feature_names, tolerances=problem.tolerances, encoder=data.encoder.to_dict(),
         fairness=fairness, warnings=warnings, enforcement=enforcement, guarantee=guarantee,
+        tried=result.tried,
     )
