@@ -158,6 +158,15 @@ def setup_check(observer: Observer | None, started: float, time_limit_s: float) 
     return time_limit_s - elapsed
 
 
+def continuation_solver(solver: SolverSpec, tried: list[dict[str, Any]]) -> SolverSpec:
+    """The solver that continues a solve for exact enforcement or the guarantee: the named one, or for
+    ``auto`` the candidate it selected (its solver and params), not a second portfolio."""
+    if solver.entry.name != "auto":
+        return solver
+    selected = next((t for t in tried if t.get("selected")), None)
+    return solver if selected is None else SolverSpec(name=selected["solver"], params=selected["params"])
+
+
 SURROGATE_MET = 1e-3  # max_j G_j on the train split up to which a solve counts as surrogate-feasible
 
 
@@ -240,18 +249,19 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     if initial_state is not None:
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
     remaining = setup_check(observer, started, spec.time_limit_s)
+    seen = None if spec.guarantee is not None else validation  # the Seldonian test's rows stay unseen
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
-                   time_limit_s=remaining, seed=spec.seed, validation=validation, model=model, resume=resume)
+                   time_limit_s=remaining, seed=spec.seed, validation=seen, model=model, resume=resume)
     if result.status == "diverged":
         raise SolverDiverged(result.message)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")
+    continue_with = continuation_solver(spec.solver, result.tried)
     continuation = Continuation(
         families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
-        solve=lambda p, m, obs, iterations, limit: solve(p, spec.solver, obs, max_iterations=iterations,
-                                                         time_limit_s=limit, seed=spec.seed, validation=validation,
-                                                         model=m),
+        solve=lambda p, m, obs, iterations, limit: solve(p, continue_with, obs, max_iterations=iterations,
+                                                         time_limit_s=limit, seed=spec.seed, validation=seen, model=m),
         max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
         iterations=result.iterations, solver_time_s=result.solver_time_s)
     trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)

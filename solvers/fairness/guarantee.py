@@ -20,8 +20,9 @@ near-trivial (balanced accuracy ≥ 0.55, every group's predicted-positive rate 
 a constant classifier is fair but useless) and its predicted bound v^train + w ≤ ε. The first tested candidate
 with U_j(h) ≤ ε_j for all j is returned; at most R candidates are tested. Which candidates exist and which are
 tested depends on the training data and the split sizes only, never on the validation rows (the loop merely stops
-at the first pass), so by the union bound over the ≤ R tests (for solvers whose output rule selects an iterate on
-the validation split, ``level_set`` and ``iqrc``, the candidates do see it and the statement is approximate):
+at the first pass; under a guarantee :func:`solvers.run` gives no solver the validation split — ``auto`` judges its
+portfolio, ``level_set`` / ``iqrc`` select their iterate on the training split), so by the union bound over the
+≤ R tests:
 
     P(the returned model violates some constraint) ≤ Σ_{tested r} P(U(h_r) ≤ ε and Δ(h_r) > ε) ≤ R · α/R = α.
 

@@ -107,3 +107,20 @@ def test_accepted_models_keep_the_tolerance_in_the_stated_share_of_repetitions()
             accepted += 1
             violated += exact_gaps(_families(tol)[:1], y, _scores_on(out, spec, fresh), group, names)[0] > tol
     assert accepted >= 6 and violated <= 0.05 * accepted
+
+
+def test_auto_under_a_guarantee_judges_on_train_and_continues_its_selected_solver():
+    from solvers import SolverSpec
+    from solvers.api import continuation_solver
+
+    spec = ProblemSpec.model_validate({
+        "target": "income", "positive_label": ">50K", "sensitive": ["sex"], "max_iterations": 300, "device": "cpu",
+        "constraints": [{"type": "demographic_parity", "tolerance": 0.1}], "guarantee": {"confidence": 0.95}})
+    assert spec.solver.name == "auto"
+    out = run(planted_table(8000, seed=3), spec)
+    selected = [t for t in out.tried if t.get("selected")]
+    assert len(selected) == 1 and all(t["judged_on"] == "train" for t in out.tried)
+    assert out.guarantee["met"] and out.guarantee["tests"] >= 1
+    again = continuation_solver(spec.solver, out.tried)
+    assert again == SolverSpec(name=selected[0]["solver"], params=selected[0]["params"])
+    assert continuation_solver(SolverSpec(name="ssg"), out.tried) == SolverSpec(name="ssg")
