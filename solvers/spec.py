@@ -197,7 +197,7 @@ class GuaranteeSpec(Strict):
     confidence: float = Field(0.95, ge=0.5, lt=1.0, description="Probability 1 − α with which every constraint "
                               "of the accepted model holds on the data distribution (union bound over the "
                               "constraints, their groups and the candidates tested).")
-    max_tests: int = Field(4, ge=1, le=20, description="Most candidates tested on the validation split; each "
+    max_tests: int = Field(2, ge=1, le=20, description="Most candidates tested on the validation split; each "
                            "test runs at level α / max_tests so that the accepted one keeps the stated confidence.")
 
 

@@ -106,6 +106,7 @@ def test_sigkill_of_the_process_running_a_job_loses_nothing(postgres_stack):
         body = sweep_body(ds["id"], tolerances=[0.05], seeds=[0, 1], include_unconstrained=False,
                           solvers=[{"name": "plada", "params": {"eta": 0.5}}])
         body["base"]["max_iterations"] = 8000
+        body["base"]["exact_enforcement"] = False  # exactly 8000 iterates
         body["warm_start"] = False
         sweep_id = client.post("/api/v1/sweeps", json=body).json()["id"]
         deadline = time.monotonic() + 60
