@@ -71,6 +71,15 @@ def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validat
     assert all(b >= a for a, b in zip(elapsed, elapsed[1:]))
 
 
+def test_the_exact_traces_reach_the_caller_through_the_portfolio():
+    train, val, _ = _problems(1500)
+    obs = RecordingObserver(exact_every=50)
+    solve(train, {"name": "auto", "params": {"portfolio": ["ssg", "penalty"]}}, obs, max_iterations=150,
+          validation=val)
+    traced = [r for r in obs.records if r.exact is not None]
+    assert len(traced) >= 4 and all(set(r.exact) == {"train", "validation"} for r in traced)
+
+
 def test_a_diverging_setting_is_detected_and_the_search_moves_on():
     train, val, _ = _problems(1500)
     params = {"portfolio": ["lagrangian"], "refinements": 0,
