@@ -239,6 +239,8 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     if initial_state is not None:
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
     remaining = setup_check(observer, started, spec.time_limit_s)
+    if spec.guarantee is not None and spec.solver.entry.name == "auto":
+        validation = None  # auto then chooses on the training rows only: the Seldonian test's candidates must not see validation
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=remaining, seed=spec.seed, validation=validation, model=model, resume=resume)
     if result.status == "diverged":
