@@ -61,3 +61,25 @@ def test_job_form_defaults_to_auto(web_stack, owner_key, dataset, page):  # noqa
     page.wait_for_selector("#job-form[data-ready=true]")
     options = page.eval_on_selector_all("#f-solver option", "els => els.map((e) => e.value)")
     assert page.input_value("#f-solver") == ("auto" if "auto" in options else "plada")
+
+
+def test_auto_job_shows_what_it_tried_and_traces_the_exact_metric(web_stack, owner_key, dataset, page,  # noqa: F811
+                                                                   tmp_path):
+    spec = job_spec(dataset["id"], max_iterations=400, time_limit_s=120,
+                    solver={"name": "auto", "params": {"portfolio": ["ssg", "penalty"], "iterations": 100,
+                                                       "refinements": 1, "refine_iterations": 50}})
+    with web_stack.client(owner_key) as client:
+        resp = client.post("/api/v1/jobs", json=spec)
+        assert resp.status_code == 202, resp.text
+        job = wait_for(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
+        traj = client.get(f"/api/v1/jobs/{job['id']}/trajectory").json()
+    assert job["status"] == "succeeded", job["error"]
+    tried = job["result"]["tried"]
+    assert len(tried) >= 2
+    assert traj["exact"] and all(p["validation"] is not None for p in traj["exact"])  # through the portfolio
+    sign_in(page, web_stack, owner_key, f"/jobs/{job['id']}")
+    rows = page.locator("#tried-table tbody tr")
+    assert rows.count() == len(tried)
+    assert [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())] == [t["solver"] for t in tried]
+    assert page.locator('#tried-table tr[data-selected="true"]').count() == sum(bool(t.get("selected")) for t in tried)
+    shot(page, tmp_path, "job-auto")
