@@ -298,8 +298,12 @@ class _Portfolio:
         if error is not None:
             row.entry["outcome"] = "error"
             row.entry["error"] = error
+        elif result.status == "diverged":  # the driver stopped at the first non-finite iterate
+            row.entry["outcome"] = "diverged"
+            row.entry["error"] = result.message
         else:
             row.entry["outcome"] = self._judge(row, result.model)
+        if error is None:
             row.model = copy.deepcopy(result.model) if row.entry["outcome"] != "diverged" else None
         if result is not None and result.stop_reason is not None:
             row.entry["stop_reason"] = result.stop_reason
