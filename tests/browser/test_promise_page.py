@@ -4,6 +4,7 @@ trajectory chart's exact-metric traces; the job form defaults to the auto solver
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -56,11 +57,26 @@ def test_job_page_shows_badges_warning_and_baseline(web_stack, owner_key, datase
     shot(page, tmp_path, "job-promise")
 
 
-def test_job_form_defaults_to_auto(web_stack, owner_key, dataset, page):  # noqa: F811
-    sign_in(page, web_stack, owner_key, "/jobs/new")
+def test_job_form_defaults_to_auto_and_asks_for_the_guarantee(web_stack, owner_key, dataset, page):  # noqa: F811
+    sign_in(page, web_stack, owner_key, f"/jobs/new?dataset_id={dataset['id']}")
     page.wait_for_selector("#job-form[data-ready=true]")
-    options = page.eval_on_selector_all("#f-solver option", "els => els.map((e) => e.value)")
-    assert page.input_value("#f-solver") == ("auto" if "auto" in options else "plada")
+    assert page.input_value("#f-solver") == "auto"
+    page.select_option("#f-target", "income")
+    page.fill("#f-positive", ">50K")
+    for box in page.locator("#f-sensitive input").all():
+        box.set_checked(box.get_attribute("value") == "sex")
+    page.fill("#f-max-iterations", "20")
+    page.fill("#f-time-limit", "20")
+    page.select_option("#f-device", "cpu")
+    page.check("#f-guarantee")
+    page.fill("#f-guarantee-confidence", "0.9")
+    page.click("#submit-job")
+    page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
+    with web_stack.client(owner_key) as client:
+        job_id = page.url.rsplit("/", 1)[1]
+        spec = client.get(f"/api/v1/jobs/{job_id}").json()["spec"]
+        client.post(f"/api/v1/jobs/{job_id}/cancel")  # only the submitted spec matters here
+    assert spec["solver"]["name"] == "auto" and spec["guarantee"]["confidence"] == 0.9
 
 
 def test_auto_job_shows_what_it_tried_and_traces_the_exact_metric(web_stack, owner_key, dataset, page,  # noqa: F811
