@@ -1,6 +1,7 @@
 """The job page keeps the user's promise visible, in a real Chromium against a real stack: a pass / fail badge
 per constraint against its tolerance, the warnings, the unconstrained baseline beside the job, and the
-trajectory chart's exact-metric traces; the job form defaults to the auto solver when it exists."""
+trajectory chart's exact-metric traces, auto's tried table; the job form defaults to auto and asks for
+the guarantee."""
 
 from __future__ import annotations
 
