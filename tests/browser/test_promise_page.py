@@ -100,3 +100,21 @@ def test_auto_job_shows_what_it_tried_and_traces_the_exact_metric(web_stack, own
     assert [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())] == [t["solver"] for t in tried]
     assert page.locator('#tried-table tr[data-selected="true"]').count() == sum(bool(t.get("selected")) for t in tried)
     shot(page, tmp_path, "job-auto")
+
+
+def test_job_page_states_the_guarantee(web_stack, owner_key, dataset, page):  # noqa: F811
+    spec = job_spec(dataset["id"], solver={"name": "penalty", "params": {}}, max_iterations=100, time_limit_s=30,
+                    guarantee={"confidence": 0.9})
+    with web_stack.client(owner_key) as client:
+        resp = client.post("/api/v1/jobs", json=spec)
+        assert resp.status_code == 202, resp.text
+        job = wait_for(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
+    assert job["status"] == "succeeded", job["error"]
+    guarantee = job["result"]["guarantee"]
+    assert guarantee["confidence"] == 0.9
+    sign_in(page, web_stack, owner_key, f"/jobs/{job['id']}")
+    shown = page.locator("#job-guarantee")
+    assert shown.get_attribute("data-met") == str(guarantee["met"]).lower()
+    assert ("not met" in shown.inner_text()) == (not guarantee["met"])
+    if not guarantee["met"]:  # never a violating model presented as a fair one: the page says so in red
+        assert "error" in shown.get_attribute("class")
