@@ -33,6 +33,7 @@ from app.baselines import ensure_baseline, send_baseline
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
+from app.schemas import problem_fields
 from app.queue import send_job
 from app.settings import get_settings
 from app.storage import load_table
@@ -46,7 +47,7 @@ TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
 def problem_spec(job_spec: dict) -> ProblemSpec:
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
+    return ProblemSpec.model_validate(problem_fields(job_spec))
 
 
 def checkpoint_path(job_id: str) -> Path:

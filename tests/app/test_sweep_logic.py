@@ -131,3 +131,15 @@ def test_grid_lists_are_capped_in_the_schema(grid, loc):
     with pytest.raises(ValidationError) as err:
         SweepCreate.model_validate({"base": BASE, "grid": grid, "allow_large": True})
     assert err.value.errors()[0]["loc"] == loc
+
+
+def test_share_of_jobs_that_keep_every_tolerance_on_test():
+    def kept(seed, *flags):
+        job = _job("succeeded", "a", 0.05, seed, 0.8, 0.04)
+        job.result["fairness"] = [{"type": "demographic_parity", "kept_on_test": f} for f in flags]
+        return job
+
+    jobs = [kept(0, True, True), kept(1, True, False), kept(2, True, None), kept(3, True, True)]
+    point = summarize(jobs)["points"][0]
+    assert point["kept_on_test"] == 0.5  # an undefined metric is not kept
+    assert summarize([_job("succeeded", "a", 0.05, 0, 0.8, 0.04)])["points"][0]["kept_on_test"] is None
