@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.datagen import planted_table
+from tests.datagen import compas_like_table, planted_table
 from tests.integration.test_job_flow import job_spec, upload
 
 pytestmark = pytest.mark.integration
@@ -300,3 +300,34 @@ def test_sweep_page_pareto_click_opens_the_job(web_stack, owner_key, other_key, 
     page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
     assert page.url.rsplit("/", 1)[1] in job_ids
     assert_hidden_from(page, web_stack, other_key, [f"/sweeps/{sweep_id}"])
+
+
+def test_job_form_feature_picker_shows_the_screen(web_stack, owner_key, page, tmp_path):
+    with web_stack.client(owner_key) as client:
+        compas = upload(client, compas_like_table(800, seed=2), name="compas-like")
+    sign_in(page, web_stack, owner_key, f"/jobs/new?dataset_id={compas['id']}")
+    page.wait_for_selector("#job-form[data-ready=true]")
+    page.select_option("#f-target", "two_year_recid")
+    page.fill("#f-positive", "1")
+    for box in page.locator("#f-sensitive input").all():
+        box.set_checked(box.get_attribute("value") == "race")
+    page.locator("#f-positive").dispatch_event("change")
+    leak = page.locator('#f-features [data-column=is_recid] .warning[data-reason=near_duplicate]')
+    leak.wait_for()
+    assert "AUC" in leak.inner_text()
+    page.wait_for_selector("#f-features[data-state=ready]")
+    for column, reason in (("id", "identifier"), ("dob", "date"), ("c_charge_desc", "free_text"),
+                           ("type_of_assessment", "constant")):
+        row = page.locator(f"#f-features [data-column={column}]")
+        assert not row.locator("input").is_checked() and row.locator(".warning").get_attribute("data-reason") == reason
+    assert page.locator("#f-features [data-column=priors_count] input").is_checked()
+    assert page.locator("#f-features [data-column=priors_count] .warning").count() == 0
+    shot(page, tmp_path, "feature-picker")
+
+    page.locator("#f-features [data-column=age] input").set_checked(False)  # a pick is sent as the features
+    page.fill("#f-max-iterations", "10")
+    page.select_option("#f-device", "cpu")
+    page.click("#submit-job")
+    page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
+    spec = page.inner_text("#job-spec")
+    assert '"features": [' in spec and '"priors_count"' in spec and '"is_recid"' not in spec and '"age"' not in spec
