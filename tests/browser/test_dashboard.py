@@ -331,3 +331,34 @@ def test_job_form_feature_picker_shows_the_screen(web_stack, owner_key, page, tm
     page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
     spec = page.inner_text("#job-spec")
     assert '"features": [' in spec and '"priors_count"' in spec and '"is_recid"' not in spec and '"age"' not in spec
+
+
+def test_upload_without_header_warns_then_reads_with_the_options(web_stack, owner_key, page, tmp_path):
+    frame = planted_table(200, seed=3)
+    frame["workclass"] = frame["workclass"].fillna("?")
+    csv = tmp_path / "noheader.csv"
+    frame.to_csv(csv, index=False, header=False)
+    sign_in(page, web_stack, owner_key, "/datasets")
+    page.fill("#upload-name", "noheader-raw")
+    page.set_input_files("#file-input", str(csv))
+    page.wait_for_url(re.compile(r"/datasets/[0-9a-f]{32}$"))  # a warned upload opens its page
+    warning = page.locator('#read-options .message.warning[data-field=header]')
+    assert "looks like data" in warning.inner_text() and "header=false" in warning.inner_text()
+    shot(page, tmp_path, "header-warning")
+
+    page.goto(web_stack.url + "/datasets")
+    page.click(".read-options summary")
+    page.select_option("#upload-header", "false")
+    page.fill("#upload-columns", ", ".join(frame.columns))
+    page.fill("#upload-name", "noheader-fixed")
+    page.set_input_files("#file-input", str(csv))
+    row = page.locator("#datasets-table tr", has_text="noheader-fixed")
+    row.wait_for()
+    assert "200" in row.inner_text()
+    row.locator("a", has_text="noheader-fixed").click()
+    page.wait_for_url(re.compile(r"/datasets/[0-9a-f]{32}$"))
+    assert page.locator("#read-options .message.warning").count() == 0
+    assert page.inner_text("#read-options [data-field=header]") == "no"
+    assert "?" in page.inner_text("#read-options [data-field=missing_values]")
+    workclass = page.locator("#schema-table tbody tr", has_text="workclass")
+    assert str(int((frame["workclass"] == "?").sum())) in workclass.inner_text()

@@ -234,6 +234,12 @@
       form.append("file", file, file.name);
       const name = $("#upload-name").value.trim();
       if (name) form.append("name", name);
+      const header = $("#upload-header").value;
+      const columns = $("#upload-columns").value.trim();
+      const missing = $("#upload-missing").value;
+      if (header) form.append("header", header);
+      if (columns) form.append("column_names", columns);
+      if (missing.trim()) form.append("missing_values", missing);
       const xhr = new XMLHttpRequest();
       xhr.open("POST", "/api/v1/datasets");
       xhr.withCredentials = true;
@@ -255,7 +261,8 @@
         if (xhr.status === 201 && data) {
           fill.style.width = "100%";
           text.textContent = "Uploaded " + data.name + " (" + data.n_rows + " rows).";
-          location.reload();
+          if ((data.read_options || {}).warnings) location.href = "/datasets/" + data.id;  // show the warning
+          else location.reload();
         } else {
           bar.hidden = true;
           showMessage("Upload failed: " + errorText(xhr.status, data));
