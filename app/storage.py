@@ -20,6 +20,7 @@ import csv
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -296,7 +297,8 @@ def _cached_table(path: str, fmt: str, options: str, sha256: str) -> pd.DataFram
 
 
 def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str) -> pd.DataFrame:
-    """``read_table`` with a small cache keyed by content hash and reading options; callers must not mutate the frame."""
+    """``read_table`` with a small cache keyed by content hash and reading options, for the worker (a sweep's jobs
+    share a table); callers must not mutate the frame. The API process never calls it: it reads profiles and chunks."""
     return _cached_table(str(path), fmt, cache_key(options), sha256)
 
 
@@ -395,5 +397,23 @@ def remove_quietly(path: Path) -> None:
         pass
 
 
+def clear_stale(folder: Path, older_than_s: float, now: float | None = None) -> list[str]:
+    """Delete the plain files of ``folder`` (not its subfolders) last modified more than ``older_than_s``
+    seconds before ``now``; their names. The temporary folder of uploads and audit sources: a process
+    that crashed mid-upload leaves its partial file there, while a live upload keeps its file's mtime
+    recent (each chunk is written as it arrives), so an API starting beside a busy one spares it."""
+    cutoff = (time.time() if now is None else now) - older_than_s
+    removed = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+            except FileNotFoundError:  # removed meanwhile (renamed into place, or by another process)
+                pass
+    return sorted(removed)
+
+
 __all__ = ["DatasetError", "TooLarge", "StoredFile", "stream_to_disk", "check_upload", "profile_upload", "read_upload",
-           "read_table", "iter_chunks", "load_table", "remove_quietly"]
+           "read_table", "iter_chunks", "load_table", "remove_quietly", "clear_stale"]

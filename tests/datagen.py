@@ -23,6 +23,20 @@ def planted_table(n: int = 2000, seed: int = 0) -> pd.DataFrame:
     return frame
 
 
+def loose_surrogate_table(n: int = 3000, seed: int = 0) -> pd.DataFrame:
+    """Two groups where the sigmoid surrogate of demographic parity is loose: in group a the label is a
+    large-margin function of x1 (scores far from 0, σ(f) ≈ 1{f > 0}), in group b the label is noise with
+    P(yes) = 0.75 and x1 carries nothing (scores all near one small value). Equal mean σ(f) then leaves
+    group b's exact positive rate near 0 or 1 while group a's is about one half."""
+    rng = np.random.default_rng(seed)
+    s = rng.choice(["a", "b"], n)
+    a = s == "a"
+    x1 = rng.normal(0, 3, n)
+    y = np.where(a, x1 > 0, rng.random(n) < 0.75)
+    x1 = np.where(a, x1, rng.normal(0, 0.05, n))
+    return pd.DataFrame({"x1": x1, "x2": rng.normal(0, 1, n), "s": s, "y": np.where(y, "yes", "no")})
+
+
 def compas_like_table(n: int = 1500, seed: int = 0) -> pd.DataFrame:
     """A COMPAS-like table as users bring it: an id, names, dates, a constant, free-text charges and
     ``is_recid``, which leaks the label ``two_year_recid`` (every two-year reoffender has it, and a few others)."""

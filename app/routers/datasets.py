@@ -11,17 +11,18 @@ import anyio
 from fastapi import APIRouter, File, Form, HTTPException, Query, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
-from sqlalchemy import exists, select
+from sqlalchemy import exists, func, select
+from sqlalchemy.orm import Session
 
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.feature_screening import dataset_screen
-from app.models import Dataset, Job, new_id
+from app.models import Alert, Audit, AuditRun, Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut, json_response
 from app.read_options import OptionError, upload_options
 from app.settings import Settings
-from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, load_table, profile_upload, remove_quietly,
+from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, iter_chunks, profile_upload, remove_quietly,
                          stream_to_disk)
-from app.table_profile import TableProfile, describe
+from app.table_profile import TableProfile
 
 router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"])
 
@@ -117,8 +118,18 @@ def keep(db, dataset: Dataset, tmp: Path, final: Path) -> None:
         raise
 
 
+def dataset_summary(db: Session, settings: Settings, dataset: Dataset) -> dict:
+    """The summary profiled at upload; a dataset uploaded before summaries were stored is profiled now, a chunk
+    at a time like an upload, and the summary stored."""
+    if dataset.summary is None:
+        chunks = iter_chunks(dataset_path(settings, dataset), dataset.format, dataset.read_options)
+        dataset.summary = TableProfile.of(chunks).summary()
+        db.commit()
+    return dataset.summary
+
+
 @router.get("", response_model=list[DatasetOut])
-def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[Dataset]:
+def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: Offset = 0) -> list[Dataset]:
     stmt = (select(Dataset).where(Dataset.owner == caller.owner).order_by(Dataset.created_at.desc())
             .limit(limit).offset(offset))
     return list(db.scalars(stmt))
@@ -127,10 +138,7 @@ def list_datasets(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, l
 @router.get("/{dataset_id}", response_model=DatasetDetail)
 def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> Response:
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
-    if dataset.summary is None:  # stored at upload; datasets uploaded before that get it on first read
-        frame = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
-        dataset.summary = describe(frame)
-        db.commit()
+    dataset_summary(db, settings, dataset)
     return json_response(DatasetDetail.model_validate(dataset).model_dump_json().encode())
 
 
@@ -157,11 +165,41 @@ def feature_screen(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> None:
+def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller,
+                   cascade: bool = Query(False, description="also delete the audits of this dataset, with their runs "
+                                                            "and alerts (without it they answer 409)")) -> None:
+    """Delete a dataset and its file. Jobs trained on it always refuse (409: delete them first); audits that
+    read it refuse too, naming them with their runs and alerts, unless ``?cascade=true`` deletes them along."""
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     if db.scalar(select(exists().where(Job.dataset_id == dataset_id))):
         raise HTTPException(status_code=409, detail="dataset_id: jobs refer to this dataset; delete them first")
+    if not cascade:
+        dependants = audit_dependants(db, dataset_id)
+        if dependants:
+            raise HTTPException(status_code=409, detail=f"dataset_id: this dataset is read by {dependants}; delete "
+                                                        "them first, or pass ?cascade=true to delete them with it")
     path = dataset_path(settings, dataset)
-    db.delete(dataset)
+    db.delete(dataset)  # the audits go with it (ON DELETE CASCADE), and their runs and alerts with them
     db.commit()
     remove_quietly(path)
+
+
+MAX_NAMED = 5  # audit ids named in a 409
+
+
+def audit_dependants(db, dataset_id: str) -> str:
+    """The audits reading ``dataset_id`` in words, e.g. "2 audits (a1, a2) with 3 runs and 1 alert"; empty if none."""
+    audits = select(Audit.id).where(Audit.dataset_id == dataset_id)
+    ids = db.scalars(audits.order_by(Audit.id).limit(MAX_NAMED)).all()
+    if not ids:
+        return ""
+    n_audits = db.scalar(select(func.count()).select_from(audits.subquery()))
+    n_runs = db.scalar(select(func.count()).where(AuditRun.audit_id.in_(audits)))
+    n_alerts = db.scalar(select(func.count()).where(Alert.audit_id.in_(audits)))
+    more = ", …" if n_audits > len(ids) else ""
+    return (f"{_count(n_audits, 'audit')} ({', '.join(ids)}{more}) with {_count(n_runs, 'run')} and "
+            f"{_count(n_alerts, 'alert')}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
