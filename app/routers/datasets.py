@@ -117,7 +117,8 @@ def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentC
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> None:
-    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
+    # FOR UPDATE: a submit holding the row (FOR KEY SHARE) commits its job first, and the check below sees it
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller, lock=True)
     if db.scalar(select(exists().where(Job.dataset_id == dataset_id))):
         raise HTTPException(status_code=409, detail="dataset_id: jobs refer to this dataset; delete them first")
     path = dataset_path(settings, dataset)

@@ -14,7 +14,7 @@ from app import idempotency
 from app.admission import check_active_jobs, check_caps
 from app.artifacts import artifact_path
 from app.auth import Caller
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404, owned
+from app.deps import DB, KEEP, AppSettings, CurrentCaller, get_or_404, owned
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import enqueue_job, queue_for
 from app.schemas import JobCreate, JobOut, TrajectoryOut, json_response
@@ -53,8 +53,11 @@ def job_out(db: Session, job: Job) -> dict:
 
 
 def owned_dataset(db: Session, dataset_id: str, caller: Caller, loc: tuple) -> Dataset:
-    """The caller's dataset, or a 422 naming the field (another owner's dataset is not found)."""
-    dataset = owned(db, Dataset, dataset_id, caller)
+    """The caller's dataset, or a 422 naming the field (another owner's dataset is not found).
+
+    The row is held (FOR KEY SHARE) until the request commits: a concurrent DELETE waits, then sees the
+    new jobs and answers 409; a DELETE that came first makes this request find no dataset."""
+    dataset = owned(db, Dataset, dataset_id, caller, lock=KEEP)
     if dataset is None:
         raise spec_error(loc, f"dataset {dataset_id!r} not found")
     return dataset
