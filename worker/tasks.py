@@ -34,18 +34,19 @@ from typing import NamedTuple
 
 import torch
 from safetensors.torch import load_file
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 
 from app.artifacts import artifact_path, write_artifacts
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
-from app.queue import send_job
+from app.queue import send_job, task_id
 from app.settings import get_settings
 from app.storage import load_table
 from solvers import ProblemSpec, SolverDiverged, SpecError, run
 from solvers import checkpoint as ckpt
 from worker.celery_app import celery_app
+from worker.broker_messages import live_task_ids
 from worker.persistence import PersistingObserver, StaleAttempt
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,8 @@ def release_successors(job_id: str) -> None:
             return
         waiting = list(s.scalars(select(Job.id).where(Job.warm_start_from == job_id, Job.status == "waiting")))
         released = [jid for jid in waiting if s.execute(
-            update(Job).where(Job.id == jid, Job.status == "waiting").values(status="queued")).rowcount == 1]
+            update(Job).where(Job.id == jid, Job.status == "waiting")
+            .values(status="queued", dispatched_at=utcnow())).rowcount == 1]
     for jid in released:
         send_job(jid, queue_of(jid))
 
@@ -189,12 +191,48 @@ def reap_stale_jobs() -> list[str]:
                 s.execute(update(Job).where(guard).values(
                     status="failed", finished_at=utcnow(),
                     error=f"worker lost: no heartbeat for {settings.stale_after_s:g} s after {job.attempts} attempts"))
-            elif s.execute(update(Job).where(guard).values(status="queued")).rowcount == 1:
+            elif s.execute(update(Job).where(guard).values(status="queued", dispatched_at=utcnow())).rowcount == 1:
                 requeued.append((job.id, job.queue, job.attempts + 1))
     for job_id, queue, attempt in requeued:
         log.warning("job %s: heartbeat lost; re-queued as attempt %s", job_id, attempt)
         send_job(job_id, queue, attempt)
     return [r[0] for r in requeued]
+
+
+@celery_app.task(name="fairsolve.resend_lost_jobs")
+def resend_lost_jobs() -> list[str]:
+    """Send again the next attempt of every ``queued`` job whose message is in no queue of the broker
+    (``worker.broker_messages``) ``FAIRSOLVE_RESEND_GRACE_S`` after it was committed for sending: a send
+    that failed while the broker was down, a message lost with a broker restarted without its data.
+
+    Candidates are read first, the broker after, and each re-send is claimed with one guarded UPDATE
+    (still queued at the same attempt and dispatch time), so a job started or re-dispatched meanwhile is
+    left alone."""
+    settings = get_settings()
+    cutoff = utcnow() - timedelta(seconds=settings.resend_grace_s)
+    dispatched = func.coalesce(Job.dispatched_at, Job.created_at)
+    with session_scope() as s:
+        candidates = s.execute(select(Job.id, Job.queue, Job.attempts, Job.dispatched_at)
+                               .where(Job.status == "queued", dispatched < cutoff)).all()
+    if not candidates:
+        return []
+    live = live_task_ids({row.queue for row in candidates})
+    if live is None:  # a broker that cannot be read (embedded SQLAlchemy transport)
+        return []
+    lost = [row for row in candidates if task_id(row.id, row.attempts + 1) not in live]
+    resent = []
+    for row in lost:
+        with session_scope() as s:
+            claimed = s.execute(update(Job).where(
+                Job.id == row.id, Job.status == "queued", Job.attempts == row.attempts,
+                (Job.dispatched_at == row.dispatched_at) if row.dispatched_at is not None
+                else Job.dispatched_at.is_(None)).values(dispatched_at=utcnow())).rowcount == 1
+        if claimed:
+            log.warning("job %s: queued with no message in the broker; sending attempt %s again",
+                        row.id, row.attempts + 1)
+            send_job(row.id, row.queue, row.attempts + 1)
+            resent.append(row.id)
+    return resent
 
 
 def _run(job_id: str, attempt: int) -> str:

@@ -16,7 +16,7 @@ from app.artifacts import artifact_path
 from app.auth import Caller
 from app.deps import DB, KEEP, AppSettings, CurrentCaller, get_or_404, owned
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
-from app.queue import enqueue_job, queue_for
+from app.queue import dispatch, queue_for
 from app.schemas import JobCreate, JobOut, TrajectoryOut, json_response
 from app.spec_table import spec_table
 from solvers import SpecError, check_spec_against_table
@@ -84,12 +84,7 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
     db.add(job)
     if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
         return replayed
-    try:
-        enqueue_job(job)
-    except Exception as exc:
-        job.status, job.error, job.finished_at = "failed", f"broker unavailable: {exc}", utcnow()
-        db.commit()
-        raise HTTPException(status_code=503, detail="the job queue is unavailable; try again later") from exc
+    dispatch([job])  # stored and queued: if the broker is down, the reconciler sends it (app.queue)
     return JSONResponse(response, status_code=status.HTTP_202_ACCEPTED)
 
 
