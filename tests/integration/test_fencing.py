@@ -16,7 +16,7 @@ from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
 from tests.stack import PG_ADMIN, REDIS_URL, pg_database, start_stack, stop_stack
 
-ITERATIONS, ROWS, MODEL = 4000, 4000, {"type": "mlp", "hidden": [64, 64]}
+ITERATIONS, ROWS, MODEL = 2500, 4000, {"type": "mlp", "hidden": [64, 64]}
 
 
 @pytest.fixture
