@@ -4,8 +4,9 @@ A key is ``fsk_`` followed by 32 random bytes (URL-safe base64), drawn from ``se
 Only ``sha256(key)`` is stored: with 256 bits of entropy a slow password hash buys nothing,
 and a hash lookup keeps authentication to one indexed read. A request names its key in
 ``Authorization: Bearer <key>``, ``X-API-Key: <key>`` or the dashboard's session cookie
-``fairsolve_key`` (HttpOnly, SameSite=Strict, so other sites cannot send it); no key, an unknown key or a
-revoked one is 401. Every stored resource carries the ``owner`` of the key that created it,
+``fairsolve_session``, which holds a session id mapped to a key, never the key (:mod:`app.sessions`: HttpOnly,
+SameSite=Strict, expiring, revocable; state changes it authenticates must come from this origin); no key, an
+unknown key or a revoked one is 401. Every stored resource carries the ``owner`` of the key that created it,
 and another owner's resource is answered as if it did not exist (404).
 
 Admin keys (the bootstrap key of ``FAIRSOLVE_BOOTSTRAP_API_KEY``, or one created with
@@ -25,9 +26,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import ApiKey, utcnow
+from app.sessions import SESSION_COOKIE, is_session_token, session_key
 
 KEY_PREFIX = "fsk_"
-SESSION_COOKIE = "fairsolve_key"
 
 
 @dataclass(frozen=True)
@@ -56,13 +57,35 @@ def create_key(db: Session, owner: str, admin: bool = False, key: str | None = N
     return row, key
 
 
+MIN_BOOTSTRAP_CHARS, MIN_BOOTSTRAP_DISTINCT = 32, 12
+
+
+def bootstrap_key_problem(key: str | None, embedded: bool) -> str | None:
+    """Why ``key`` may not be the bootstrap admin key, else None.
+
+    Missing is allowed on the embedded defaults only (``make run`` generates one there); a key must
+    have at least ``MIN_BOOTSTRAP_CHARS`` characters, all printable ASCII without spaces (0x21–0x7E), and
+    at least ``MIN_BOOTSTRAP_DISTINCT`` distinct ones (``change-me``, ``aaaa…`` and the like are refused;
+    ``secrets.token_urlsafe(32)`` passes)."""
+    if not key:
+        return None if embedded else ("FAIRSOLVE_BOOTSTRAP_API_KEY is not set; set it to a random key, e.g. "
+                                      "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    if not all("!" <= ch <= "~" for ch in key):
+        return "FAIRSOLVE_BOOTSTRAP_API_KEY holds spaces, non-ASCII or non-printable characters"
+    if len(key) < MIN_BOOTSTRAP_CHARS:
+        return f"FAIRSOLVE_BOOTSTRAP_API_KEY is too short ({len(key)} characters; at least {MIN_BOOTSTRAP_CHARS})"
+    if len(set(key)) < MIN_BOOTSTRAP_DISTINCT:
+        return (f"FAIRSOLVE_BOOTSTRAP_API_KEY is too weak ({len(set(key))} distinct characters; at least "
+                f"{MIN_BOOTSTRAP_DISTINCT})")
+    return None
+
+
 def ensure_key(db: Session, key: str, owner: str, admin: bool) -> ApiKey:
-    """Idempotently register ``key`` (the bootstrap key): an existing row is reactivated, not duplicated."""
+    """Idempotently register ``key`` (the bootstrap key). An existing row is returned untouched: a revoked
+    bootstrap key stays revoked across restarts (a new key must be configured to get an admin key back)."""
     row = db.scalar(select(ApiKey).where(ApiKey.key_hash == key_hash(key)))
     if row is None:
         return create_key(db, owner, admin=admin, key=key)[0]
-    row.revoked_at, row.admin = None, admin
-    db.commit()
     return row
 
 
@@ -71,16 +94,20 @@ def presented_key(request: Request) -> str | None:
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
-    return request.headers.get("x-api-key") or request.cookies.get(SESSION_COOKIE) or None
+    cookie = request.cookies.get(SESSION_COOKIE)
+    return request.headers.get("x-api-key") or (cookie if is_session_token(cookie) else None)
 
 
 def authenticate(db: Session, key: str | None) -> Caller:
     if not key:
         raise HTTPException(status_code=401, detail="missing API key: send 'Authorization: Bearer <key>'",
                             headers={"WWW-Authenticate": "Bearer"})
-    row = db.scalar(select(ApiKey).where(ApiKey.key_hash == key_hash(key), ApiKey.revoked_at.is_(None)))
+    if is_session_token(key):
+        row = session_key(db, key)
+    else:
+        row = db.scalar(select(ApiKey).where(ApiKey.key_hash == key_hash(key), ApiKey.revoked_at.is_(None)))
     if row is None:
-        raise HTTPException(status_code=401, detail="invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(status_code=401, detail="invalid or revoked API key or expired session", headers={"WWW-Authenticate": "Bearer"})
     return Caller(owner=row.owner, key_id=row.id, admin=row.admin)
 
 
@@ -117,6 +144,11 @@ class CallerCache:
                     self._entries.clear()
                 self._entries[key_hash(key)] = (caller, time.monotonic() + self.ttl_s)
         return caller
+
+    def forget_credential(self, key: str) -> None:
+        """Drop one key's or session's entry (a sign-out)."""
+        with self._lock:
+            self._entries.pop(key_hash(key), None)
 
     def forget(self, key_id: str) -> None:
         with self._lock:

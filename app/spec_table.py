@@ -24,7 +24,7 @@ import pandas as pd
 from app.models import Dataset
 from app.routers.datasets import dataset_path
 from app.settings import Settings
-from app.storage import load_table
+from app.storage import read_table
 from solvers import ProblemSpec
 
 DTYPES = {"integer": "int64", "float": "float64", "boolean": "bool", "string": "str"}
@@ -68,4 +68,4 @@ def spec_table(settings: Settings, dataset: Dataset, spec: ProblemSpec) -> pd.Da
                 _stand_ins.popitem(last=False)
     if table is not None:
         return table
-    return load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+    return read_table(dataset_path(settings, dataset), dataset.format, dataset.read_options)  # uncached: freed after

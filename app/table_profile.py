@@ -198,13 +198,23 @@ def numeric_summary(values: np.ndarray, counts: np.ndarray) -> dict[str, float |
     mean = float(np.dot(v, counts) / n)
     out: dict[str, float | None] = {"mean": finite(mean),
                                     "std": finite(math.sqrt(np.dot((v - mean) ** 2, counts) / (n - 1))) if n > 1 else None}
+    for key, value in zip(QUARTILES, weighted_quantiles(values, counts, list(QUARTILES.values()))):
+        out[key] = finite(value)
+    return out
+
+
+def weighted_quantiles(values: np.ndarray, counts: np.ndarray, qs: list[float]) -> list[float]:
+    """Q(q) for each q (module docstring: linear interpolation between order statistics, pandas' default) of the
+    n = Σ counts values given as sorted distinct ``values`` and their ``counts``."""
+    n = int(counts.sum())
     cumulative = np.cumsum(counts)
-    for key, q in QUARTILES.items():
+    out = []
+    for q in qs:
         p = q * (n - 1)
         k = int(math.floor(p))
         at = np.searchsorted(cumulative, [k, min(k + 1, n - 1)], side="right")  # x₍ₖ₎ and x₍ₖ₊₁₎
         lo, hi = float(values[at[0]]), float(values[at[1]])
-        out[key] = finite(lo + (p - k) * (hi - lo))
+        out.append(lo + (p - k) * (hi - lo))
     return out
 
 

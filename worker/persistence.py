@@ -20,6 +20,9 @@ lost the job (re-queued by the reaper and started again elsewhere) gets :class:`
 write and in the solver's thread at its next iteration. Its checkpoints go to a file of its own start, named
 in the job's progress (``checkpoint_start``, ``checkpoint_iteration``) by the same guarded write: a stale
 start can neither replace nor remove the checkpoint another start resumes from.
+
+``exact_every`` (``FAIRSOLVE_EXACT_TRACE_EVERY``) asks the solver for the exact constraint values every
+that many iterations; they are stored in the row's ``exact`` column (None on other rows).
 """
 
 from __future__ import annotations
@@ -47,11 +50,13 @@ class StaleAttempt(RuntimeError):
 class PersistingObserver(Observer):
     def __init__(self, job_id: str, sessions: sessionmaker[Session], *, flush_s: float = 1.0,
                  flush_rows: int = 1000, checkpoint_path: Path | None = None, checkpoint_every_s: float = 30.0,
-                 resumed_from: int = 0, fence: int | None = None, checkpoint_start: int | None = None) -> None:
+                 resumed_from: int = 0, exact_every: int = 0, fence: int | None = None,
+                 checkpoint_start: int | None = None) -> None:
         self.job_id = job_id
         self.sessions = sessions
         self.flush_s = flush_s
         self.flush_rows = flush_rows
+        self.exact_every = exact_every
         self.max_iterations = 0
         self.constraint_names: list[str] = []
         self.device: str | None = None
@@ -73,6 +78,7 @@ class PersistingObserver(Observer):
         self.fence, self.checkpoint_start = fence, checkpoint_start  # the start writing; the start whose file
         self._flush_lock = threading.Lock()  # one write at a time: progress and rows committed in order
         self._last_checkpoint = time.monotonic()
+        self._polled_at = -float("inf")
 
     def on_start(self, info: dict) -> None:
         self.max_iterations = int(info.get("max_iterations", 0))
@@ -88,7 +94,7 @@ class PersistingObserver(Observer):
         row = {"job_id": self.job_id, "iteration": record.iteration, "elapsed_s": record.elapsed_s,
                "samples_seen": record.samples_seen, "objective": record.objective,
                "max_violation": record.max_violation, "constraints": list(record.constraints),
-               "duals": record.duals}
+               "duals": record.duals, "exact": record.exact}
         with self._lock:
             self.buffer.append(row)
             self.last = record
@@ -102,8 +108,34 @@ class PersistingObserver(Observer):
             self._wake.set()
         self.busy_s += time.perf_counter() - entered
 
+    def exact_trace_every(self) -> int:
+        return self.exact_every
+
     def should_stop(self) -> str | None:
+        if self._writer is None:  # set-up (no writer thread yet): read the cancel flag ourselves
+            self._poll_in_setup()
         return self._stop
+
+    def _poll_in_setup(self, every_s: float = 1.0) -> None:
+        """Before the first iteration: beat the heartbeat and read the cancel flag, at most every ``every_s``."""
+        now = time.monotonic()
+        if now - self._polled_at < every_s:
+            return
+        self._polled_at = now
+        with self.sessions() as session, session.begin():
+            self._write_job(session, heartbeat_at=utcnow())
+            if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):
+                self._stop = "cancelled"
+
+    def _write_job(self, session: Session, **values) -> None:
+        """The fenced UPDATE of the job row (the first statement of every write); :class:`StaleAttempt` when
+        another start holds the job."""
+        owned = Job.id == self.job_id
+        if self.fence is not None:
+            owned &= (Job.starts == self.fence) & (Job.status == "running")
+        written = session.execute(update(Job).where(owned).values(**values))
+        if self.fence is not None and written.rowcount != 1:
+            raise StaleAttempt(f"job {self.job_id}: start {self.fence} was superseded")
 
     def checkpoint_due(self) -> bool:
         return self.checkpoint_path is not None and time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s
@@ -147,12 +179,7 @@ class PersistingObserver(Observer):
                 rows, self.buffer = self.buffer, []
                 progress = self.progress()
             with self.sessions() as session, session.begin():
-                owned = Job.id == self.job_id
-                if self.fence is not None:
-                    owned &= (Job.starts == self.fence) & (Job.status == "running")
-                written = session.execute(update(Job).where(owned).values(progress=progress, heartbeat_at=utcnow()))
-                if self.fence is not None and written.rowcount != 1:
-                    raise StaleAttempt(f"job {self.job_id}: start {self.fence} was superseded")
+                self._write_job(session, progress=progress, heartbeat_at=utcnow())
                 if rows:
                     session.execute(insert(TrajectoryPoint), rows)
                 if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):

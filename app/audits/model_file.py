@@ -7,13 +7,17 @@ version), ``spec`` (the job's problem spec, JSON), ``encoder`` (the fitted
 """
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from safetensors import SafetensorError, safe_open
 
+from app.strict_json import strict_loads
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
+from solvers.spec import MAX_PARAMETERS
 
 FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
 
@@ -40,8 +44,63 @@ def read_metadata(path: Path) -> dict[str, str]:
     return meta
 
 
+class _Step(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    column: str
+
+
+class _Categorical(_Step):
+    kind: Literal["categorical"]
+    categories: list[str | bool | int | float | None]
+
+
+class _Binary(_Step):
+    kind: Literal["binary"]
+
+
+class _Numeric(_Step):
+    kind: Literal["numeric"]
+    median: float
+    mean: float
+    std: float = Field(gt=0)
+    missing_indicator: bool
+
+
+class EncoderState(BaseModel):
+    """The shape :meth:`TableEncoder.to_dict` writes; what the header must hold before the encoder is built."""
+
+    model_config = ConfigDict(extra="forbid")
+    columns: list[str]
+    plan: list[Annotated[_Categorical | _Binary | _Numeric, Field(discriminator="kind")]]
+
+    @model_validator(mode="after")
+    def _plan_reads_its_columns(self) -> "EncoderState":
+        if [p.column for p in self.plan] != self.columns:
+            raise ValueError("the plan must encode exactly the listed columns, in order")
+        return self
+
+
+GROUPS = TypeAdapter(list[str])
+
+
+def _json_field(meta: dict[str, str], name: str, check: Any) -> Any:
+    """Metadata field ``name`` read as strict JSON and validated by ``check``; ModelError naming it otherwise
+    (bad JSON, NaN or Infinity, the wrong shape)."""
+    try:
+        return check(strict_loads(meta[name]))
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # JSON and pydantic errors are ValueErrors
+        reason = str(exc).splitlines()
+        raise ModelError(f"--model: the metadata's {name!r} is malformed: {' '.join(reason[:3])}"[:400]) from exc
+
+
 def spec_and_encoder(meta: dict[str, str]) -> tuple[ProblemSpec, TableEncoder]:
-    return problem_spec(json.loads(meta["spec"])), TableEncoder.from_dict(json.loads(meta["encoder"]))
+    spec = _json_field(meta, "spec", problem_spec)
+    state = _json_field(meta, "encoder", EncoderState.model_validate)
+    return spec, TableEncoder.from_dict(state.model_dump())
+
+
+def groups(meta: dict[str, str]) -> list[str]:
+    return _json_field({"groups": "[]", **meta}, "groups", GROUPS.validate_python)
 
 
 def required_columns(spec: ProblemSpec, encoder: TableEncoder) -> list[str]:
@@ -52,3 +111,22 @@ def required_columns(spec: ProblemSpec, encoder: TableEncoder) -> list[str]:
 def model_columns(path: Path) -> list[str]:
     """The columns the audit model in ``path`` reads (ModelError when the file is not one)."""
     return required_columns(*spec_and_encoder(read_metadata(path)))
+
+
+def check_size(path: Path, spec: ProblemSpec, encoder: TableEncoder) -> None:
+    """ModelError when the model would be too large to build or apply: an encoder wider than the
+    solver library's cap (one-hot categories included), a model of more than ``MAX_PARAMETERS``
+    parameters on the encoder's width, or stored tensors of more elements than that. Only the header is
+    read (tensor shapes), so this runs before any weight or model is allocated."""
+    if (problem := encoder.width_problem()) is not None:
+        raise ModelError(f"--model: the encoder is too wide: {problem}")
+    if (n := spec.model.parameter_count(encoder.n_features)) > MAX_PARAMETERS:
+        raise ModelError(f"--model: the spec's {spec.model.type} model on {encoder.n_features} encoded features has "
+                         f"{n} parameters (more than {MAX_PARAMETERS})")
+    try:
+        with safe_open(str(path), framework="numpy") as fh:
+            stored = sum(math.prod(fh.get_slice(name).get_shape()) for name in fh.keys())
+    except (OSError, SafetensorError) as exc:
+        raise ModelError(f"--model: not a safetensors file: {exc}") from exc
+    if stored > MAX_PARAMETERS:
+        raise ModelError(f"--model: the file stores {stored} weights (more than {MAX_PARAMETERS})")

@@ -22,18 +22,19 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from sqlalchemy import func, select
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.audits.metrics import describe_metrics
 from app.auth import SESSION_COOKIE, Caller, authenticate
 from app.charts import CHARTS
-from app.dashboard import stats
-from app.deps import DB, AppSettings, current_caller, get_or_404
+from app.charts.labels import figure_json
+from app.dashboard import promise, stats
+from app.deps import DB, AppSettings, caller_cache, current_caller, get_or_404
 from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
-from app.routers.datasets import dataset_path
+from app.routers.datasets import dataset_path, dataset_summary
 from app.routers.jobs import job_out
 from app.routers.sweeps import default_axes, sweep_jobs
-from app.storage import load_table
-from app.table_profile import describe
+from app.sessions import close_session, from_this_origin, is_session_token, open_session
 from app.sweeps.summary import direction, pareto_front, summarize
 
 log = logging.getLogger("fairsolve.dashboard")
@@ -77,7 +78,7 @@ class PageRoute(APIRoute):
                 return await handler(request)
             except SignInRequired:
                 return sign_in_redirect(request)
-            except HTTPException as exc:
+            except StarletteHTTPException as exc:  # FastAPI's, and Starlette's own from form parsing
                 if exc.status_code == 401:
                     return sign_in_redirect(request)
                 detail = exc.detail if isinstance(exc.detail, str) else "the request was refused"
@@ -163,14 +164,6 @@ def safe_next(target: str | None) -> str:
     return "/" if parts.scheme or parts.netloc else target
 
 
-def same_origin(request: Request) -> bool:
-    origin = request.headers.get("origin")
-    if not origin or origin == "null":
-        return origin is None
-    parts = urlsplit(origin)
-    return parts.netloc == request.headers.get("host", request.url.netloc)
-
-
 # ---------------------------------------------------------------- sign-in
 
 @router.get("/signin")
@@ -186,23 +179,40 @@ def signin_page(request: Request, db: DB, next: str | None = None) -> Response:
 
 
 @router.post("/signin")
-def signin(request: Request, db: DB, api_key: str = Form("", max_length=512), next: str = Form("/")) -> Response:
-    if not same_origin(request):
+def signin(request: Request, db: DB, settings: AppSettings, api_key: str = Form("", max_length=512),
+           next: str = Form("/", max_length=2048)) -> Response:
+    """Open a session for a valid API key; the cookie holds the session's id, never the key. A session an
+    earlier sign-in left in this browser is closed (no fixation)."""
+    if not from_this_origin(request):
         return error_page(request, 403, "Sign-in must come from this site's own page.")
     key = api_key.strip()
     try:
-        authenticate(db, key)
+        if is_session_token(key):
+            raise HTTPException(status_code=401)
+        caller = authenticate(db, key)
     except HTTPException:
         return render(request, "signin.html", status_code=401, next=safe_next(next),
                       error="That API key is not valid (unknown or revoked)." if key else "Enter an API key.")
+    end_session(request, db)
     response = RedirectResponse(safe_next(next), status_code=303)
-    response.set_cookie(SESSION_COOKIE, key, httponly=True, samesite="strict", path="/",
-                        secure=request.url.scheme == "https")  # no max_age: a session cookie
+    response.set_cookie(SESSION_COOKIE, open_session(db, caller.key_id, settings.session_ttl_s), httponly=True,
+                        samesite="strict", path="/", secure=request.url.scheme == "https")  # no max_age: a session cookie
     return response
 
 
+def end_session(request: Request, db: DB) -> None:
+    """Revoke the session of the request's cookie, if any, here and in this process's caller cache."""
+    token = request.cookies.get(SESSION_COOKIE)
+    if is_session_token(token):
+        close_session(db, token)
+        caller_cache().forget_credential(token)
+
+
 @router.post("/signout")
-def signout(request: Request) -> Response:
+def signout(request: Request, db: DB) -> Response:
+    if not from_this_origin(request):
+        return error_page(request, 403, "Sign-out must come from this site's own page.")
+    end_session(request, db)
     response = RedirectResponse("/signin", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict",
                            secure=request.url.scheme == "https")
@@ -235,8 +245,7 @@ def dataset_page(request: Request, dataset_id: str, db: DB, settings: AppSetting
                  sensitive: str | None = Query(None, max_length=255), label: str | None = Query(None, max_length=255),
                  positive: str | None = Query(None, max_length=255)) -> Response:
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
-    frame = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
-    columns = [str(c) for c in frame.columns]
+    columns = [c["name"] for c in dataset.columns]
     error = None
     if sensitive is not None and sensitive not in columns:
         error, sensitive = f"sensitive: unknown column {sensitive!r}", None
@@ -250,14 +259,23 @@ def dataset_page(request: Request, dataset_id: str, db: DB, settings: AppSetting
     if label is None:
         binary = [c for c in columns if info.get(c, {}).get("n_distinct") == 2 and c != sensitive]
         label = binary[-1] if binary else None
-    labels = stats.label_values(frame, label) if label else []
-    if positive is not None and positive not in labels:
-        error, positive = f"positive: {positive!r} is not a value of {label!r}", None
-    if positive is None and labels:
-        positive = labels[0]
-    groups = stats.group_table(frame, sensitive, label, positive) if sensitive else None
-    return render(request, "dataset.html", dataset=dataset, summary=describe(frame), columns=columns,
-                  sensitive=sensitive, label=label, positive=positive, labels=labels, groups=groups, error=error)
+    labels, groups = [], None
+    if sensitive is not None:
+        try:
+            counts = stats.stored_pair_counts(str(dataset_path(settings, dataset)), dataset.format,
+                                              dataset.read_options.get("delimiter"), dataset.sha256, sensitive, label)
+        except stats.TooManyValues as exc:
+            error, counts = str(exc), None
+        if counts is not None:
+            labels = stats.label_values(counts) if label else []
+            if positive is not None and positive not in labels:
+                error, positive = f"positive: {positive!r} is not a value of {label!r}", None
+            if positive is None and labels:
+                positive = labels[0]
+            groups = stats.group_table(counts, positive if label else None)
+    return render(request, "dataset.html", dataset=dataset, summary=dataset_summary(db, settings, dataset),
+                  columns=columns, sensitive=sensitive, label=label, positive=positive, labels=labels, groups=groups,
+                  error=error)
 
 
 # ---------------------------------------------------------------- jobs
@@ -295,7 +313,8 @@ def new_job_page(request: Request, db: DB, caller: PageCaller,
                  "max_iterations": schema["properties"]["max_iterations"],
                  "time_limit_s": schema["properties"]["time_limit_s"],
                  "seed": schema["properties"]["seed"],
-                 "model": defs.get("ModelSpec", {}), "split": defs.get("SplitSpec", {})}
+                 "model": defs.get("ModelSpec", {}), "split": defs.get("SplitSpec", {}),
+                 "guarantee": "guarantee" in schema["properties"]}
     return render(request, "job_new.html", datasets=choices, selected=dataset_id, spec_form=spec_form)
 
 
@@ -343,7 +362,8 @@ def job_page(request: Request, job_id: str, db: DB, caller: PageCaller) -> Respo
     dataset = db.get(Dataset, job.dataset_id)
     kinds = [k for k in JOB_CHARTS if k in CHARTS]
     return render(request, "job.html", job=out, dataset=dataset, metrics=metrics_view(out["metrics"]),
-                  charts=kinds, plotly=True)
+                  charts=kinds, plotly=True, promise={"constraints": promise.constraint_rows(out["result"]),
+                                                      "baseline": promise.baseline_rows(out)})
 
 
 # ---------------------------------------------------------------- sweeps
@@ -415,7 +435,7 @@ def history_figure(audit: Audit, runs: list[AuditRun]) -> dict[str, Any] | None:
         return None
     fig.update_layout(title=f"History — {audit.name}", xaxis_title="run (UTC)", yaxis_title="value",
                       template="plotly_white")
-    return json.loads(fig.to_json())
+    return json.loads(figure_json(fig))
 
 
 @router.get("/audits")

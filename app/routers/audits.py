@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi.responses import FileResponse, StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from starlette.background import BackgroundTask
 
 from app.audits.metrics import describe_metrics
 from app.audits.model_file import ModelError, model_columns, problem_spec
 from app.audits.runs import new_run, next_run_at, start_run
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
+from app.audits.export import audit_file
 from app.audits.sources import SourceError, check_source
 from app.artifacts import artifact_path
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404, owned
+from app.strict_json import StrictJSONRoute
+from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
 from app.routers.models import model_path
-from app.storage import load_table
+from app.storage import read_table, remove_quietly
 from solvers import SpecError
 
-router = APIRouter(tags=["audits"])
+router = APIRouter(tags=["audits"], route_class=StrictJSONRoute)
 
 
 def weights_of(db: Session, job_id: str) -> Artifact | None:
@@ -112,7 +116,7 @@ def create_audit(body: AuditCreate, db: DB, settings: AppSettings, caller: Curre
 
 @router.get("/api/v1/audits", response_model=list[AuditOut])
 def list_audits(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000),
-                offset: int = Query(0, ge=0)) -> list[dict]:
+                offset: Offset = 0) -> list[dict]:
     stmt = (select(Audit).where(Audit.owner == caller.owner).order_by(Audit.created_at.desc())
             .limit(limit).offset(offset))
     return [audit_out(db, a) for a in db.scalars(stmt)]
@@ -165,7 +169,7 @@ def run_audit_now(audit_id: str, db: DB, caller: CurrentCaller) -> dict:
 
 @router.get("/api/v1/audits/{audit_id}/runs", response_model=list[RunOut])
 def list_runs(audit_id: str, db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000),
-              offset: int = Query(0, ge=0)) -> list[AuditRun]:
+              offset: Offset = 0) -> list[AuditRun]:
     """The audit's runs, newest first, with their full reports (for history charts)."""
     get_or_404(db, Audit, audit_id, "audit", caller)
     return list(db.scalars(select(AuditRun).where(AuditRun.audit_id == audit_id)
@@ -182,7 +186,7 @@ def get_run(audit_id: str, run_id: str, db: DB, caller: CurrentCaller) -> AuditR
 
 @router.get("/api/v1/alerts", response_model=list[AlertOut], tags=["alerts"])
 def list_alerts(db: DB, caller: CurrentCaller, audit_id: str | None = None, limit: int = Query(100, ge=1, le=1000),
-                offset: int = Query(0, ge=0)) -> list[Alert]:
+                offset: Offset = 0) -> list[Alert]:
     """Alerts of the caller's audits, newest first (``?audit_id=`` for one audit)."""
     stmt = select(Alert).where(Alert.owner == caller.owner)
     if audit_id is not None:
@@ -203,13 +207,26 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
     art = weights_of(db, job_id)
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
-    dataset = db.get(Dataset, job.dataset_id)
-    from app.audits.model import AuditModel  # torch, loaded in the API by this route only
+    filename = f"{job_id}-audit-model.safetensors"
+    streamed = audit_file(job.id, job.spec, artifact_path(art.stored_name))
+    if streamed is not None:
+        return StreamingResponse(streamed.chunks, media_type="application/octet-stream",
+                                 headers={"Content-Disposition": f'attachment; filename="{filename}"',
+                                          "Content-Length": str(streamed.size)})
+    # weights written before the worker stored the encoder: refit it on the dataset (torch and the table, uncached)
+    from app.audits.model import AuditModel
 
-    table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+    dataset = db.get(Dataset, job.dataset_id)
+    table = read_table(dataset_path(settings, dataset), dataset.format, dataset.read_options)
     try:
         model = AuditModel.from_job(job.id, job.spec, artifact_path(art.stored_name), table)
     except SpecError as exc:
         raise HTTPException(status_code=409, detail=f"the job's spec no longer fits its dataset: {exc}") from exc
-    return Response(model.to_bytes(), media_type="application/octet-stream",
-                    headers={"Content-Disposition": f'attachment; filename="{job_id}-audit-model.safetensors"'})
+    tmp = settings.storage_dir / "tmp" / f"{new_id()}.audit-model"
+    try:
+        model.save(tmp)  # streamed from disk, removed once sent: never a copy of the file in memory
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+    return FileResponse(tmp, media_type="application/octet-stream", filename=filename,
+                        background=BackgroundTask(remove_quietly, tmp))

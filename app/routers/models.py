@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
 from app.audits.model_file import ModelError
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.models import UploadedModel, new_id
 from app.routers.datasets import printable
 from app.routers.jobs import spec_error
@@ -75,7 +75,7 @@ def upload_model(db: DB, settings: AppSettings, caller: CurrentCaller, file: Upl
 
 @router.get("", response_model=list[ModelOut])
 def list_models(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000),
-                offset: int = Query(0, ge=0)) -> list[UploadedModel]:
+                offset: Offset = 0) -> list[UploadedModel]:
     return list(db.scalars(select(UploadedModel).where(UploadedModel.owner == caller.owner)
                            .order_by(UploadedModel.created_at.desc()).limit(limit).offset(offset)))
 

@@ -11,20 +11,23 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.charts import sweeps as sweep_charts
+from app.charts.labels import figure_json
 from app import idempotency
 from app.admission import check_active_jobs, check_caps
-from app.deps import DB, AppSettings, CurrentCaller, get_or_404
+from app.strict_json import StrictJSONRoute
+from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
+from app.feature_screening import screened
 from app.models import Dataset, Job, Sweep, new_id
 from app.queue import dispatch, queue_for
 from app.routers.charts import figure_response
 from app.routers.jobs import owned_dataset, spec_error
 from app.spec_table import spec_table
 from app.sweeps import report
-from app.sweeps.grid import GridError, SweepCreate, expand
+from app.sweeps.grid import GridError, SweepCreate, expand, grid_size
 from app.sweeps.summary import direction, pareto_front, summarize
 from solvers import SpecError, check_spec_against_table
 
-router = APIRouter(prefix="/api/v1/sweeps", tags=["sweeps"])
+router = APIRouter(prefix="/api/v1/sweeps", tags=["sweeps"], route_class=StrictJSONRoute)
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
@@ -36,9 +39,16 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
     if (replayed := submission.replayed()) is not None:
         return replayed
     check_caps(body.base, settings, ("body", "base"))
+    try:
+        grid_size(body)  # arithmetic: a grid too large is refused before anything is built or read
+    except GridError as exc:
+        raise spec_error(exc.loc, exc.msg) from exc
     dataset = owned_dataset(db, body.base.dataset_id, caller, ("base", "dataset_id"))
     try:
         check_spec_against_table(body.base, spec_table(settings, dataset, body.base))
+        screen = screened(settings, dataset, body.base)
+        if screen is not None:
+            body.base = body.base.model_copy(update={"features": screen.kept})
         planned = expand(body)
     except SpecError as exc:
         raise spec_error(("base", *exc.loc), exc.msg) from exc
@@ -59,6 +69,8 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
         db.add(job)
         chains[plan.chain].append(job)
     response = {"id": sweep.id, "n_jobs": len(planned), "status": "running"}
+    if screen is not None:
+        response["feature_screen"] = screen.notes
     if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
         return replayed
     # chain heads; the rest are released by their predecessor (worker.tasks); unsent ones by the reconciler
@@ -76,7 +88,7 @@ def default_axes(sweep: Sweep) -> tuple[str, str]:
 
 
 @router.get("")
-def list_sweeps(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0)) -> list[dict]:
+def list_sweeps(db: DB, caller: CurrentCaller, limit: int = Query(100, ge=1, le=1000), offset: Offset = 0) -> list[dict]:
     rows = db.scalars(select(Sweep).where(Sweep.owner == caller.owner).order_by(Sweep.created_at.desc())
                       .limit(limit).offset(offset))
     return [{"id": s.id, "dataset_id": s.dataset_id, "n_jobs": s.n_jobs, "created_at": s.created_at} for s in rows]
@@ -120,7 +132,7 @@ def sweep_chart(sweep_id: str, kind: str, request: Request, db: DB, caller: Curr
                                                         "trajectories, radar, groups")
     except sweep_charts.NoData as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from exc
-    return figure_response(request, fig.to_json(), f"{kind} — sweep {sweep_id}", format)
+    return figure_response(request, figure_json(fig), f"{kind} — sweep {sweep_id}", format)
 
 
 @router.get("/{sweep_id}/report", responses={200: {"content": {"text/html": {}, "text/csv": {}, "application/json": {}}}})

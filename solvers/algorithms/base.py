@@ -20,7 +20,7 @@ and one module in this folder::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import torch
@@ -43,6 +43,7 @@ class SolveResult:
     last: IterationRecord | None    # the final (last finite) iterate's record
     config: BaseModel               # the resolved config actually used
     message: str | None = None      # why a diverged run stopped, naming the step sizes to lower
+    tried: list[dict] = field(default_factory=list)  # auto's portfolio: one entry per solve (solvers.auto)
 
 
 class Algorithm:

@@ -3,7 +3,9 @@
 Per iteration: ``algorithm.step`` → ONE host sync (``tolist`` of objective,
 constraints and duals concatenated) → ``observer.on_iteration`` →
 ``observer.should_stop`` → time-limit check. The first iterate with a non-finite objective, constraint,
-multiplier or parameter ends the run (status ``"diverged"``, :mod:`.divergence`) before the observer sees it. The algorithm learns the budget as
+multiplier or parameter ends the run (status ``"diverged"``, :mod:`.divergence`) before the observer sees it.
+Every few iterations (``observer.exact_trace_every``) the record also carries the exact constraint values on
+train and validation (:mod:`solvers.exact_trace`). The algorithm learns the budget as
 ``algorithm.horizon`` before ``start``. When ``observer.checkpoint_due()``, the observer is
 handed the run's whole state (:mod:`solvers.checkpoint`); ``resume`` restarts from such a
 checkpoint, continuing its iteration count, samples seen and solver time. After the loop ``algorithm.finish()`` may swap in the
@@ -18,6 +20,7 @@ import torch
 from torch import nn
 
 from .. import checkpoint as ckpt
+from ..exact_trace import ExactTracer
 from ..observer import IterationRecord, Observer
 from ..problem import Problem
 from .base import Algorithm, AlgorithmConfig, SolveResult
@@ -60,12 +63,13 @@ def run_algorithm(
         "groups": list(problem.group_names),
     })
 
+    tracer = ExactTracer.for_problem(problem, validation, observer.exact_trace_every(), max_iterations)
     with torch.set_grad_enabled(algorithm.needs_autograd):
-        return _iterate(algorithm, problem, model, observer, max_iterations, time_limit_s, resume)
+        return _iterate(algorithm, problem, model, observer, max_iterations, time_limit_s, resume, tracer)
 
 
 def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer: Observer, max_iterations: int,
-             time_limit_s: float, resume: ckpt.Checkpoint | None) -> SolveResult:
+             time_limit_s: float, resume: ckpt.Checkpoint | None, tracer: ExactTracer | None = None) -> SolveResult:
     t0 = time.perf_counter()
     current = algorithm.evaluate()
     algorithm.start(current)
@@ -100,6 +104,7 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
         record = IterationRecord(
             iteration=k + 1, elapsed_s=elapsed, samples_seen=seen, objective=flat[0],
             constraints=constraints, max_violation=max([0.0, *constraints]), duals=dual_lists,
+            exact=tracer(model) if tracer is not None and tracer.due(k + 1, elapsed) else None,
         )
         observer.on_iteration(record)
         if observer.checkpoint_due():

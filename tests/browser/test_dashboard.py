@@ -70,10 +70,10 @@ def test_sign_in_upload_and_dataset_page(web_stack, owner_key, page, browser_con
     page.fill("#api_key", owner_key)
     page.click("#signin-form button[type=submit]")
     page.wait_for_url(web_stack.url + "/datasets")
-    cookie = next(c for c in browser_context.cookies() if c["name"] == "fairsolve_key")
+    cookie = next(c for c in browser_context.cookies() if c["name"] == "fairsolve_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["expires"] == -1  # session cookie
     assert not cookie["secure"]  # plain http here; https requests get a Secure cookie
-    assert page.evaluate("document.cookie") == ""  # scripts cannot read the key
+    assert page.evaluate("document.cookie") == ""  # scripts cannot read the session id
 
     empty = tmp_path / "empty.csv"
     empty.write_text("")
@@ -104,7 +104,7 @@ def test_sign_in_upload_and_dataset_page(web_stack, owner_key, page, browser_con
 
     page.click(".signout button")
     page.wait_for_url(re.compile(r"/signin$"))
-    assert not [c for c in browser_context.cookies() if c["name"] == "fairsolve_key"]
+    assert not [c for c in browser_context.cookies() if c["name"] == "fairsolve_session"]
     page.goto(web_stack.url + "/jobs")
     page.wait_for_url(re.compile(r"/signin\?next="))
 
@@ -300,3 +300,27 @@ def test_sweep_page_pareto_click_opens_the_job(web_stack, owner_key, other_key, 
     page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
     assert page.url.rsplit("/", 1)[1] in job_ids
     assert_hidden_from(page, web_stack, other_key, [f"/sweeps/{sweep_id}"])
+
+
+EVIL = '<a href="https://evil.example/">Male</a>'
+
+
+def test_group_values_are_text_in_charts_not_links(web_stack, owner_key, page, tmp_path):
+    """Issue 19 #13: a group value spelled as markup drew a link in every Plotly chart. The legend shows the
+    value as written, and no chart holds a link."""
+    table = planted_table(600, seed=4)
+    table["sex"] = table["sex"].replace({"Male": EVIL, "Female": "<b>Female</b>"})
+    with web_stack.client(owner_key) as client:
+        data = upload(client, table, name="markup-groups")
+        resp = client.post("/api/v1/jobs", json=job_spec(data["id"], max_iterations=30))
+        assert resp.status_code == 202, resp.text
+        job = web_stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"}, timeout=90)
+    assert job["status"] == "succeeded", job["error"]
+    sign_in(page, web_stack, owner_key, f"/jobs/{job['id']}")
+    for kind in ("scores", "roc", "ccdf"):
+        page.wait_for_selector(f"#chart-{kind}[data-state=rendered]", timeout=30_000)
+        legend = page.locator(f"#chart-{kind} .legend").first.text_content()
+        assert EVIL in legend and "<b>Female</b>" in legend, (kind, legend)
+        assert page.locator(f"#chart-{kind} svg a").count() == 0, kind
+        assert page.locator(f"#chart-{kind} svg text [style*='font-weight: bold'], #chart-{kind} svg b").count() == 0
+    shot(page, tmp_path, "markup-groups")

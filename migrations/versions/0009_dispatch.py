@@ -1,13 +1,13 @@
 """jobs.dispatched_at: when the job's current message was committed for sending (the reconciler's grace clock)
 
-Revision ID: 0007_dispatch
-Revises: 0006
+Revision ID: 0009_dispatch
+Revises: 0008_exact_trace_baselines
 """
 from alembic import op
 import sqlalchemy as sa
 
-revision = '0007_dispatch'
-down_revision = '0006'
+revision = '0009_dispatch'
+down_revision = '0008_exact_trace_baselines'
 branch_labels = None
 depends_on = None
 
