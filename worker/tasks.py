@@ -17,7 +17,9 @@ Delivery rules of ``run_job(job_id, attempt)`` (at-least-once delivery made safe
   ``UPDATE ... WHERE starts = :fence AND status = 'running'`` (``worker.persistence``). A start
   that was paused past the stale period and superseded exits at its next write without
   touching the job, its successors or the checkpoint the newer start resumes from; its own
-  checkpoint and artifact files (named by its start) are removed.
+  checkpoint and artifact files (named by its start) are removed;
+* ``resend_lost_jobs`` (Celery beat) sends again the message of a ``queued`` job that has
+  none in the broker (a failed send, a broker restarted without its data; ``app.queue``).
 """
 
 from __future__ import annotations
