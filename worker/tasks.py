@@ -40,6 +40,7 @@ from safetensors.torch import load_file
 from sqlalchemy import delete, func, select, update
 
 from app.artifacts import artifact_path, write_artifacts
+from app.audits.model_file import problem_spec
 from app.baselines import ensure_baseline, send_baseline
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
@@ -55,10 +56,6 @@ from worker.persistence import PersistingObserver, StaleAttempt
 
 log = logging.getLogger(__name__)
 TERMINAL = {"succeeded", "failed", "cancelled"}
-
-
-def problem_spec(job_spec: dict) -> ProblemSpec:
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
 
 
 def checkpoint_path(job_id: str, start: int) -> Path:

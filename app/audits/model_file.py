@@ -26,9 +26,13 @@ class ModelError(ValueError):
     """The model cannot be loaded or applied; the message says why."""
 
 
+#: keys a stored job spec carries beside the problem: the dataset, and the submission's feature screen notes
+STORED_ONLY = frozenset({"dataset_id", "feature_screen"})
+
+
 def problem_spec(job_spec: dict) -> ProblemSpec:
-    """A job's stored spec (the API body) as the solver library's :class:`ProblemSpec`."""
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
+    """A job's stored spec (the API body, plus :data:`STORED_ONLY` notes) as the library's :class:`ProblemSpec`."""
+    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k not in STORED_ONLY})
 
 
 def read_metadata(path: Path) -> dict[str, str]:
