@@ -8,7 +8,8 @@ set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
 
 1. **tighten**: τ_j ← max(0, τ_j − (v_j − t_j)) for every violated j (τ the surrogate tolerances, starting at
    t), and continue the same solver from the current model (:class:`.continuation.Continuation`);
-   at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left and some τ_j can still decrease;
+   at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left and some τ_j can still decrease; a round that
+   leaves the worst excess max_j (v_j − t_j) larger is undone and ends the tightening;
 2. **threshold**: if still violated, for a linear model and one violated rate constraint (demographic
    parity or equal opportunity), add a per-group score offset b_g (:func:`group_offsets`) so the exact
    train rates of the groups lie in one band of width t, the band of best train accuracy; it is applied only when the offset is a linear
@@ -151,8 +152,11 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
         if not all(torch.isfinite(p).all() for p in result.model.parameters()):
             model = previous  # a continuation that diverged is undone
             break
-        model, surrogate, rounds = result.model, tighter, rounds + 1
-        values = exact(model)
+        after = exact(result.model)
+        if _worst_excess(after, targets) > _worst_excess(values, targets):  # worse than before: undone, stop
+            model = previous
+            break
+        model, surrogate, rounds, values = result.model, tighter, rounds + 1, after
     if rounds:
         used.append("tightened")
     threshold = None
@@ -178,6 +182,11 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
     if threshold is not None:
         record["threshold"] = threshold
     return model, record
+
+
+def _worst_excess(values: np.ndarray, targets: np.ndarray) -> float:
+    """max_j (v_j − t_j), undefined values counted as +inf."""
+    return float(np.max(np.where(np.isfinite(values), values - targets, np.inf)))
 
 
 def _accepted(corrected: np.ndarray, values: np.ndarray, targets: np.ndarray) -> np.ndarray | None:
