@@ -158,6 +158,23 @@ def setup_check(observer: Observer | None, started: float, time_limit_s: float) 
     return time_limit_s - elapsed
 
 
+def _describer(problem: Problem, validation: Problem | None, observer: Observer | None):
+    """model ↦ (F, G rows against the user's tolerances, exact trace or None) on the train split, for the
+    trajectory record of a model change outside a solver (:meth:`Continuation.record_change`)."""
+    from .exact_trace import ExactTracer
+
+    every = observer.exact_trace_every() if observer is not None else 0
+    tracer = ExactTracer.for_problem(problem, validation, 1, 1) if every > 0 else None
+
+    @torch.no_grad()
+    def describe(model: nn.Module) -> tuple[float, list[float], dict | None]:
+        evaluation = problem.evaluate(model)
+        return (float(evaluation.objective), [float(g) for g in evaluation.constraints],
+                tracer(model) if tracer is not None else None)
+
+    return describe
+
+
 def continuation_solver(solver: SolverSpec, tried: list[dict[str, Any]]) -> SolverSpec:
     """The solver that continues a solve for exact enforcement or the guarantee: the named one, or for
     ``auto`` the candidate it selected (its solver and params), not a second portfolio."""
@@ -263,7 +280,8 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         solve=lambda p, m, obs, iterations, limit: solve(p, continue_with, obs, max_iterations=iterations,
                                                          time_limit_s=limit, seed=spec.seed, validation=seen, model=m),
         max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
-        iterations=result.iterations, solver_time_s=result.solver_time_s)
+        describe=_describer(problem, validation, observer), iterations=result.iterations,
+        solver_time_s=result.solver_time_s)
     trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)
 
     logits = predict_scores(trained, X, problem.device)

@@ -170,6 +170,7 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
             else:
                 values = corrected
                 used.append("threshold")
+                continuation.record_change(model, "threshold")
     record = {
         "method": "+".join(used) if used else "none",
         "met": bool((values <= targets).all()),
