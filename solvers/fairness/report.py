@@ -38,13 +38,14 @@ def fairness_entries(families: Sequence, y: np.ndarray, logits: np.ndarray, grou
                                          confidence=confidence, n_boot=n_boot, seed=seed)
                  for name, idx in splits.items()}
     entries = []
-    for j, family in enumerate(families):
-        test = per_split["test"][j]
-        entry = {"type": family.name, "tolerance": family.tolerance, "method": test.method}
+    for j, family in enumerate(families):  # without a test split (an estimator's training data): no test entries
+        test = per_split["test"][j] if "test" in per_split else None
+        method = (test or next(iter(per_split.values()))[j]).method
+        entry = {"type": family.name, "tolerance": family.tolerance, "method": method}
         for name in SPLITS:
             entry[name] = per_split[name][j].as_dict(family.tolerance) if name in per_split else None
-        entry["test_upper_95"] = float(test.upper) if np.isfinite(test.upper) else None
-        entry["kept_on_test"] = entry["test"]["kept"]
+        entry["test_upper_95"] = float(test.upper) if test is not None and np.isfinite(test.upper) else None
+        entry["kept_on_test"] = entry["test"]["kept"] if test is not None else None
         entries.append(entry)
     return entries
 

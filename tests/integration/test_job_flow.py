@@ -72,7 +72,7 @@ def test_upload_submit_trajectory_charts(stack):
         counts = {t["name"].split(" (")[0]: sum(_values(t["customdata"])) for t in scores["data"]}
         assert counts == test["group_sizes"]
 
-        page = client.get(f"/api/v1/jobs/{job['id']}/charts/scores", params={"format": "html"})
+        page = client.get(f"/api/v1/jobs/{job['id']}/charts/scores", params={"format": "html", "plotly": "link"})
         assert page.status_code == 200 and 'src="/static/plotly.min.js"' in page.text
         js = client.get("/static/plotly.min.js")
         assert js.status_code == 200 and len(js.content) > 1_000_000
