@@ -70,25 +70,29 @@ class Continuation:
     def remaining_s(self) -> float:
         return self.deadline - time.monotonic()
 
-    def families_at(self, tolerances: Sequence[float]) -> list:
-        """Copies of the job's families with tolerances ``tolerances`` (everything else unchanged)."""
+    def families_at(self, tolerances: Sequence[float], temperatures: Sequence[float] | None = None) -> list:
+        """Copies of the job's families with tolerances ``tolerances`` and, for families whose config has a
+        ``temperature`` (the rate families' σ(f/T)), ``temperatures`` (NaN or None: unchanged)."""
         out = []
-        for family, tol in zip(self.families, tolerances):
+        temperatures = [float("nan")] * len(self.families) if temperatures is None else temperatures
+        for family, tol, temp in zip(self.families, tolerances, temperatures):
             twin = copy.deepcopy(family)
             twin.tolerance = float(tol)
+            if temp == temp and "temperature" in type(twin.config).model_fields:
+                twin.config = twin.config.model_copy(update={"temperature": float(temp)})
             out.append(twin)
         return out
 
-    def resolve(self, model, tolerances: Sequence[float]):
-        """Continue training ``model`` (in place) under surrogate tolerances ``tolerances``; returns the
-        SolveResult, or None when no time is left or the observer asked to stop."""
+    def resolve(self, model, tolerances: Sequence[float], temperatures: Sequence[float] | None = None):
+        """Continue training ``model`` (in place) under surrogate tolerances ``tolerances`` (and temperatures,
+        :meth:`families_at`); returns the SolveResult, or None when no time is left or the observer asked to stop."""
         remaining = self.remaining_s
         if remaining <= 0 or (self.observer is not None and self.observer.should_stop()):
             return None
         shift = [t - f.tolerance for f, t in zip(self.families, tolerances) for _ in f.names]
         observer = None if self.observer is None else _ContinuedObserver(self.observer, self.iterations,
                                                                          self.solver_time_s, shift)
-        result = self.solve(self.make_problem(self.families_at(tolerances)), model, observer,
+        result = self.solve(self.make_problem(self.families_at(tolerances, temperatures)), model, observer,
                             max(1, self.max_iterations // 2), remaining)
         self.iterations += result.iterations
         self.solver_time_s += result.solver_time_s
