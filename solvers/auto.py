@@ -177,7 +177,7 @@ class _Continuous(Observer):
     def should_stop(self) -> str | None:
         return self.inner.should_stop()
 
-    def exact_trace_every(self) -> int:
+    def exact_trace_every(self) -> int:  # the candidates' records carry the exact traces the caller asked for
         return self.inner.exact_trace_every()
 
 
