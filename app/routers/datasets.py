@@ -182,7 +182,8 @@ def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
                                                             "and alerts (without it they answer 409)")) -> None:
     """Delete a dataset and its file. Jobs trained on it always refuse (409: delete them first); audits that
     read it refuse too, naming them with their runs and alerts, unless ``?cascade=true`` deletes them along."""
-    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
+    # FOR UPDATE: a submit holding the row (FOR KEY SHARE) commits its job first, and the check below sees it
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller, lock=True)
     if db.scalar(select(exists().where(Job.dataset_id == dataset_id))):
         raise HTTPException(status_code=409, detail="dataset_id: jobs refer to this dataset; delete them first")
     if not cascade:
