@@ -153,7 +153,7 @@ def progress_of(job: dict) -> dict[str, Any]:
 
 TEMPLATES.env.filters.update(num=fmt_num, time=fmt_time, bytes=fmt_bytes,
                              pretty=lambda v: json.dumps(v, indent=2, sort_keys=True, default=str))
-TEMPLATES.env.globals.update(progress_of=progress_of, ACTIVE=ACTIVE)
+TEMPLATES.env.globals.update(progress_of=progress_of, ACTIVE=ACTIVE, job_verdict=promise.job_verdict)
 
 
 def safe_next(target: str | None) -> str:
