@@ -57,13 +57,35 @@ def create_key(db: Session, owner: str, admin: bool = False, key: str | None = N
     return row, key
 
 
+MIN_BOOTSTRAP_CHARS, MIN_BOOTSTRAP_DISTINCT = 32, 12
+
+
+def bootstrap_key_problem(key: str | None, embedded: bool) -> str | None:
+    """Why ``key`` may not be the bootstrap admin key, else None.
+
+    Missing is allowed on the embedded defaults only (``make run`` generates one there); a key must
+    have at least ``MIN_BOOTSTRAP_CHARS`` characters, all printable ASCII without spaces (0x21–0x7E), and
+    at least ``MIN_BOOTSTRAP_DISTINCT`` distinct ones (``change-me``, ``aaaa…`` and the like are refused;
+    ``secrets.token_urlsafe(32)`` passes)."""
+    if not key:
+        return None if embedded else ("FAIRSOLVE_BOOTSTRAP_API_KEY is not set; set it to a random key, e.g. "
+                                      "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    if not all("!" <= ch <= "~" for ch in key):
+        return "FAIRSOLVE_BOOTSTRAP_API_KEY holds spaces, non-ASCII or non-printable characters"
+    if len(key) < MIN_BOOTSTRAP_CHARS:
+        return f"FAIRSOLVE_BOOTSTRAP_API_KEY is too short ({len(key)} characters; at least {MIN_BOOTSTRAP_CHARS})"
+    if len(set(key)) < MIN_BOOTSTRAP_DISTINCT:
+        return (f"FAIRSOLVE_BOOTSTRAP_API_KEY is too weak ({len(set(key))} distinct characters; at least "
+                f"{MIN_BOOTSTRAP_DISTINCT})")
+    return None
+
+
 def ensure_key(db: Session, key: str, owner: str, admin: bool) -> ApiKey:
-    """Idempotently register ``key`` (the bootstrap key): an existing row is reactivated, not duplicated."""
+    """Idempotently register ``key`` (the bootstrap key). An existing row is returned untouched: a revoked
+    bootstrap key stays revoked across restarts (a new key must be configured to get an admin key back)."""
     row = db.scalar(select(ApiKey).where(ApiKey.key_hash == key_hash(key)))
     if row is None:
         return create_key(db, owner, admin=admin, key=key)[0]
-    row.revoked_at, row.admin = None, admin
-    db.commit()
     return row
 
 

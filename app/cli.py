@@ -71,10 +71,11 @@ def keys_revoke(args: argparse.Namespace) -> int:
 
 
 AUDIT_HELP = """Audit a model on a table without a server; prints the report, exits 1 on a breach, 0 otherwise
-(2: bad input). --model is an audit model file: a job's weights with its spec and fitted encoder in the
-safetensors metadata, from GET /api/v1/jobs/{job_id}/audit-model (a plain weights artifact lacks the
-encoder and is refused). --metrics is a JSON list of {type, threshold, ...} (or a file holding it);
-types as in GET /api/v1/audits/metrics. CIs: 200 bootstrap resamples, seed 0."""
+(2: bad input, such as a label column in which the model's positive label never occurs). --model is an
+audit model file: a job's weights with its spec and fitted encoder in the safetensors metadata, from
+GET /api/v1/jobs/{job_id}/audit-model (a plain weights artifact lacks the encoder and is refused).
+--metrics is a JSON list of {type, threshold, ...} (or a file holding it); types as in
+GET /api/v1/audits/metrics. CIs: 200 bootstrap resamples, seed 0."""
 
 
 @command("audit")
@@ -97,6 +98,7 @@ def audit_run(args: argparse.Namespace) -> int:
     from app.audits.model import AuditModel, ModelError
     from app.audits.report import evaluate, format_table
     from app.storage import DatasetError, read_upload
+    from solvers import SpecError
 
     try:
         text = args.metrics if args.metrics.lstrip().startswith("[") else Path(args.metrics).read_text()
@@ -108,7 +110,7 @@ def audit_run(args: argparse.Namespace) -> int:
         first = exc.errors()[0]
         print(f"--metrics: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
         return 2
-    except (ModelError, DatasetError, OSError, ValueError) as exc:
+    except (ModelError, DatasetError, SpecError, OSError, ValueError) as exc:
         print(f"fairsolve audit run: {exc}", file=sys.stderr)
         return 2
     report["n_rows"] = len(table)

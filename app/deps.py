@@ -86,16 +86,28 @@ def lookup_caller(cache: CallerCache, db: Session, key: str | None) -> Caller:
 
 async def current_caller(request: Request, db: DB) -> Caller:
     """The key's owner (401 without a valid key), after the key's request-rate check (429); a state change
-    authenticated by the session cookie from another origin is 403 before anything is looked up."""
+    authenticated by the session cookie from another origin is 403 before anything is looked up. Once per
+    request: a request with a body was already authenticated by :class:`app.auth_gate.AuthBeforeBody`."""
     check_same_origin(request)
+    if (known := getattr(request.state, "caller", None)) is not None:
+        return known
     key, cache = presented_key(request), caller_cache()
     caller = cache.fresh(key) or await run_in_threadpool(lookup_caller, cache, db, key)
     wait = await rate_buckets().acquire(caller.key_id)
     if wait:
         raise HTTPException(status_code=429, detail=f"rate limit of {rate_buckets().rate:g} requests/s exceeded",
                             headers={"Retry-After": TokenBuckets.retry_after(wait)})
-    request.state.owner = caller.owner
+    request.state.owner, request.state.caller = caller.owner, caller
     return caller
+
+
+async def caller_before_body(request: Request) -> Caller:
+    """:func:`current_caller` on a session of its own, for a request whose route (and body) has not run yet."""
+    session = session_factory()()
+    try:
+        return await current_caller(request, session)
+    finally:
+        await asyncio.get_running_loop().run_in_executor(session_closer(), session.close)
 
 
 async def admin_caller(caller: Annotated[Caller, Depends(current_caller)]) -> Caller:

@@ -1,4 +1,5 @@
-"""``make run``: migrate the database, then run the API, a Celery worker and Celery beat together.
+"""``make run``: migrate the database, then run the API, a Celery worker, a housekeeping worker (beat's periodic
+tasks) and Celery beat together.
 
 Ctrl-C (SIGINT) or SIGTERM stops every process started here; if one of them dies,
 the others are stopped too and the launcher exits non-zero.
@@ -19,7 +20,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 
-from app.auth import new_key
+from app.auth import bootstrap_key_problem, new_key
 from app.settings import get_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +36,9 @@ def commands(host: str, port: int, concurrency: int, home: Path) -> dict[str, li
         "api": [py, "-m", "app.serve"],  # on HOST:PORT, FAIRSOLVE_API_WORKERS processes
         "worker": [py, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu",
                    "-c", str(concurrency), "-n", f"fairsolve-{os.getpid()}@%h", "--loglevel", "INFO"],
+        # beat's periodic tasks (reaper, audit trigger) on a queue of their own: never behind a long job
+        "housekeeping": [py, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "housekeeping",
+                         "-P", "solo", "-n", f"housekeeping-{os.getpid()}@%h", "--loglevel", "INFO"],
         "beat": [py, "-m", "celery", "-A", "worker.celery_app", "beat", "--loglevel", "INFO",
                  "-s", str(home / "celerybeat-schedule")],
     }
@@ -54,6 +58,9 @@ def admin_key(settings) -> str:
 
 def main() -> int:
     settings = get_settings()
+    if (problem := bootstrap_key_problem(settings.bootstrap_api_key, embedded=True)) is not None:
+        print(f"refusing to start: {problem}", file=sys.stderr)
+        return 2
     migrate()
     key = admin_key(settings)
     os.environ["FAIRSOLVE_BOOTSTRAP_API_KEY"] = key

@@ -12,13 +12,16 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from app.auth import ensure_key
+from app.auth import bootstrap_key_problem, ensure_key
+from app.auth_gate import AuthBeforeBody
 from app.body_limit import BodyLimit
 from app.dashboard import install as install_dashboard
 from app.db import session_factory, session_scope
 from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
+from app.storage import clear_stale
+from app.upload_route import RequireMultipart
 from app.url_guard import RefuseNul
 from app.routers import audits, charts, datasets, health, jobs, keys, models, solvers, sweeps
 
@@ -26,20 +29,37 @@ log = logging.getLogger("fairsolve.api")
 
 
 def register_bootstrap_key() -> None:
-    """``FAIRSOLVE_BOOTSTRAP_API_KEY``: an admin key for ``FAIRSOLVE_BOOTSTRAP_OWNER``, registered (hashed) at start-up."""
+    """``FAIRSOLVE_BOOTSTRAP_API_KEY``: an admin key for ``FAIRSOLVE_BOOTSTRAP_OWNER``, registered (hashed) at start-up.
+
+    The API refuses to start (RuntimeError) with a weak key, or with none outside the embedded defaults
+    (:func:`app.auth.bootstrap_key_problem`); a key revoked earlier stays revoked."""
     settings = get_settings()
+    if (problem := bootstrap_key_problem(settings.bootstrap_api_key, settings.database_url_env is None)) is not None:
+        raise RuntimeError(f"refusing to start: {problem}")
     if settings.bootstrap_api_key:
         try:
             with session_scope() as db:
-                ensure_key(db, settings.bootstrap_api_key, settings.bootstrap_owner, admin=True)
+                row = ensure_key(db, settings.bootstrap_api_key, settings.bootstrap_owner, admin=True)
+                if row.revoked_at is not None:
+                    log.warning("the bootstrap key (FAIRSOLVE_BOOTSTRAP_API_KEY) was revoked and stays revoked; "
+                                "configure a new one for an admin key")
         except IntegrityError:  # another API process registered it at the same moment
             pass
+
+
+def clear_stale_uploads() -> None:
+    """Partial files a crashed upload left in storage/tmp (see :func:`app.storage.clear_stale`)."""
+    settings = get_settings()
+    removed = clear_stale(settings.storage_dir / "tmp", settings.tmp_stale_s)
+    if removed:
+        log.info("removed %d stale file(s) from storage/tmp: %s", len(removed), ", ".join(removed[:20]))
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
     anyio.to_thread.current_default_thread_limiter().total_tokens = get_settings().api_threads
     register_bootstrap_key()
+    clear_stale_uploads()
     collector = JobsCollector(session_factory())
     REGISTRY.register(collector)
     JOBS_COLLECTORS.append(collector)
@@ -56,8 +76,10 @@ def create_app() -> FastAPI:
                               "needs an API key: `Authorization: Bearer <key>`.")
     for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models):
         app.include_router(module.router)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)
-    app.add_middleware(RefuseNul)  # before the body limit: nothing is read for a URL no route can take
+    app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(RequireMultipart)  # an upload that is not multipart is told so, not its size
+    app.add_middleware(AuthBeforeBody)  # no byte of a body is read (nor its size judged) for an unknown caller
+    app.add_middleware(RefuseNul)  # before authentication: nothing is read for a URL no route can take
     app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
     install_dashboard(app)  # the browser dashboard at / and its assets at /assets

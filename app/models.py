@@ -1,4 +1,5 @@
-"""SQLAlchemy ORM models: API keys, datasets, sweeps, jobs, trajectory points, artifacts, idempotency records.
+"""SQLAlchemy ORM models: API keys, datasets, sweeps, jobs, trajectory points, artifacts, idempotency records,
+unconstrained baselines.
 
 Every resource a caller creates carries its ``owner`` (the owner of the API key); artifacts and
 trajectory points belong to their job's owner.
@@ -15,6 +16,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 JSONType = JSON().with_variant(JSONB(), "postgresql")
+NullableJSON = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")  # None is SQL NULL
 
 
 def new_id() -> str:
@@ -149,6 +151,26 @@ class TrajectoryPoint(Base):
     max_violation: Mapped[float | None] = mapped_column(Float)
     constraints: Mapped[list[float]] = mapped_column(JSONType)
     duals: Mapped[dict[str, list[float]] | None] = mapped_column(JSONType)
+    exact: Mapped[dict[str, list[float | None]] | None] = mapped_column(NullableJSON)  # every few iterations
+
+
+class Baseline(Base):
+    """The unconstrained (``erm``) model on one dataset, split, features, target, groups, model and objective,
+    computed once and shown beside every job on them. ``key`` (unique) is the SHA-256 of those spec fields
+    (:mod:`app.baselines`); ``result``: per split accuracy, balanced accuracy, AUC, and the exact fairness
+    report of the job spec's constraints."""
+
+    __tablename__ = "baselines"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    key: Mapped[str] = mapped_column(String(64), unique=True)
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONType)  # the ERM problem spec that runs
+    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | running | succeeded | failed
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Artifact(Base):

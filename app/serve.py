@@ -13,6 +13,7 @@ import shutil
 
 import uvicorn
 
+from app.auth import bootstrap_key_problem
 from app.settings import get_settings
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -24,6 +25,8 @@ HEALTHCHECK_S = 30
 
 def main() -> None:
     settings = get_settings()
+    if (problem := bootstrap_key_problem(settings.bootstrap_api_key, settings.database_url_env is None)) is not None:
+        raise SystemExit(f"refusing to start: {problem}")  # before any server process is forked
     if settings.api_workers > 1:
         folder = settings.home / "prometheus"
         shutil.rmtree(folder, ignore_errors=True)  # counts of an earlier run's processes

@@ -42,8 +42,16 @@ class Settings(BaseSettings):
                                 "takes seconds); more wait their turn without holding up other requests.")
     max_upload_bytes: int = Field(1 << 30, validation_alias="FAIRSOLVE_MAX_UPLOAD_BYTES",
                                   description="Largest accepted dataset upload, in bytes.")
+    max_body_bytes: int = Field(2 << 20, ge=1024, le=1 << 30, validation_alias="FAIRSOLVE_MAX_BODY_BYTES",
+                                description="Largest accepted request body that is not a multipart upload (JSON "
+                                            "bodies, forms), in bytes.")
     trajectory_flush_s: float = Field(1.0, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_S",
                                       description="Seconds between batched trajectory writes of a running job.")
+    exact_trace_every: int = Field(25, ge=0, validation_alias="FAIRSOLVE_EXACT_TRACE_EVERY",
+                                   description="Every this many iterations (and at the first and last) a job's "
+                                   "trajectory also stores each constraint's exact metric on the train and "
+                                   "validation splits, drawn beside the surrogate; skipped while it would take "
+                                   "over 10 % of the solve's time (0: never).")
     trajectory_flush_rows: int = Field(1000, validation_alias="FAIRSOLVE_TRAJECTORY_FLUSH_ROWS",
                                        description="Buffered trajectory rows that force a write.")
 
@@ -103,6 +111,11 @@ class Settings(BaseSettings):
     checkpoint_every_s: float = Field(30.0, validation_alias="FAIRSOLVE_CHECKPOINT_EVERY_S",
                                       description="Seconds between checkpoints of a running solve (model and "
                                                   "solver state); a redelivered job resumes from the last one.")
+
+    tmp_stale_s: float = Field(3600.0, ge=0, validation_alias="FAIRSOLVE_TMP_STALE_S",
+                               description="At start the API deletes files in storage/tmp unchanged for this "
+                                           "long: partial uploads of a process that crashed. Files written "
+                                           "since are kept (another process may be writing them).")
 
     broker_key_prefix: str = Field("", validation_alias="FAIRSOLVE_BROKER_KEY_PREFIX", max_length=64,
                                    description="Prefix of every Redis key the broker uses, so several FairSolve "

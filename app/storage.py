@@ -20,6 +20,7 @@ import csv
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from app.read_options import cache_key, column_names, csv_kwargs, has_header
 from app.table_profile import TableProfile
 
 PARQUET_MAGIC = b"PAR1"
@@ -162,9 +164,12 @@ def _text_lines(fh: BinaryIO, newline: bytes, max_line: int = MAX_LINE_BYTES) ->
                                "upload CSV as UTF-8 or Parquet") from exc
 
 
-def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits, newline: str = "\n") -> None:
+def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits, newline: str = "\n",
+                     options: dict[str, Any] | None = None) -> None:
     """Reject bad encodings, duplicate or empty header names, ragged rows, dialect errors and tables
-    over the limits, naming the line."""
+    over the limits, naming the line. ``options``: the upload's header / column names
+    (:mod:`app.read_options`); without a header the first line is a data row."""
+    options = options or {}
     with open(path, "rb") as fh:
         reader = csv.reader(_text_lines(fh, newline.encode()), delimiter=delimiter, skipinitialspace=True,
                             strict=True)
@@ -172,8 +177,11 @@ def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits, newline: s
             header = next(reader, None)
             if not header or all(not h.strip() for h in header):
                 raise DatasetError("file: the file has no header row (line 1)")
-            names = [h.strip() for h in header]
-            limits.check(None, len(names))
+            limits.check(None, len(header))
+            given = column_names(options, len(header))
+            if given is not None and len(given) != len(header):
+                raise DatasetError(f"column_names: {len(given)} names; the file has {len(header)} columns (line 1)")
+            names = given or [h.strip() for h in header]
             seen: set[str] = set()
             for i, name in enumerate(names, start=1):
                 if not name:
@@ -181,7 +189,7 @@ def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits, newline: s
                 if name in seen:
                     raise DatasetError(f"file: duplicate column name {name[:100]!r} in the header (line 1)")
                 seen.add(name)
-            width, rows = len(names), 0
+            width, rows = len(names), 0 if has_header(options) else 1
             for row in reader:
                 if not row or (len(row) == 1 and not row[0].strip()):
                     continue  # blank lines (UCI files end with one)
@@ -205,12 +213,28 @@ def read_table(path: Path, fmt: str, options: dict[str, Any], max_decoded: int |
 def iter_chunks(path: Path, fmt: str, options: dict[str, Any], max_decoded: int | None = None) -> Iterator[pd.DataFrame]:
     """The table as frames of at most :data:`CHUNK_ROWS` rows; their concatenation is :func:`read_table`."""
     if fmt == "parquet":
-        yield from _parquet_chunks(path, max_decoded)
+        markers = options.get("missing_values")
+        for chunk in _parquet_chunks(path, max_decoded):
+            yield chunk if not markers else _mask_markers(chunk, markers)
         return
+    kwargs = csv_kwargs(options)
+    if not has_header(options) and "names" not in kwargs:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            first = next(csv.reader(fh, delimiter=options.get("delimiter", ","), skipinitialspace=True))
+        kwargs["names"] = column_names(options, len(first))
     for chunk in pd.read_csv(path, sep=options.get("delimiter", ","), skipinitialspace=True, encoding="utf-8-sig",
-                             skip_blank_lines=True, chunksize=CHUNK_ROWS):
+                             skip_blank_lines=True, chunksize=CHUNK_ROWS, **kwargs):
         chunk.columns = [str(c).strip() for c in chunk.columns]
         yield chunk
+
+
+def _mask_markers(frame: pd.DataFrame, markers: list[str]) -> pd.DataFrame:
+    """Text cells equal to a missing-value marker (stripped) become missing; other columns are left as they are."""
+    text = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])
+            and not pd.api.types.is_bool_dtype(frame[c]) and not pd.api.types.is_datetime64_any_dtype(frame[c])]
+    if text:
+        frame[text] = frame[text].mask(frame[text].apply(lambda s: s.astype("string").str.strip().isin(markers)))
+    return frame
 
 
 def _parquet_chunks(path: Path, max_decoded: int | None) -> Iterator[pd.DataFrame]:
@@ -267,14 +291,14 @@ def _pandas_index_columns(metadata: dict[bytes, bytes]) -> list[str]:
 
 
 @lru_cache(maxsize=4)
-def _cached_table(path: str, fmt: str, delimiter: str | None, sha256: str) -> pd.DataFrame:
-    return read_table(Path(path), fmt, {"delimiter": delimiter} if delimiter else {})
+def _cached_table(path: str, fmt: str, options: str, sha256: str) -> pd.DataFrame:
+    return read_table(Path(path), fmt, {k: v for k, v in json.loads(options).items() if v is not None})
 
 
 def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str) -> pd.DataFrame:
-    """``read_table`` with a small cache keyed by content hash, for the worker (a sweep's jobs share a table);
-    callers must not mutate the frame. The API process never calls it: it reads profiles and chunks."""
-    return _cached_table(str(path), fmt, options.get("delimiter"), sha256)
+    """``read_table`` with a small cache keyed by content hash and reading options, for the worker (a sweep's jobs
+    share a table); callers must not mutate the frame. The API process never calls it: it reads profiles and chunks."""
+    return _cached_table(str(path), fmt, cache_key(options), sha256)
 
 
 def _scalar(t: pa.DataType) -> bool:
@@ -310,11 +334,24 @@ def _check_parquet_shape(path: Path, limits: TableLimits) -> None:
                                "only scalar columns (numbers, booleans, strings, dates and times) are supported")
 
 
-def check_upload(path: Path, limits: TableLimits = TableLimits()) -> tuple[str, dict[str, Any]]:
-    """Sniff an uploaded file and validate its shape; ``(format, read_options)`` or :class:`DatasetError`."""
+def check_upload(path: Path, limits: TableLimits = TableLimits(),
+                 asked: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """Sniff an uploaded file and validate its shape; ``(format, read_options)`` or :class:`DatasetError`.
+
+    ``asked``: the upload's reading options (:func:`app.read_options.upload_options`); when it does not
+    say whether there is a header and the first CSV line looks like data, ``read_options["warnings"]``
+    says so, with the options that would read the file (:mod:`app.header_check`)."""
     fmt, options = sniff_format(path)
+    options.update(asked or {})
     if fmt == "csv":
-        _check_csv_shape(path, options["delimiter"], limits, options.get("lineterminator", "\n"))
+        newline = options.get("lineterminator", "\n")
+        _check_csv_shape(path, options["delimiter"], limits, newline, options)
+        if asked is not None and "header" not in asked:
+            from app.header_check import header_warning
+
+            warning = header_warning(path, options["delimiter"], options.get("missing_values", []), newline)
+            if warning is not None:
+                options["warnings"] = [warning]
     else:
         _check_parquet_shape(path, limits)
     return fmt, options
@@ -331,9 +368,10 @@ def parse_errors(fmt: str) -> Iterator[None]:
         raise DatasetError(f"file: cannot be read as {fmt.upper()}: {str(exc)[:500]}") from exc
 
 
-def profile_upload(path: Path, limits: TableLimits = TableLimits()) -> tuple[str, dict[str, Any], TableProfile]:
+def profile_upload(path: Path, limits: TableLimits = TableLimits(),
+                   asked: dict[str, Any] | None = None) -> tuple[str, dict[str, Any], TableProfile]:
     """:func:`check_upload`, then the table's profile, read chunk by chunk (never held whole)."""
-    fmt, options = check_upload(path, limits)
+    fmt, options = check_upload(path, limits, asked)
     with parse_errors(fmt):
         profile = TableProfile.of(iter_chunks(path, fmt, options, max_decoded=limits.max_bytes * PARQUET_INFLATION))
     if profile.n_columns == 0 or profile.n_rows == 0:
@@ -358,5 +396,23 @@ def remove_quietly(path: Path) -> None:
         pass
 
 
+def clear_stale(folder: Path, older_than_s: float, now: float | None = None) -> list[str]:
+    """Delete the plain files of ``folder`` (not its subfolders) last modified more than ``older_than_s``
+    seconds before ``now``; their names. The temporary folder of uploads and audit sources: a process
+    that crashed mid-upload leaves its partial file there, while a live upload keeps its file's mtime
+    recent (each chunk is written as it arrives), so an API starting beside a busy one spares it."""
+    cutoff = (time.time() if now is None else now) - older_than_s
+    removed = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+            except FileNotFoundError:  # removed meanwhile (renamed into place, or by another process)
+                pass
+    return sorted(removed)
+
+
 __all__ = ["DatasetError", "TooLarge", "StoredFile", "stream_to_disk", "check_upload", "profile_upload", "read_upload",
-           "read_table", "iter_chunks", "load_table", "remove_quietly"]
+           "read_table", "iter_chunks", "load_table", "remove_quietly", "clear_stale"]

@@ -2,6 +2,7 @@
 everything the worker stores out)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,11 +16,16 @@ from .algorithms import SolveResult, run_algorithm
 from .algorithms.auc_postprocess import restore_model
 from .checkpoint import Checkpoint
 from .encoding import TableEncoder, build_groups, encode_labels
+from .fairness.continuation import Continuation
+from .fairness.enforce import enforce_exact
+from .fairness.exact import tolerances
+from .fairness.guarantee import seldonian
+from .fairness.report import fairness_entries, warnings_for
 from .metrics import classification_metrics
 from .models import ball_domain, model_factory
-from .observer import Observer
+from .observer import Observer, StoppedInSetup
 from .problem import Problem
-from .spec import ProblemSpec, SolverSpec, check_spec_against_table
+from .spec import ProblemSpec, SolverSpec, SpecError, check_spec_against_table
 from .splitting import split_indices
 
 
@@ -35,7 +41,7 @@ def solve(
     validation: Problem | None = None,
     resume: Checkpoint | None = None,
 ) -> SolveResult:
-    """Run the named algorithm (default PLADA with paper defaults) on a built :class:`Problem`.
+    """Run the named algorithm (default ``auto``, :mod:`solvers.auto`) on a built :class:`Problem`.
 
     ``solver``: a :class:`SolverSpec`, an algorithm name, or ``{"name":..., "params":...}``.
     ``model``: optional warm start (otherwise ``problem.make_model()`` under ``seed``).
@@ -49,6 +55,11 @@ def solve(
         solver = SolverSpec(name=solver)
     elif isinstance(solver, dict):
         solver = SolverSpec(**solver)
+    if solver.entry.name == "auto":  # a portfolio of the algorithms below (no checkpoints: ``resume`` is None)
+        from .auto import solve_auto
+
+        return solve_auto(problem, solver.config(), observer, max_iterations=max_iterations,
+                          time_limit_s=time_limit_s, seed=seed, model=model, validation=validation)
     return run_algorithm(solver.algorithm, problem, solver.config(), observer, max_iterations=max_iterations,
                          time_limit_s=time_limit_s, seed=seed, model=model, validation=validation, resume=resume)
 
@@ -112,6 +123,9 @@ def prepare(table: pd.DataFrame, spec: ProblemSpec) -> Prepared:
     if spec.split.validation == 0:
         del splits["validation"]
     encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table.iloc[splits["train"]])
+    if (problem := encoder.width_problem()) is not None:  # before X (n × d) is allocated
+        raise SpecError(("features",), f"{problem}; list `features` without it")
+    spec.model.check_size(encoder.n_features)
     return Prepared(group, list(group_names), y, splits, encoder, encoder.transform(table))
 
 
@@ -132,21 +146,90 @@ def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], trai
     }
 
 
+def setup_check(observer: Observer | None, started: float, time_limit_s: float) -> float:
+    """Between set-up steps: raise :class:`StoppedInSetup` on the observer's stop request or once the time
+    limit is spent (set-up counts against ``time_limit_s``); else return the seconds left for the solve."""
+    elapsed = time.perf_counter() - started
+    reason = observer.should_stop() if observer is not None else None
+    if reason is None and elapsed >= time_limit_s:
+        reason = "time_limit"
+    if reason is not None:
+        raise StoppedInSetup(str(reason), elapsed)
+    return time_limit_s - elapsed
+
+
+SURROGATE_MET = 1e-3  # max_j G_j on the train split up to which a solve counts as surrogate-feasible
+
+
+def _train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem:
+    """The train split as a :class:`Problem` with constraint families ``families``."""
+    train = data.splits["train"]
+    return Problem(
+        X=data.X[train], y=data.y[train], group=data.group[train], group_names=data.group_names,
+        model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
+        constraints=families, device=spec.device, domain=ball_domain(spec.model),
+    )
+
+
+def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continuation: Continuation,
+                 problem: Problem) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
+    """After the solve: the Seldonian loop when ``spec.guarantee`` is set, else, when ``spec.exact_enforcement``
+    and the surrogate is met on the train split (max_j G_j ≤ ``SURROGATE_MET``), exact enforcement there
+    (:mod:`solvers.fairness`); nothing after a cancellation or without constraints.
+    Returns (model, enforcement, guarantee)."""
+    model, device = result.model, problem.device
+    if not continuation.families or result.stop_reason == "cancelled":
+        return model, None, None
+    X, y, group, names = data.X, data.y, data.group, data.group_names
+
+    def rows(split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        idx = data.splits[split]
+        return X[idx], y[idx], group[idx]
+
+    def scores(m: nn.Module, features: np.ndarray) -> np.ndarray:
+        return predict_scores(m, features, device)
+
+    if spec.guarantee is not None:
+        return seldonian(model, continuation, spec.guarantee.confidence, spec.guarantee.max_tests, rows("train"),
+                         rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed)
+    if not spec.exact_enforcement:
+        return model, None, None
+    X_tr, y_tr, g_tr = rows("train")
+    with torch.no_grad():
+        surrogate = problem.constraint_values(model(problem.X)).max().item()
+    if not surrogate <= SURROGATE_MET:  # the solver did not meet its own surrogate: reported, not enforced
+        return model, {"method": "none", "surrogate_met": False, "surrogate_max_violation": surrogate}, None
+    model, enforcement = enforce_exact(model, continuation, tolerances(continuation.families), X_tr, y_tr, g_tr,
+                                       names, lambda m: scores(m, X_tr))
+    return model, enforcement, None
+
+
+def evaluate_split(spec: ProblemSpec, constraints, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
+                   group_names: list[str], train_counts: np.ndarray) -> dict[str, Any]:
+    """Every metric of one split: :func:`~solvers.metrics.classification_metrics` of σ(f) with the
+    spec's loss / minority / intersectional settings, plus each constraint family's own exact metrics."""
+    options = _metric_options(spec, constraints, group_names, train_counts)
+    metrics = classification_metrics(y, expit(logits), group, group_names, logits=logits, **options)
+    for family in constraints:  # families whose exact metric is not among the always-computed ones
+        metrics.update(family.exact_metrics(y, logits, group, group_names) or {})
+    return metrics
+
+
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None,
         initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None) -> RunOutput:
     """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
 
     ``initial_state``: a state dict of the same model architecture to start from (a warm
     start, e.g. the solution at a looser tolerance); None = the seeded initialisation.
-    ``resume``: a checkpoint of this same run (same table and spec) to continue from."""
+    ``resume``: a checkpoint of this same run (same table and spec) to continue from.
+    Set-up (encoding, building the problem) counts against ``spec.time_limit_s`` and honours the observer's
+    stop request: :class:`~solvers.observer.StoppedInSetup` is raised before the first iteration."""
+    started = time.perf_counter()
+    deadline = time.monotonic() + spec.time_limit_s  # the whole run's, set-up included
     data = prepare(table, spec)
+    setup_check(observer, started, spec.time_limit_s)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
-    train = splits["train"]
-    problem = Problem(
-        X=X[train], y=y[train], group=group[train], group_names=group_names,
-        model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
-        constraints=[c.build() for c in spec.constraints], device=spec.device, domain=ball_domain(spec.model),
-    )
+    problem = _train_problem(data, spec, [c.build() for c in spec.constraints])
     validation = None
     if "validation" in splits:  # held-out rows for output rules that select an iterate (level_set, iqrc)
         val = splits["validation"]
@@ -155,22 +238,29 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     model = None
     if initial_state is not None:
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
+    remaining = setup_check(observer, started, spec.time_limit_s)
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
-                   time_limit_s=spec.time_limit_s, seed=spec.seed, validation=validation, model=model, resume=resume)
+                   time_limit_s=remaining, seed=spec.seed, validation=validation, model=model, resume=resume)
+    if result.status == "diverged":
+        raise SolverDiverged(result.message)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")
+    continuation = Continuation(
+        families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
+        solve=lambda p, m, obs, iterations, limit: solve(p, spec.solver, obs, max_iterations=iterations,
+                                                         time_limit_s=limit, seed=spec.seed, validation=validation,
+                                                         model=m),
+        max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
+        iterations=result.iterations, solver_time_s=result.solver_time_s)
+    trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)
 
-    logits = predict_scores(result.model, X, problem.device)
+    logits = predict_scores(trained, X, problem.device)
     proba = expit(logits)
     constraints, train_counts = problem.constraints, data.train_counts
-    options = _metric_options(spec, constraints, list(group_names), train_counts)
-    metrics = {name: classification_metrics(y[idx], proba[idx], group[idx], list(group_names), logits=logits[idx],
-                                            **options)
+    metrics = {name: evaluate_split(spec, constraints, y[idx], logits[idx], group[idx], list(group_names), train_counts)
                for name, idx in splits.items()}
-    for family in constraints:  # families whose exact metric is not among the always-computed ones
-        for name, idx in splits.items():
-            metrics[name].update(family.exact_metrics(y[idx], logits[idx], group[idx], group_names) or {})
+    fairness = fairness_entries(constraints, y, logits, group, list(group_names), splits, seed=spec.seed)
     test = splits["test"]
     names = np.asarray(group_names, dtype=object)
     predictions = pd.DataFrame({
@@ -180,10 +270,15 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         "score": proba[test],
         "prediction": (proba[test] > 0.5).astype(np.int64),
     })
+    warnings = warnings_for(fairness, metrics)
+    if guarantee is not None and not guarantee["met"]:
+        warnings.append(guarantee["message"])
     return RunOutput(
-        status=result.status, stop_reason=result.stop_reason, iterations=result.iterations,
-        solver_time_s=result.solver_time_s, device=problem.device.type, metrics=metrics,
-        state_dict={k: v.detach().cpu().contiguous() for k, v in result.model.state_dict().items()},
+        status=result.status, stop_reason=result.stop_reason, iterations=continuation.iterations,
+        solver_time_s=continuation.solver_time_s, device=problem.device.type, metrics=metrics,
+        state_dict={k: v.detach().cpu().contiguous() for k, v in trained.state_dict().items()},
         predictions=predictions, constraint_names=problem.constraint_names, groups=list(group_names),
         feature_names=data.encoder.feature_names, tolerances=problem.tolerances, encoder=data.encoder.to_dict(),
+        fairness=fairness, warnings=warnings, enforcement=enforcement, guarantee=guarantee,
+        tried=result.tried,
     )

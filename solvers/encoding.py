@@ -29,6 +29,7 @@ import pandas as pd
 
 MISSING = "__missing__"
 GROUP_SEPARATOR = " & "
+MAX_ENCODED_FEATURES = 10_000  # columns of the encoded matrix X (one-hot categories included)
 
 
 def normalise_scalar(value: Any) -> str:
@@ -148,6 +149,20 @@ class TableEncoder:
                 "std": std if std > 0 else 1.0, "missing_indicator": bool(missing.any()),
             })
         return self
+
+    @property
+    def n_features(self) -> int:
+        """Columns of :meth:`transform`'s output (the length of :attr:`feature_names`), counted from the plan."""
+        return sum(len(p["categories"]) if p["kind"] == "categorical" else 1 + bool(p.get("missing_indicator"))
+                   for p in self.plan)
+
+    def width_problem(self) -> str | None:
+        """Why this encoder is too wide to use (more than ``MAX_ENCODED_FEATURES`` encoded columns), else None."""
+        if (d := self.n_features) > MAX_ENCODED_FEATURES:
+            widest = max(self.plan, key=lambda p: len(p.get("categories") or ()))
+            return (f"the features encode to {d} columns (more than {MAX_ENCODED_FEATURES}); column "
+                    f"{widest['column']!r} alone has {len(widest.get('categories') or ())} categories")
+        return None
 
     @property
     def feature_names(self) -> list[str]:

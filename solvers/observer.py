@@ -5,10 +5,22 @@ after EVERY iteration with an :class:`IterationRecord`, and polls
 :meth:`Observer.should_stop` after every iteration; a non-``None`` string is the
 stop reason (e.g. ``"cancelled"``) and the solver stops cleanly after the
 current iterate. Batching (e.g. of database writes) is the observer's job.
+An observer whose :meth:`Observer.exact_trace_every` is k > 0 gets, every k-th
+iteration (and the first and last), the exact constraint values on the train and
+validation splits in ``IterationRecord.exact`` (:mod:`solvers.exact_trace`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+
+class StoppedInSetup(Exception):
+    """The run stopped before its first iteration: ``reason`` is the observer's stop reason (``"cancelled"``)
+    or ``"time_limit"`` (set-up alone used up ``time_limit_s``)."""
+
+    def __init__(self, reason: str, elapsed_s: float) -> None:
+        super().__init__(f"stopped during set-up ({reason}) after {elapsed_s:.3g} s")
+        self.reason, self.elapsed_s = reason, elapsed_s
 
 
 @dataclass
@@ -18,7 +30,9 @@ class IterationRecord:
     ``objective`` is F(θ_k); ``constraints`` are G_j(θ_k) = surrogate gap_j − ε_j
     (≤ 0 means satisfied); ``max_violation`` = max(0, max_j G_j); ``duals`` are the
     algorithm's multipliers (PLADA: lambda, mu, abs_lambda_minus_mu, u, z;
-    penalty: lambda; ERM: None).
+    penalty: lambda; ERM: None). ``exact``: on traced iterations only (see
+    :meth:`Observer.exact_trace_every`), the exact value of each constraint family per
+    split, ``{"train": [...], "validation": [...]}``; None otherwise.
     """
 
     iteration: int
@@ -28,6 +42,7 @@ class IterationRecord:
     constraints: list[float]
     max_violation: float
     duals: dict[str, list[float]] | None
+    exact: dict[str, list[float | None]] | None = None
 
 
 class Observer:
@@ -39,8 +54,13 @@ class Observer:
     def on_iteration(self, record: IterationRecord) -> None:
         """Called once per iteration, in order."""
 
+    def exact_trace_every(self) -> int:
+        """Trace the exact constraint values every this many iterations (0: never)."""
+        return 0
+
     def should_stop(self) -> str | None:
-        """Return a reason (e.g. ``"cancelled"``) to stop after the current iterate."""
+        """Return a reason (e.g. ``"cancelled"``) to stop after the current iterate. Also asked between
+        the set-up steps of :func:`solvers.run`, before :meth:`on_start`."""
         return None
 
     def checkpoint_due(self) -> bool:
@@ -57,6 +77,10 @@ class RecordingObserver(Observer):
 
     info: dict = field(default_factory=dict)
     records: list[IterationRecord] = field(default_factory=list)
+    exact_every: int = 0
+
+    def exact_trace_every(self) -> int:
+        return self.exact_every
 
     def on_start(self, info: dict) -> None:
         self.info = info

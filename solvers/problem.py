@@ -74,14 +74,22 @@ class Problem:
 
     @property
     def constraint_names(self) -> list[str]:
-        """One unique name per row of G (a repeated family gets a ``#2`` suffix)."""
+        """One unique name per row of G: a name already taken gets the first free suffix ``#2``, ``#3``, ...
+
+        Linear time: names taken are a set, and each base name resumes its suffix search where it last
+        stopped (names are only ever added, so every suffix below that is still taken)."""
         names: list[str] = []
+        taken: set[str] = set()
+        next_k: dict[str, int] = {}
         for family in self.constraints:
             for name in family.names:
-                unique, k = name, 1
-                while unique in names:
-                    k += 1
-                    unique = f"{name}#{k}"
+                unique, k = name, next_k.get(name, 1)
+                if k > 1 or unique in taken:
+                    k = max(k, 2)
+                    while (unique := f"{name}#{k}") in taken:
+                        k += 1
+                next_k[name] = k
+                taken.add(unique)
                 names.append(unique)
         return names
 

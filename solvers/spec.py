@@ -8,14 +8,37 @@ raises :class:`SpecError` with a ``loc`` path into the spec.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .catalog import ALGORITHMS, CONSTRAINTS
 
-Scalar = str | int | float | bool
+# Sizes of a spec, checked when it is parsed (before anything is allocated for it). Columns and their names: a
+# table has at most FAIRSOLVE_MAX_UPLOAD_COLUMNS (default 2,000) columns.
+MAX_NAME = 255             # characters of a column or group name
+MAX_VALUE = 1000           # characters of a label or group value
+MAX_COLUMNS = 10_000       # features listed
+MAX_SENSITIVE = 16         # sensitive columns (their groups multiply)
+MAX_GROUPS = 1000          # named groups of one group rule
+MAX_RULE_VALUES = 100_000  # raw values of one group rule, all its groups together
+MAX_CONSTRAINTS = 64
+
+Name = Annotated[str, Field(max_length=MAX_NAME)]
+Scalar = Annotated[str, Field(max_length=MAX_VALUE)] | int | float | bool
+
+
+class Strict(BaseModel):
+    """A request body part: a key it does not know (e.g. ``max_iteration``) is an error naming it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+# Size caps, checked before anything is allocated (issue 19: a spec of a few bytes must not cost gigabytes).
+MAX_HIDDEN_LAYERS = 16
+MAX_HIDDEN_WIDTH = 4096
+MAX_PARAMETERS = 10_000_000   # float32: 40 MB of weights (and as much per copy an algorithm keeps)
+MAX_CONSTRAINTS = 64          # constraint families of one spec (each yields up to one row per group)
 
 
 def _describe_error(err: ValidationError) -> str:
@@ -24,7 +47,7 @@ def _describe_error(err: ValidationError) -> str:
     return f"{field!r}: {first['msg']}"
 
 
-class GroupRule(BaseModel):
+class GroupRule(Strict):
     """Maps a raw sensitive column to named groups.
 
     ``values``: group name -> raw values (compared as stripped strings, integral
@@ -33,26 +56,32 @@ class GroupRule(BaseModel):
     (and missing values) go to ``other``. Exactly one of values / ranges.
     """
 
-    values: dict[str, list[Scalar]] | None = None
-    ranges: dict[str, tuple[float | None, float | None]] | None = None
-    other: str = "other"
+    values: dict[Name, list[Scalar]] | None = Field(None, max_length=MAX_GROUPS)
+    ranges: dict[Name, tuple[float | None, float | None]] | None = Field(None, max_length=MAX_GROUPS)
+    other: Name = "other"
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "GroupRule":
         if (self.values is None) == (self.ranges is None):
             raise ValueError("exactly one of 'values' or 'ranges' must be given")
+        if sum(map(len, (self.values or {}).values())) > MAX_RULE_VALUES:
+            raise ValueError(f"'values': at most {MAX_RULE_VALUES} raw values in all")
         for name, (low, high) in (self.ranges or {}).items():
             if low is not None and high is not None and not low < high:
                 raise ValueError(f"range {name!r}: low must be < high")
         return self
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(Strict):
     """``linear`` (optionally with its weights w in the ball ‖w‖_p ≤ radius, p = 1 or 2; the
-    bias is free) or ``mlp`` (``hidden`` sizes, ``activation``)."""
+    bias is free) or ``mlp`` (``hidden`` sizes, ``activation``).
+
+    Bounded before anything is built: at most ``MAX_HIDDEN_LAYERS`` hidden layers of at most
+    ``MAX_HIDDEN_WIDTH`` units, and at most ``MAX_PARAMETERS`` parameters (:meth:`parameter_count`;
+    here counted for one input feature, the full count once the encoder's width d is known)."""
 
     type: Literal["linear", "mlp"] = "linear"
-    hidden: list[PositiveInt] = [64, 64]
+    hidden: list[Annotated[int, Field(gt=0, le=MAX_HIDDEN_WIDTH)]] = Field([64, 64], max_length=MAX_HIDDEN_LAYERS)
     activation: Literal["relu", "tanh"] = "relu"
     ball: Literal["l1", "l2"] | None = Field(
         None, description="Feasible set of a linear model's weights: 'l1' or 'l2' ball of `radius` (None: R^d).")
@@ -64,7 +93,22 @@ class ModelSpec(BaseModel):
             raise ValueError("'ball' and 'radius' must be given together")
         if self.ball is not None and self.type != "linear":
             raise ValueError("'ball' applies to linear models only")
+        if (n := self.parameter_count(1)) > MAX_PARAMETERS:
+            raise ValueError(f"'hidden': the model has {n} parameters (more than {MAX_PARAMETERS})")
         return self
+
+    def parameter_count(self, n_features: int) -> int:
+        """Weights and biases of the model on ``n_features`` inputs: linear d + 1; an MLP with widths
+        h_1..h_L has Σ_{l=1..L+1} (h_{l-1} + 1) · h_l with h_0 = d and h_{L+1} = 1."""
+        widths = [n_features, *(self.hidden if self.type == "mlp" else []), 1]
+        return sum((a + 1) * b for a, b in zip(widths, widths[1:]))
+
+    def check_size(self, n_features: int) -> None:
+        """Raise :class:`SpecError` (at ``model``) when the model on ``n_features`` inputs is too large."""
+        if (n := self.parameter_count(n_features)) > MAX_PARAMETERS:
+            raise SpecError(("model", "hidden") if self.type == "mlp" else ("features",),
+                            f"the {self.type} model on {n_features} encoded features has {n} parameters "
+                            f"(more than {MAX_PARAMETERS})")
 
 
 class ConstraintSpec(BaseModel):
@@ -79,6 +123,10 @@ class ConstraintSpec(BaseModel):
     def _check_family(self) -> "ConstraintSpec":
         if self.type not in CONSTRAINTS:
             raise ValueError(f"unknown constraint type {self.type!r}; known: {', '.join(CONSTRAINTS.names())}")
+        largest = CONSTRAINTS.entry(self.type).max_tolerance
+        if largest is not None and self.tolerance > largest:
+            raise ValueError(f"tolerance {self.tolerance:g} of {self.type!r} exceeds {largest:g}, the largest gap its "
+                             "metric can take: the constraint would never bind")
         try:
             CONSTRAINTS.entry(self.type).Config(**(self.model_extra or {}))
         except ValidationError as err:
@@ -91,10 +139,12 @@ class ConstraintSpec(BaseModel):
         return family(self.tolerance, family.Config(**(self.model_extra or {})))
 
 
-class SolverSpec(BaseModel):
-    """Algorithm name (or alias) and its params, validated against the algorithm's Config."""
+class SolverSpec(Strict):
+    """Algorithm name (or alias) and its params, validated against the algorithm's Config. The default,
+    ``auto``, is a portfolio that keeps the tolerance (:mod:`solvers.auto`); a named solver runs with its
+    paper's defaults."""
 
-    name: str = "plada"
+    name: str = "auto"
     params: dict[str, Any] = {}
 
     @field_validator("name")
@@ -130,7 +180,7 @@ class SolverSpec(BaseModel):
         return self.entry.Config(**self.params)
 
 
-class SplitSpec(BaseModel):
+class SplitSpec(Strict):
     test: float = Field(0.2, gt=0, lt=1)
     validation: float = Field(0.2, ge=0, lt=1)
     seed: int = 0
@@ -142,25 +192,52 @@ class SplitSpec(BaseModel):
         return self
 
 
-class ProblemSpec(BaseModel):
+class GuaranteeSpec(Strict):
+    """A high-confidence fairness guarantee (Seldonian): the returned model is accepted only if a one-sided
+    upper confidence bound of every constraint on the validation split is ≤ its tolerance
+    (:mod:`solvers.fairness.guarantee` states the bound)."""
+
+    confidence: float = Field(0.95, ge=0.5, lt=1.0, description="Probability 1 − α with which every constraint "
+                              "of the accepted model holds on the data distribution (union bound over the "
+                              "constraints, their groups and the candidates tested).")
+    max_tests: int = Field(4, ge=1, le=20, description="Most candidates tested on the validation split; each "
+                           "test runs at level α / max_tests so that the accepted one keeps the stated confidence.")
+
+
+class ProblemSpec(Strict):
     """A whole job. ``features=None`` means every column except ``target``; the
     sensitive columns ARE then used as model inputs too (list ``features``
     explicitly to exclude them)."""
 
-    target: str
+    target: Name
     positive_label: Scalar
-    sensitive: list[str] = Field(min_length=1)
-    features: list[str] | None = None
-    group_rules: dict[str, GroupRule] = {}
+    sensitive: list[Name] = Field(min_length=1, max_length=MAX_SENSITIVE)
+    features: list[Name] | None = Field(None, max_length=MAX_COLUMNS)
+    group_rules: dict[Name, GroupRule] = Field({}, max_length=MAX_SENSITIVE)
     model: ModelSpec = ModelSpec()
     objective: Literal["logistic", "hinge", "bce", "truncated_logistic", "auc_square"] = "logistic"
-    constraints: list[ConstraintSpec] = []
+    constraints: list[ConstraintSpec] = Field([], max_length=MAX_CONSTRAINTS)
     solver: SolverSpec = SolverSpec()
     split: SplitSpec = SplitSpec()
     seed: int = 0
     max_iterations: int = Field(2000, ge=1)
     time_limit_s: float = Field(600, gt=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    guarantee: GuaranteeSpec | None = Field(
+        None, description="Ask for a high-confidence fairness guarantee, e.g. {\"confidence\": 0.95}; needs "
+        "constraints and a validation split.")
+    exact_enforcement: bool = Field(
+        True, description="After the solve, enforce the exact constraint (not only its surrogate) on the training "
+        "split: tighten the surrogate and continue, then a per-group threshold correction where possible. "
+        "False keeps the algorithm's output as the paper defines it.")
+
+    @model_validator(mode="after")
+    def _guarantee_needs(self) -> "ProblemSpec":
+        if self.guarantee is not None and not self.constraints:
+            raise ValueError("guarantee: needs at least one constraint")
+        if self.guarantee is not None and self.split.validation == 0:
+            raise ValueError("guarantee: needs a validation split (split.validation > 0)")
+        return self
 
     def feature_columns(self, columns) -> list[str]:
         if self.features is not None:
@@ -191,6 +268,26 @@ def check_solver_supports(spec: ProblemSpec) -> None:
                                                         f"{', '.join(supported)}, not {kind!r}")
 
 
+def positive_label_error(spec: ProblemSpec, distinct) -> SpecError:
+    """The refusal of a positive label that no row's (normalised) target value equals, naming a few of the values
+    (Adult's test file spells ">50K." where the training file has ">50K": every row would be negative)."""
+    shown = ", ".join(repr(str(v)) for v in list(distinct)[:5])
+    return SpecError(("positive_label",), f"{spec.positive_label!r} does not occur in column {spec.target!r} "
+                                          f"(its values include {shown})")
+
+
+def labels_of(spec: ProblemSpec, table: pd.DataFrame):
+    """y_i = 1 where the row's target equals the positive label (:func:`encode_labels`); :class:`SpecError` when
+    no row does. The one check shared by the jobs' spec check, the audit runs and ``fairsolve audit run``."""
+    from .encoding import MISSING, encode_labels, normalise_values
+
+    y = encode_labels(table[spec.target], spec.positive_label)
+    if not y.any():
+        target = normalise_values(table[spec.target])
+        raise positive_label_error(spec, pd.unique(target[target != MISSING]))
+    return y
+
+
 def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
     """Raise :class:`SpecError` when the spec cannot run on ``table``."""
     from .encoding import MISSING, build_groups, normalise_scalar, normalise_values
@@ -202,6 +299,8 @@ def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
     for i, col in enumerate(spec.sensitive):
         if col not in columns:
             raise SpecError(("sensitive", i), f"unknown column {col!r}")
+        if col == spec.target:
+            raise SpecError(("sensitive", i), f"{col!r} is the target column: a sensitive column must be another one")
     for i, col in enumerate(spec.features or []):
         if col not in columns:
             raise SpecError(("features", i), f"unknown column {col!r}")
@@ -222,7 +321,7 @@ def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
     if len(distinct) < 2:
         raise SpecError(("target",), f"column {spec.target!r} has fewer than 2 distinct values")
     if normalise_scalar(spec.positive_label) not in set(distinct):
-        raise SpecError(("positive_label",), f"{spec.positive_label!r} does not occur in column {spec.target!r}")
+        raise positive_label_error(spec, distinct)
     for i, col in enumerate(spec.sensitive):
         _, names = build_groups(table, [col], spec.group_rules)
         if len(names) < 2:

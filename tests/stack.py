@@ -113,7 +113,10 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
         commands["worker" if i == 0 else f"worker{i + 1}"] = [
             sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu", "-c", "1",
             "-n", f"test-{name}-{i}-{uuid.uuid4().hex[:6]}@%h", "--loglevel", "INFO"]
-    if beat:
+    if beat:  # beat's tasks go to the housekeeping queue, consumed by a worker of its own (as in production)
+        commands["housekeeping"] = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q",
+                                    "housekeeping", "-P", "solo", "-n", f"test-{name}-hk-{uuid.uuid4().hex[:6]}@%h",
+                                    "--loglevel", "INFO"]
         commands["beat"] = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "beat", "--loglevel", "INFO",
                             "-s", str(home / "celerybeat-schedule")]
     procs = {}

@@ -4,7 +4,9 @@ Delivery is at-least-once: tasks are acknowledged after they finish
 (``task_acks_late``) and given back to the broker when the worker process dies
 (``task_reject_on_worker_lost``); a worker takes one task at a time. Job state
 lives in the database, not in Celery's result backend, so no backend is configured.
-Queues: ``cpu`` (default) and ``gpu`` (jobs with ``device: "cuda"``).
+Queues: ``cpu`` (default) and ``gpu`` (jobs with ``device: "cuda"``), and ``housekeeping`` for beat's periodic
+tasks (the reaper of stale jobs, the audit trigger): a worker of its own consumes it, so a long job never
+holds them up (``make run``'s launcher and docker-compose start one).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from celery.signals import setup_logging, worker_process_init
 from app.settings import get_settings
 
 settings = get_settings()
+HOUSEKEEPING_QUEUE = "housekeeping"
 
-celery_app = Celery("fairsolve", broker=settings.broker_url, include=["worker.tasks", "worker.audits"])
+celery_app = Celery("fairsolve", broker=settings.broker_url,
+                    include=["worker.tasks", "worker.audits", "worker.baselines"])
 celery_app.conf.update(
     task_default_queue="cpu",
     task_acks_late=True,
@@ -33,6 +37,8 @@ celery_app.conf.update(
     beat_schedule={"reap-stale-jobs": {"task": "fairsolve.reap_stale_jobs", "schedule": settings.reap_every_s},
                    "trigger-due-audits": {"task": "fairsolve.trigger_due_audits",
                                           "schedule": settings.audit_trigger_every_s}},
+    task_routes={name: {"queue": HOUSEKEEPING_QUEUE}
+                 for name in ("fairsolve.reap_stale_jobs", "fairsolve.trigger_due_audits")},
 )
 
 QUEUE_FOR_DEVICE = {"cuda": "gpu", "cpu": "cpu", "auto": "cpu"}

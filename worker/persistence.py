@@ -12,6 +12,9 @@ Every ``checkpoint_every_s`` seconds the solver hands over its whole state
 (:mod:`solvers.checkpoint`); the observer first writes the buffered rows (so the
 database holds every iterate up to the checkpoint), then replaces the job's checkpoint
 file atomically. A redelivered job resumes from it (``worker.tasks``).
+
+``exact_every`` (``FAIRSOLVE_EXACT_TRACE_EVERY``) asks the solver for the exact constraint values every
+that many iterations; they are stored in the row's ``exact`` column (None on other rows).
 """
 
 from __future__ import annotations
@@ -35,11 +38,12 @@ from solvers.observer import IterationRecord, Observer
 class PersistingObserver(Observer):
     def __init__(self, job_id: str, sessions: sessionmaker[Session], *, flush_s: float = 1.0,
                  flush_rows: int = 1000, checkpoint_path: Path | None = None, checkpoint_every_s: float = 30.0,
-                 resumed_from: int = 0) -> None:
+                 resumed_from: int = 0, exact_every: int = 0) -> None:
         self.job_id = job_id
         self.sessions = sessions
         self.flush_s = flush_s
         self.flush_rows = flush_rows
+        self.exact_every = exact_every
         self.max_iterations = 0
         self.constraint_names: list[str] = []
         self.device: str | None = None
@@ -59,6 +63,7 @@ class PersistingObserver(Observer):
         self.checkpoint_path, self.checkpoint_every_s = checkpoint_path, checkpoint_every_s
         self.checkpoint_iteration = self.resumed_from = resumed_from
         self._last_checkpoint = time.monotonic()
+        self._polled_at = -float("inf")
 
     def on_start(self, info: dict) -> None:
         self.max_iterations = int(info.get("max_iterations", 0))
@@ -74,7 +79,7 @@ class PersistingObserver(Observer):
         row = {"job_id": self.job_id, "iteration": record.iteration, "elapsed_s": record.elapsed_s,
                "samples_seen": record.samples_seen, "objective": record.objective,
                "max_violation": record.max_violation, "constraints": list(record.constraints),
-               "duals": record.duals}
+               "duals": record.duals, "exact": record.exact}
         with self._lock:
             self.buffer.append(row)
             self.last = record
@@ -88,8 +93,24 @@ class PersistingObserver(Observer):
             self._wake.set()
         self.busy_s += time.perf_counter() - entered
 
+    def exact_trace_every(self) -> int:
+        return self.exact_every
+
     def should_stop(self) -> str | None:
+        if self._writer is None:  # set-up (no writer thread yet): read the cancel flag ourselves
+            self._poll_in_setup()
         return self._stop
+
+    def _poll_in_setup(self, every_s: float = 1.0) -> None:
+        """Before the first iteration: beat the heartbeat and read the cancel flag, at most every ``every_s``."""
+        now = time.monotonic()
+        if now - self._polled_at < every_s:
+            return
+        self._polled_at = now
+        with self.sessions() as session, session.begin():
+            session.execute(update(Job).where(Job.id == self.job_id).values(heartbeat_at=utcnow()))
+            if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):
+                self._stop = "cancelled"
 
     def checkpoint_due(self) -> bool:
         return self.checkpoint_path is not None and time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import socket
 import traceback
 from datetime import timedelta
@@ -28,13 +29,15 @@ from safetensors.torch import load_file
 from sqlalchemy import delete, select, update
 
 from app.artifacts import artifact_path, write_artifacts
+from app.audits import model_file
+from app.baselines import ensure_baseline, send_baseline
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
 from app.queue import send_job
 from app.settings import get_settings
 from app.storage import load_table
-from solvers import ProblemSpec, SpecError, run
+from solvers import ProblemSpec, SolverDiverged, SpecError, StoppedInSetup, run
 from solvers import checkpoint as ckpt
 from worker.celery_app import celery_app
 from worker.persistence import PersistingObserver
@@ -44,7 +47,8 @@ TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
 def problem_spec(job_spec: dict) -> ProblemSpec:
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
+    """The stored spec without what the API adds to it (``dataset_id``, ``feature_screen``)."""
+    return model_file.problem_spec(job_spec)
 
 
 def checkpoint_path(job_id: str) -> Path:
@@ -162,6 +166,40 @@ def reap_stale_jobs() -> list[str]:
     return [r[0] for r in requeued]
 
 
+def json_ready(value):
+    """``value`` with numpy scalars as Python numbers and non-finite floats as None (JSONB has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def promise_fields(out) -> dict:
+    """What the job promised and what it kept: the exact fairness report per constraint, the warnings,
+    how the exact constraint was enforced, the guarantee, and the candidates ``auto`` tried."""
+    return json_ready({"fairness": out.fairness, "warnings": out.warnings, "enforcement": out.enforcement,
+                       "guarantee": out.guarantee, "tried": out.tried})
+
+
+def request_baseline(job_id: str) -> None:
+    """Make sure the job's unconstrained baseline (:mod:`app.baselines`) exists or is being computed;
+    a failure here is logged and never fails the job."""
+    try:
+        with session_scope() as s:
+            job = s.get(Job, job_id)
+            spec, device = dict(job.spec, dataset_id=job.dataset_id), job.spec.get("device", "cpu")
+            baseline_id = ensure_baseline(s, spec, get_settings().stale_after_s)
+        if baseline_id is not None:
+            send_baseline(baseline_id, device)
+    except Exception:
+        log.warning("job %s: could not request its baseline:\n%s", job_id, traceback.format_exc())
+
+
 def _run(job_id: str, attempt: int) -> str:
     started = _start(job_id, attempt)
     if started is None:
@@ -175,7 +213,9 @@ def _run(job_id: str, attempt: int) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     observer = PersistingObserver(job_id, session_factory(), flush_s=settings.trajectory_flush_s,
                                   flush_rows=settings.trajectory_flush_rows, checkpoint_path=path,
-                                  checkpoint_every_s=settings.checkpoint_every_s, resumed_from=resumed_from)
+                                  checkpoint_every_s=settings.checkpoint_every_s, resumed_from=resumed_from,
+                                  exact_every=settings.exact_trace_every)
+    request_baseline(job_id)
     try:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
@@ -186,6 +226,18 @@ def _run(job_id: str, attempt: int) -> str:
     except SpecError as exc:
         observer.close()
         _finish(job_id, status="failed", error=f"{'.'.join(map(str, exc.loc))}: {exc.msg}")
+        return "failed"
+    except StoppedInSetup as exc:  # cancelled, or out of time, before the first iteration
+        observer.close()
+        if exc.reason == "cancelled":
+            _finish(job_id, status="cancelled")
+            return "cancelled"
+        _finish(job_id, status="failed", error=f"time limit of {spec.time_limit_s} s reached during set-up, "
+                                               f"after {exc.elapsed_s:.3g} s (before the first iteration)")
+        return "failed"
+    except SolverDiverged as exc:  # the trajectory holds the finite iterates; the message names the step size
+        observer.close()
+        _finish(job_id, status="failed", error=str(exc))
         return "failed"
     except Exception as exc:  # a solver error fails the job, never the worker
         log.error("job %s failed:\n%s", job_id, traceback.format_exc())
@@ -200,20 +252,20 @@ def _run(job_id: str, attempt: int) -> str:
         "job_id": job_id, "model": json.dumps(spec.model.model_dump()),
         "feature_names": json.dumps(out.feature_names), "groups": json.dumps(out.groups),
         "encoder": json.dumps(out.encoder)})  # the API streams the audit model file from these weights
-    status, error = "succeeded", None
-    if out.stop_reason == "cancelled":
-        status = "cancelled"
-    elif out.stop_reason == "time_limit":
-        status, error = "failed", f"time limit of {spec.time_limit_s} s reached after {out.iterations} iterations"
+    status = "cancelled" if out.stop_reason == "cancelled" else "succeeded"
     result = {"iterations": out.iterations, "solver_time_s": out.solver_time_s, "stop_reason": out.stop_reason,
               "constraint_names": out.constraint_names, "tolerances": out.tolerances, "groups": out.groups,
               "n_features": len(out.feature_names), "trajectory_rows": observer.rows_written + resumed_from,
               "resumed_from": resumed_from,
-              "iterations_to_target": observer.iterations_to_target(), "warm_started": initial_state is not None}
+              "iterations_to_target": observer.iterations_to_target(), "warm_started": initial_state is not None,
+              **promise_fields(out)}
+    if out.stop_reason == "time_limit":  # a model and its metrics exist: usable, audited and charted like any other
+        result["message"] = (f"time limit of {spec.time_limit_s:g} s reached after {out.iterations} of "
+                             f"{spec.max_iterations} iterations; the model is the last iterate")
     with session_scope() as s:
         s.add_all(artifacts)
         job = s.get(Job, job_id)
-        job.status, job.error, job.metrics, job.result = status, error, out.metrics, result
+        job.status, job.error, job.metrics, job.result = status, None, out.metrics, result
         job.device, job.finished_at, job.progress = out.device, utcnow(), observer.progress()
     log.info("job %s after %s iterations in %.2f s", status, out.iterations, out.solver_time_s)
     return status

@@ -1,7 +1,8 @@
 """A job's trained model with the job's own preprocessing, applied to a table.
 
 The preprocessing is the job's: groups and labels from its spec (``build_groups``,
-``encode_labels``), features through its :class:`~solvers.encoding.TableEncoder`, which
+``solvers.spec.labels_of``, which refuses a positive label that no row has), features through its
+:class:`~solvers.encoding.TableEncoder`, which
 :func:`solvers.prepare` fits on the job's train split (the split is seeded, so refitting on the
 job's dataset gives the encoder the job trained with). Weights are the job's ``weights`` artifact
 (safetensors, never a pickle), reloaded with :func:`~solvers.algorithms.auc_postprocess.restore_model`
@@ -22,16 +23,17 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save
+from safetensors.torch import load_file, save, save_file
 
 from solvers import ProblemSpec
 from solvers.api import predict_scores, prepare
 from solvers.algorithms.auc_postprocess import restore_model
-from solvers.encoding import TableEncoder, build_groups, encode_labels
+from solvers.encoding import TableEncoder, build_groups
+from solvers.spec import labels_of
 from solvers.models import model_factory
 
 from .metrics import Scored
-from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, groups, problem_spec, read_metadata,
+from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, check_size, groups, problem_spec, read_metadata,
                          required_columns, spec_and_encoder)
 
 __all__ = ["AuditModel", "ModelError", "problem_spec"]
@@ -57,6 +59,7 @@ class AuditModel:
         """An audit model file (see :mod:`app.audits.model_file`)."""
         meta = read_metadata(path)
         spec, encoder = spec_and_encoder(meta)
+        check_size(path, spec, encoder)  # before any weight or model is allocated
         try:
             state = load_file(str(path))
         except (OSError, SafetensorError) as exc:
@@ -73,11 +76,17 @@ class AuditModel:
             raise ModelError(f"the weights do not fit the spec's {model.spec.model.type} model: {exc}"[:500]) from exc
         return model
 
+    def metadata(self) -> dict[str, str]:
+        return {FORMAT_KEY: FORMAT_VERSION, "spec": self.spec.model_dump_json(),
+                "encoder": json.dumps(self.encoder.to_dict()), "groups": json.dumps(self.groups),
+                "job_id": self.job_id or ""}
+
     def to_bytes(self) -> bytes:
-        metadata = {FORMAT_KEY: FORMAT_VERSION, "spec": self.spec.model_dump_json(),
-                    "encoder": json.dumps(self.encoder.to_dict()), "groups": json.dumps(self.groups),
-                    "job_id": self.job_id or ""}
-        return save({k: v.contiguous() for k, v in self.state.items()}, metadata=metadata)
+        return save({k: v.contiguous() for k, v in self.state.items()}, metadata=self.metadata())
+
+    def save(self, path: Path) -> None:
+        """Write the audit model file to ``path`` (no copy of the file in memory, unlike :meth:`to_bytes`)."""
+        save_file({k: v.contiguous() for k, v in self.state.items()}, str(path), metadata=self.metadata())
 
     def required_columns(self) -> list[str]:
         return required_columns(self.spec, self.encoder)
@@ -90,7 +99,7 @@ class AuditModel:
         if len(table) == 0:
             raise ModelError("the data has no rows")
         group, names = build_groups(table, self.spec.sensitive, self.spec.group_rules)
-        y = encode_labels(table[self.spec.target], self.spec.positive_label)
+        y = labels_of(self.spec, table)  # SpecError when the positive label never matches
         X = self.encoder.transform(table)
         try:
             model = restore_model(model_factory(self.spec.model)(X.shape[1]), self.state)

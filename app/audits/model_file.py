@@ -7,6 +7,7 @@ version), ``spec`` (the job's problem spec, JSON), ``encoder`` (the fitted
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -16,6 +17,7 @@ from safetensors import SafetensorError, safe_open
 from app.strict_json import strict_loads
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
+from solvers.spec import MAX_PARAMETERS
 
 FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
 
@@ -25,8 +27,9 @@ class ModelError(ValueError):
 
 
 def problem_spec(job_spec: dict) -> ProblemSpec:
-    """A job's stored spec (the API body) as the solver library's :class:`ProblemSpec`."""
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
+    """A job's stored spec as the solver library's :class:`ProblemSpec`: the stored spec also carries what the API
+    adds (``dataset_id``, ``feature_screen``), which the strict spec does not take."""
+    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k in ProblemSpec.model_fields})
 
 
 def read_metadata(path: Path) -> dict[str, str]:
@@ -109,3 +112,22 @@ def required_columns(spec: ProblemSpec, encoder: TableEncoder) -> list[str]:
 def model_columns(path: Path) -> list[str]:
     """The columns the audit model in ``path`` reads (ModelError when the file is not one)."""
     return required_columns(*spec_and_encoder(read_metadata(path)))
+
+
+def check_size(path: Path, spec: ProblemSpec, encoder: TableEncoder) -> None:
+    """ModelError when the model would be too large to build or apply: an encoder wider than the
+    solver library's cap (one-hot categories included), a model of more than ``MAX_PARAMETERS``
+    parameters on the encoder's width, or stored tensors of more elements than that. Only the header is
+    read (tensor shapes), so this runs before any weight or model is allocated."""
+    if (problem := encoder.width_problem()) is not None:
+        raise ModelError(f"--model: the encoder is too wide: {problem}")
+    if (n := spec.model.parameter_count(encoder.n_features)) > MAX_PARAMETERS:
+        raise ModelError(f"--model: the spec's {spec.model.type} model on {encoder.n_features} encoded features has "
+                         f"{n} parameters (more than {MAX_PARAMETERS})")
+    try:
+        with safe_open(str(path), framework="numpy") as fh:
+            stored = sum(math.prod(fh.get_slice(name).get_shape()) for name in fh.keys())
+    except (OSError, SafetensorError) as exc:
+        raise ModelError(f"--model: not a safetensors file: {exc}") from exc
+    if stored > MAX_PARAMETERS:
+        raise ModelError(f"--model: the file stores {stored} weights (more than {MAX_PARAMETERS})")

@@ -18,7 +18,11 @@ def trajectory_chart(ctx: ChartContext) -> go.Figure:
 
 def trajectory_figure(traj: dict[str, Any], title: str) -> go.Figure:
     """Objective, each constraint's surrogate gap (G_j + tolerance_j, tolerance drawn) and the max
-    violation max(0, max_j G_j), against iteration (left) and against seconds (right)."""
+    violation max(0, max_j G_j), against iteration (left) and against seconds (right).
+
+    Beside each surrogate, the constraint's exact metric (indicator-based, what the user's tolerance is
+    about) on the train and validation splits at the traced iterations, labelled "exact (train)" and
+    "exact (validation)": a surrogate under its tolerance line with the exact metric above it is not met."""
     points = traj["points"]
     tols = traj["tolerances"]
     n_constraints = len(points[0]["constraints"]) if points else 0
@@ -34,11 +38,12 @@ def trajectory_figure(traj: dict[str, Any], title: str) -> go.Figure:
         for j, name in enumerate(names):
             tol = tols[j] if j < len(tols) else 0.0
             gap = [p["constraints"][j] + tol for p in points]
-            fig.add_trace(go.Scatter(x=x, y=gap, name=name, mode="lines", showlegend=show, legendgroup=name),
-                          row=2, col=col)
+            fig.add_trace(go.Scatter(x=x, y=gap, name=f"{name} surrogate", mode="lines", showlegend=show,
+                                     legendgroup=name), row=2, col=col)
             if tols:
-                fig.add_hline(y=tol, line={"dash": "dash", "color": "#d62728"}, row=2, col=col,
-                              annotation_text=f"tolerance {tol:g}" if show else None)
+                label = {"annotation_text": f"tolerance {tol:g}"} if show else {}  # None would read "new text"
+                fig.add_hline(y=tol, line={"dash": "dash", "color": "#d62728"}, row=2, col=col, **label)
+        add_exact_traces(fig, traj, col, "iteration" if col == 1 else "elapsed_s")
         fig.add_trace(go.Scatter(x=x, y=[p["max_violation"] for p in points], name="max violation",
                                  mode="lines", line={"color": "#d62728"}, showlegend=show,
                                  legendgroup="violation"), row=3, col=col)
@@ -47,3 +52,20 @@ def trajectory_figure(traj: dict[str, Any], title: str) -> go.Figure:
     fig.update_xaxes(title_text="seconds", row=3, col=2)
     fig.update_layout(title=title, height=800, template="plotly_white")
     return fig
+
+
+EXACT_STYLE = {"train": {"dash": "dot"}, "validation": {"dash": "dashdot"}}
+
+
+def add_exact_traces(fig: go.Figure, traj: dict[str, Any], col: int, x_key: str) -> None:
+    """One trace per constraint family and split ("<type> exact (train)", "<type> exact (validation)") in the
+    constraint row, from the trajectory's ``exact`` points (undefined values are gaps in the line)."""
+    exact = traj.get("exact") or []
+    for j, name in enumerate(traj.get("exact_names") or []):
+        for split, line in EXACT_STYLE.items():
+            ys = [values[j] if j < len(values) else None for values in (p.get(split) or [] for p in exact)]
+            if all(v is None for v in ys):
+                continue
+            fig.add_trace(go.Scatter(x=[p[x_key] for p in exact], y=ys, name=f"{name} exact ({split})",
+                                     mode="lines+markers", line=line, marker={"size": 4}, showlegend=col == 1,
+                                     legendgroup=f"{name} exact ({split})"), row=2, col=col)

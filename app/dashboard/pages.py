@@ -27,7 +27,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.audits.metrics import describe_metrics
 from app.auth import SESSION_COOKIE, Caller, authenticate
 from app.charts import CHARTS
-from app.dashboard import stats
+from app.charts.labels import figure_json
+from app.dashboard import promise, stats
 from app.deps import DB, AppSettings, caller_cache, current_caller, get_or_404
 from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
 from app.routers.datasets import dataset_path, dataset_summary
@@ -261,8 +262,8 @@ def dataset_page(request: Request, dataset_id: str, db: DB, settings: AppSetting
     labels, groups = [], None
     if sensitive is not None:
         try:
-            counts = stats.stored_pair_counts(str(dataset_path(settings, dataset)), dataset.format,
-                                              dataset.read_options.get("delimiter"), dataset.sha256, sensitive, label)
+            counts = stats.stored_pair_counts(dataset_path(settings, dataset), dataset.format, dataset.read_options,
+                                              dataset.sha256, sensitive, label)
         except stats.TooManyValues as exc:
             error, counts = str(exc), None
         if counts is not None:
@@ -312,7 +313,8 @@ def new_job_page(request: Request, db: DB, caller: PageCaller,
                  "max_iterations": schema["properties"]["max_iterations"],
                  "time_limit_s": schema["properties"]["time_limit_s"],
                  "seed": schema["properties"]["seed"],
-                 "model": defs.get("ModelSpec", {}), "split": defs.get("SplitSpec", {})}
+                 "model": defs.get("ModelSpec", {}), "split": defs.get("SplitSpec", {}),
+                 "guarantee": "guarantee" in schema["properties"]}
     return render(request, "job_new.html", datasets=choices, selected=dataset_id, spec_form=spec_form)
 
 
@@ -360,7 +362,8 @@ def job_page(request: Request, job_id: str, db: DB, caller: PageCaller) -> Respo
     dataset = db.get(Dataset, job.dataset_id)
     kinds = [k for k in JOB_CHARTS if k in CHARTS]
     return render(request, "job.html", job=out, dataset=dataset, metrics=metrics_view(out["metrics"]),
-                  charts=kinds, plotly=True)
+                  charts=kinds, plotly=True, promise={"constraints": promise.constraint_rows(out["result"]),
+                                                      "baseline": promise.baseline_rows(out)})
 
 
 # ---------------------------------------------------------------- sweeps
@@ -432,7 +435,7 @@ def history_figure(audit: Audit, runs: list[AuditRun]) -> dict[str, Any] | None:
         return None
     fig.update_layout(title=f"History — {audit.name}", xaxis_title="run (UTC)", yaxis_title="value",
                       template="plotly_white")
-    return json.loads(fig.to_json())
+    return json.loads(figure_json(fig))
 
 
 @router.get("/audits")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
-from fastapi.responses import StreamingResponse
+from fastapi.responses import FileResponse, StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from starlette.background import BackgroundTask
 
 from app.audits.export import audit_file
 from app.audits.metrics import describe_metrics
@@ -19,7 +20,7 @@ from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedM
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
 from app.routers.models import model_path
-from app.storage import read_table
+from app.storage import read_table, remove_quietly
 from app.strict_json import StrictJSONRoute
 from solvers import SpecError
 
@@ -206,11 +207,12 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
     art = weights_of(db, job_id)
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
-    headers = {"Content-Disposition": f'attachment; filename="{job_id}-audit-model.safetensors"'}
+    filename = f"{job_id}-audit-model.safetensors"
     streamed = audit_file(job.id, job.spec, artifact_path(art.stored_name))
     if streamed is not None:
         return StreamingResponse(streamed.chunks, media_type="application/octet-stream",
-                                 headers={**headers, "Content-Length": str(streamed.size)})
+                                 headers={"Content-Disposition": f'attachment; filename="{filename}"',
+                                          "Content-Length": str(streamed.size)})
     # weights written before the worker stored the encoder: refit it on the dataset (torch and the table, uncached)
     from app.audits.model import AuditModel
 
@@ -220,4 +222,11 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
         model = AuditModel.from_job(job.id, job.spec, artifact_path(art.stored_name), table)
     except SpecError as exc:
         raise HTTPException(status_code=409, detail=f"the job's spec no longer fits its dataset: {exc}") from exc
-    return Response(model.to_bytes(), media_type="application/octet-stream", headers=headers)
+    tmp = settings.storage_dir / "tmp" / f"{new_id()}.audit-model"
+    try:
+        model.save(tmp)  # streamed from disk, removed once sent: never a copy of the file in memory
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+    return FileResponse(tmp, media_type="application/octet-stream", filename=filename,
+                        background=BackgroundTask(remove_quietly, tmp))

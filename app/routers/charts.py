@@ -15,6 +15,7 @@ from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
 from app.charts import CHARTS, ChartContext, ChartUnavailable
+from app.charts.labels import figure_json
 from app.deps import DB, CurrentCaller, get_or_404
 from app.models import Job
 from app.static_assets import plotly_js
@@ -49,4 +50,4 @@ def job_chart(job_id: str, kind: str, request: Request, db: DB, caller: CurrentC
         fig = builder(ChartContext(db, job))
     except ChartUnavailable as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from exc
-    return figure_response(request, fig.to_json(), f"{kind} — job {job_id}", format, plotly)
+    return figure_response(request, figure_json(fig), f"{kind} — job {job_id}", format, plotly)

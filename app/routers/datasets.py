@@ -11,12 +11,14 @@ import anyio
 from fastapi import APIRouter, File, Form, HTTPException, Query, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
-from sqlalchemy import exists, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
-from app.models import Dataset, Job, new_id
+from app.feature_screening import dataset_screen
+from app.models import Alert, Audit, AuditRun, Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut, json_response
+from app.read_options import OptionError, upload_options
 from app.settings import Settings
 from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, iter_chunks, profile_upload, remove_quietly,
                          stream_to_disk)
@@ -58,29 +60,46 @@ def looks_like_json(path: Path) -> bool:
     return head[:1] in (b"{", b"[")
 
 
-def receive(file, tmp: Path, settings: Settings) -> tuple[StoredFile, str, dict[str, Any], TableProfile]:
-    """Stream the upload to ``tmp`` and profile it (seconds for a large file)."""
+def receive(file, tmp: Path, settings: Settings, asked: dict[str, Any]
+            ) -> tuple[StoredFile, str, dict[str, Any], TableProfile]:
+    """Stream the upload to ``tmp`` and profile it with the reading options ``asked`` (seconds for a large file)."""
     stored = stream_to_disk(file, tmp, settings.max_upload_bytes)
     if looks_like_json(tmp):
         raise DatasetError("file: this is JSON, which is not accepted: upload a CSV file (a header row, then one row "
                            "per record) or a Parquet file")
     fmt, options, profile = profile_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
-                                                            settings.max_upload_bytes))
+                                                            settings.max_upload_bytes), asked)
     return stored, fmt, options, profile
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=DatasetOut, responses=UPLOAD_ERRORS)
-async def upload_dataset(db: DB, settings: AppSettings, caller: CurrentCaller, file: UploadFile = File(...),
-                         name: str | None = Form(None, max_length=255)) -> Dataset:
+async def upload_dataset(
+        db: DB, settings: AppSettings, caller: CurrentCaller, file: UploadFile = File(...),
+        name: str | None = Form(None, max_length=255),
+        header: str | None = Form(None, max_length=8, description="CSV: false when the first line is data "
+                                  "(the answer's read_options.warnings say when it looks like it)."),
+        column_names: str | None = Form(None, max_length=600_000, description="JSON list (or comma-separated) "
+                                        "of the columns' names, one per column of the file."),
+        missing_values: str | None = Form(None, max_length=4000, description="JSON list (or comma-separated) "
+                                          "of the cell values read as missing; default ?, NA, N/A, empty, ...")) -> Dataset:
     """Store a CSV or Parquet file (format sniffed from its content) and infer its schema.
+
+    The reading options (``header``, ``column_names``, ``missing_values``; :mod:`app.read_options`) are
+    stored with the dataset and shown in its ``read_options``, with ``warnings`` when the first line of
+    a CSV file looks like data (:mod:`app.header_check`).
 
     The file is stored and profiled on one of ``FAIRSOLVE_UPLOAD_THREADS`` threads of its own, so a few large
     uploads never take the threads that answer other requests (``FAIRSOLVE_API_THREADS``)."""
+    try:
+        asked = upload_options(header, column_names, missing_values, settings.max_upload_columns)
+    except OptionError as exc:
+        raise HTTPException(status_code=422, detail=[{"loc": ["body", exc.field], "msg": exc.msg,
+                                                      "type": "value_error"}]) from exc
     dataset_id = new_id()
     tmp = settings.storage_dir / "tmp" / f"{dataset_id}.upload"
     try:
         stored, fmt, options, profile = await anyio.to_thread.run_sync(
-            receive, file.file, tmp, settings, limiter=upload_limiter(settings.upload_threads))
+            receive, file.file, tmp, settings, asked, limiter=upload_limiter(settings.upload_threads))
     except DatasetError as exc:
         remove_quietly(tmp)
         raise HTTPException(status_code=413 if isinstance(exc, TooLarge) else 422, detail=str(exc)) from exc
@@ -135,12 +154,58 @@ def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentC
     return json_response(DatasetDetail.model_validate(dataset).model_dump_json().encode())
 
 
+@router.get("/{dataset_id}/feature-screen")
+def feature_screen(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller,
+                   target: str = Query(..., max_length=255), positive_label: str = Query(..., max_length=1000),
+                   sensitive: list[str] = Query([], max_length=50)) -> dict[str, Any]:
+    """What ``features: null`` would use for this target: ``kept`` columns and ``notes`` (column, excluded or
+    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.feature_screen`)."""
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
+    names = {c["name"] for c in dataset.columns}
+    for loc, name in (("target", target), *(("sensitive", s) for s in sensitive)):
+        if name not in names:
+            raise HTTPException(status_code=422, detail=[{"loc": ["query", loc], "msg": f"unknown column {name!r}",
+                                                          "type": "value_error"}])
+    screen = dataset_screen(settings, dataset, target, positive_label, sensitive)
+    return {"kept": screen.kept, "notes": screen.notes}
+
+
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> None:
+def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller,
+                   cascade: bool = Query(False, description="also delete the audits of this dataset, with their runs "
+                                                            "and alerts (without it they answer 409)")) -> None:
+    """Delete a dataset and its file. Jobs trained on it always refuse (409: delete them first); audits that
+    read it refuse too, naming them with their runs and alerts, unless ``?cascade=true`` deletes them along."""
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     if db.scalar(select(exists().where(Job.dataset_id == dataset_id))):
         raise HTTPException(status_code=409, detail="dataset_id: jobs refer to this dataset; delete them first")
+    if not cascade:
+        dependants = audit_dependants(db, dataset_id)
+        if dependants:
+            raise HTTPException(status_code=409, detail=f"dataset_id: this dataset is read by {dependants}; delete "
+                                                        "them first, or pass ?cascade=true to delete them with it")
     path = dataset_path(settings, dataset)
-    db.delete(dataset)
+    db.delete(dataset)  # the audits go with it (ON DELETE CASCADE), and their runs and alerts with them
     db.commit()
     remove_quietly(path)
+
+
+MAX_NAMED = 5  # audit ids named in a 409
+
+
+def audit_dependants(db, dataset_id: str) -> str:
+    """The audits reading ``dataset_id`` in words, e.g. "2 audits (a1, a2) with 3 runs and 1 alert"; empty if none."""
+    audits = select(Audit.id).where(Audit.dataset_id == dataset_id)
+    ids = db.scalars(audits.order_by(Audit.id).limit(MAX_NAMED)).all()
+    if not ids:
+        return ""
+    n_audits = db.scalar(select(func.count()).select_from(audits.subquery()))
+    n_runs = db.scalar(select(func.count()).where(AuditRun.audit_id.in_(audits)))
+    n_alerts = db.scalar(select(func.count()).where(Alert.audit_id.in_(audits)))
+    more = ", …" if n_audits > len(ids) else ""
+    return (f"{_count(n_audits, 'audit')} ({', '.join(ids)}{more}) with {_count(n_runs, 'run')} and "
+            f"{_count(n_alerts, 'alert')}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -14,10 +14,12 @@ from app import idempotency
 from app.admission import check_active_jobs, check_caps
 from app.artifacts import artifact_path
 from app.auth import Caller
+from app.baselines import baselines_for
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
+from app.feature_screening import screened
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import enqueue_job, queue_for
-from app.schemas import JobCreate, JobOut, TrajectoryOut, json_response
+from app.schemas import BaselineOut, JobCreate, JobOut, TrajectoryOut, json_response
 from app.spec_table import spec_table
 from app.strict_json import StrictJSONRoute
 from solvers import SpecError, check_spec_against_table
@@ -39,8 +41,9 @@ def job_models(db: Session, jobs: list[Job]) -> list[JobOut]:
         for a in db.scalars(select(Artifact).where(Artifact.job_id.in_(list(arts))).order_by(Artifact.kind)):
             arts[a.job_id].append(a)
     out = []
-    for job in jobs:
+    for job, baseline in zip(jobs, baselines_for(db, [dict(j.spec, dataset_id=j.dataset_id) for j in jobs])):
         model = JobOut.model_validate(job)
+        model.baseline = BaselineOut.model_validate(baseline) if baseline is not None else None
         model.artifacts = [{"id": a.id, "kind": a.kind, "media_type": a.media_type, "size_bytes": a.size_bytes,
                             "sha256": a.sha256, "url": f"/api/v1/jobs/{job.id}/artifacts/{a.kind}"}
                            for a in arts[job.id]]
@@ -73,12 +76,16 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
     dataset = owned_dataset(db, body.dataset_id, caller, ("dataset_id",))
     try:
         check_spec_against_table(body, spec_table(settings, dataset, body))
+        screen = screened(settings, dataset, body)
     except SpecError as exc:
         raise spec_error(exc.loc, exc.msg) from exc
     check_active_jobs(db, caller.owner, 1, settings)
-    job = Job(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=payload, status="queued",
+    spec = payload if screen is None else {**payload, "features": screen.kept, "feature_screen": screen.notes}
+    job = Job(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=spec, status="queued",
               queue=queue_for(body.device), progress={"iteration": 0, "max_iterations": body.max_iterations})
     response = {"id": job.id, "status": job.status, "queue": job.queue}
+    if screen is not None:
+        response["feature_screen"] = screen.notes
     db.add(job)
     if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
         return replayed
@@ -127,20 +134,42 @@ def get_trajectory(job_id: str, db: DB, caller: CurrentCaller, max_points: int =
 
 
 def read_trajectory(db: Session, job: Job, max_points: int) -> dict:
-    """Evenly spaced iterations ``(i - 1) mod step = 0`` plus the last one, selected in SQL."""
+    """Evenly spaced iterations ``(i - 1) mod step = 0`` plus the last one, selected in SQL, with
+    step = ⌈total / (max_points − 1)⌉, so at most max_points rows. The modulo is SQLAlchemy's own ``%``
+    operator, which knows its precedence and parenthesises ``i - 1`` (a custom ``.op("%")`` compiled to
+    ``i - 1 % step``, i.e. i − 1, and kept only the first and last iterations)."""
     total, last = db.execute(select(func.count(), func.max(TrajectoryPoint.iteration))
                              .where(TrajectoryPoint.job_id == job.id)).one()
     stmt = select(TrajectoryPoint).where(TrajectoryPoint.job_id == job.id).order_by(TrajectoryPoint.iteration)
     if total > max_points:
         step = math.ceil(total / (max_points - 1))
-        stmt = stmt.where(or_((TrajectoryPoint.iteration - 1).op("%")(step) == 0, TrajectoryPoint.iteration == last))
+        stmt = stmt.where(or_((TrajectoryPoint.iteration - 1) % step == 0, TrajectoryPoint.iteration == last))
     points = [{"iteration": p.iteration, "elapsed_s": p.elapsed_s, "samples_seen": p.samples_seen,
                "objective": p.objective, "max_violation": p.max_violation, "constraints": p.constraints,
                "duals": p.duals} for p in db.scalars(stmt)]
     result = job.result or {}
+    constraints = job.spec.get("constraints") or []
     return {"total_points": int(total), "points": points,
             "constraint_names": result.get("constraint_names") or job.progress.get("constraint_names") or [],
-            "tolerances": result.get("tolerances") or []}
+            "tolerances": result.get("tolerances") or [],
+            "exact_names": [c["type"] for c in constraints], "exact_tolerances": [c["tolerance"] for c in constraints],
+            "exact": read_exact(db, job, max_points)}
+
+
+def read_exact(db: Session, job: Job, max_points: int) -> list[dict]:
+    """The iterations that carry exact constraint values, at most ``max_points`` of them, evenly spaced by rank
+    (first and last kept), selected in SQL."""
+    traced = (TrajectoryPoint.job_id == job.id) & TrajectoryPoint.exact.is_not(None)
+    total = db.scalar(select(func.count()).select_from(TrajectoryPoint).where(traced))
+    rank = func.row_number().over(order_by=TrajectoryPoint.iteration).label("rank")
+    rows = select(TrajectoryPoint.iteration, TrajectoryPoint.elapsed_s, TrajectoryPoint.exact, rank).where(traced)
+    rows = rows.subquery()
+    stmt = select(rows.c.iteration, rows.c.elapsed_s, rows.c.exact).order_by(rows.c.iteration)
+    if total > max_points:
+        step = math.ceil(total / (max_points - 1))
+        stmt = stmt.where(or_((rows.c.rank - 1) % step == 0, rows.c.rank == total))  # SQLAlchemy's % parenthesises
+    return [{"iteration": it, "elapsed_s": secs, "train": exact.get("train") or [],
+             "validation": exact.get("validation")} for it, secs, exact in db.execute(stmt)]
 
 
 @router.get("/{job_id}/artifacts/{kind}")

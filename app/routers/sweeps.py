@@ -11,9 +11,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.charts import sweeps as sweep_charts
+from app.charts.labels import figure_json
 from app import idempotency
 from app.admission import check_active_jobs, check_caps
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
+from app.feature_screening import screened
 from app.models import Dataset, Job, Sweep, new_id
 from app.queue import enqueue_job, queue_for
 from app.routers.charts import figure_response
@@ -21,7 +23,7 @@ from app.routers.jobs import owned_dataset, spec_error
 from app.spec_table import spec_table
 from app.strict_json import StrictJSONRoute
 from app.sweeps import report
-from app.sweeps.grid import GridError, SweepCreate, expand
+from app.sweeps.grid import GridError, SweepCreate, expand, grid_size
 from app.sweeps.summary import direction, pareto_front, summarize
 from solvers import SpecError, check_spec_against_table
 
@@ -37,9 +39,16 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
     if (replayed := submission.replayed()) is not None:
         return replayed
     check_caps(body.base, settings, ("body", "base"))
+    try:
+        grid_size(body)  # arithmetic: a grid too large is refused before anything is built or read
+    except GridError as exc:
+        raise spec_error(exc.loc, exc.msg) from exc
     dataset = owned_dataset(db, body.base.dataset_id, caller, ("base", "dataset_id"))
     try:
         check_spec_against_table(body.base, spec_table(settings, dataset, body.base))
+        screen = screened(settings, dataset, body.base)
+        if screen is not None:
+            body.base = body.base.model_copy(update={"features": screen.kept})
         planned = expand(body)
     except SpecError as exc:
         raise spec_error(("base", *exc.loc), exc.msg) from exc
@@ -60,6 +69,8 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
         db.add(job)
         chains[plan.chain].append(job)
     response = {"id": sweep.id, "n_jobs": len(planned), "status": "running"}
+    if screen is not None:
+        response["feature_screen"] = screen.notes
     if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
         return replayed
     try:
@@ -124,7 +135,7 @@ def sweep_chart(sweep_id: str, kind: str, request: Request, db: DB, caller: Curr
                                                         "trajectories, radar, groups")
     except sweep_charts.NoData as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from exc
-    return figure_response(request, fig.to_json(), f"{kind} — sweep {sweep_id}", format)
+    return figure_response(request, figure_json(fig), f"{kind} — sweep {sweep_id}", format)
 
 
 @router.get("/{sweep_id}/report", responses={200: {"content": {"text/html": {}, "text/csv": {}, "application/json": {}}}})

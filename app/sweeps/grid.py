@@ -14,26 +14,34 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, ValidationError
 
 from app.schemas import JobCreate
 from solvers import ALGORITHMS, SolverSpec
 
-MAX_JOBS = 500
+MAX_JOBS = 500          # without allow_large
+HARD_MAX_JOBS = 5000    # even with allow_large
+MAX_VALUES = 100        # entries of each grid list (tolerances, seeds, each param's values)
+MAX_SOLVERS = 20
+MAX_PARAMS = 16
 
 
 class SweepGrid(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tolerances: list[NonNegativeFloat] | None = Field(None, min_length=1,
+    tolerances: list[NonNegativeFloat] | None = Field(None, min_length=1, max_length=MAX_VALUES,
                                                       description="Replace every constraint's tolerance.")
-    solvers: list[SolverSpec] | None = Field(None, min_length=1, description="Default: the base spec's solver.")
-    seeds: list[int] | None = Field(None, min_length=1, description="Default: the base spec's seed.")
-    params: dict[str, list[Any]] = Field(default_factory=dict,
-                                         description="Solver parameter → values, applied to solvers that have it.")
+    solvers: list[SolverSpec] | None = Field(None, min_length=1, max_length=MAX_SOLVERS,
+                                             description="Default: the base spec's solver.")
+    seeds: list[int] | None = Field(None, min_length=1, max_length=MAX_VALUES,
+                                    description="Default: the base spec's seed.")
+    params: dict[str, Annotated[list[Any], Field(min_length=1, max_length=MAX_VALUES)]] = Field(
+        default_factory=dict, max_length=MAX_PARAMS,
+        description="Solver parameter → values, applied to solvers that have it.")
     include_unconstrained: bool = Field(True, description="Add one unconstrained (erm) job per seed.")
 
 
@@ -43,7 +51,7 @@ class SweepCreate(BaseModel):
     base: JobCreate
     grid: SweepGrid = SweepGrid()
     warm_start: bool = Field(False, description="Start each tolerance from the looser tolerance's solution.")
-    allow_large: bool = Field(False, description=f"Allow more than {MAX_JOBS} jobs.")
+    allow_large: bool = Field(False, description=f"Allow more than {MAX_JOBS} jobs (at most {HARD_MAX_JOBS}).")
 
 
 class GridError(ValueError):
@@ -65,22 +73,42 @@ def _param_sets(solver: SolverSpec, grid: dict[str, list[Any]]) -> list[dict[str
     return [{**solver.params, **dict(zip(names, values))} for values in itertools.product(*(grid[n] for n in names))]
 
 
-def expand(request: SweepCreate) -> list[PlannedJob]:
-    """The sweep's jobs, each spec validated; raises :class:`GridError` naming the field."""
+def grid_size(request: SweepCreate) -> int:
+    """The number of jobs :func:`expand` makes, by arithmetic alone (nothing is built):
+
+        n = (Σ_solvers Π_{p ∈ params the solver has} |values_p|) · |seeds| · |tolerances| + [unconstrained] · |seeds|
+
+    Raises :class:`GridError` for a parameter no solver has, for tolerances without a constraint, and
+    for more than :data:`MAX_JOBS` jobs (:data:`HARD_MAX_JOBS` with ``allow_large``)."""
     base, grid = request.base, request.grid
     solvers = grid.solvers or [base.solver]
+    fields = [ALGORITHMS.entry(s.name).Config.model_fields for s in solvers]
     for name in grid.params:
-        if not any(name in ALGORITHMS.entry(s.name).Config.model_fields for s in solvers):
+        if not any(name in f for f in fields):
             raise GridError(("grid", "params", name), f"no solver of the sweep has a parameter {name!r}")
-    tolerances = grid.tolerances or [None]
     if grid.tolerances and not base.constraints:
         raise GridError(("grid", "tolerances"), "the base spec has no constraint to apply tolerances to")
-    seeds = grid.seeds or [base.seed]
-    combos = [(i, s, p) for i, s in enumerate(solvers) for p in _param_sets(s, grid.params)]
-    n_jobs = len(combos) * len(seeds) * len(tolerances) + (len(seeds) if grid.include_unconstrained else 0)
+    n_seeds, n_tolerances = len(grid.seeds or [base.seed]), len(grid.tolerances or [None])
+    combos = sum(math.prod(len(values) for name, values in grid.params.items() if name in f) for f in fields)
+    n_jobs = combos * n_seeds * n_tolerances + (n_seeds if grid.include_unconstrained else 0)
+    if n_jobs > HARD_MAX_JOBS:
+        raise GridError(("grid",), f"the grid expands to {n_jobs} jobs (more than {HARD_MAX_JOBS}, the most a "
+                                   "sweep may have); split it into several sweeps")
     if n_jobs > MAX_JOBS and not request.allow_large:
         raise GridError(("grid",), f"the grid expands to {n_jobs} jobs (more than {MAX_JOBS}); "
                                    "set allow_large: true to run it")
+    return n_jobs
+
+
+def expand(request: SweepCreate) -> list[PlannedJob]:
+    """The sweep's jobs, each spec validated; raises :class:`GridError` naming the field (the size is
+    checked by :func:`grid_size` before any job is built)."""
+    grid_size(request)
+    base, grid = request.base, request.grid
+    solvers = grid.solvers or [base.solver]
+    tolerances = grid.tolerances or [None]
+    seeds = grid.seeds or [base.seed]
+    combos = [(i, s, p) for i, s in enumerate(solvers) for p in _param_sets(s, grid.params)]
     raw = base.model_dump(mode="json")
     planned: list[PlannedJob] = []
     for (i, solver, params), seed in itertools.product(combos, seeds):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from app.charts import sweeps as sweep_charts
+from app.charts.labels import figure_json
 from app.static_assets import plotly_js
 from app.models import Dataset, Job, Sweep
 
@@ -73,7 +74,7 @@ def _html(sweep: Sweep, dataset: Dataset, jobs: list[Job], summary: dict, axes: 
     figures = []
     for build in (lambda: sweep_charts.pareto(summary, x, y), lambda: sweep_charts.radar(summary)):
         try:
-            figures.append(build().to_json())
+            figures.append(figure_json(build()))
         except sweep_charts.NoData:
             pass
     rows = "".join(

@@ -20,7 +20,7 @@ and one module in this folder::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import torch
@@ -35,13 +35,15 @@ from ..problem import Evaluation, Problem
 @dataclass
 class SolveResult:
     model: nn.Module
-    status: str                     # "completed" | "stopped"
-    stop_reason: str | None         # e.g. "cancelled", "time_limit"
+    status: str                     # "completed" | "stopped" | "diverged"
+    stop_reason: str | None         # e.g. "cancelled", "time_limit", "diverged"
     iterations: int
     solver_time_s: float
     samples_seen: int
-    last: IterationRecord | None    # the final iterate's record
+    last: IterationRecord | None    # the final (last finite) iterate's record
     config: BaseModel               # the resolved config actually used
+    message: str | None = None      # why a diverged run stopped, naming the step sizes to lower
+    tried: list[dict] = field(default_factory=list)  # auto's portfolio: one entry per solve (solvers.auto)
 
 
 class Algorithm:

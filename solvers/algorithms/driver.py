@@ -2,7 +2,10 @@
 
 Per iteration: ``algorithm.step`` → ONE host sync (``tolist`` of objective,
 constraints and duals concatenated) → ``observer.on_iteration`` →
-``observer.should_stop`` → time-limit check. The algorithm learns the budget as
+``observer.should_stop`` → time-limit check. The first iterate with a non-finite objective, constraint,
+multiplier or parameter ends the run (status ``"diverged"``, :mod:`.divergence`) before the observer sees it.
+Every few iterations (``observer.exact_trace_every``) the record also carries the exact constraint values on
+train and validation (:mod:`solvers.exact_trace`). The algorithm learns the budget as
 ``algorithm.horizon`` before ``start``. When ``observer.checkpoint_due()``, the observer is
 handed the run's whole state (:mod:`solvers.checkpoint`); ``resume`` restarts from such a
 checkpoint, continuing its iteration count, samples seen and solver time. After the loop ``algorithm.finish()`` may swap in the
@@ -17,9 +20,11 @@ import torch
 from torch import nn
 
 from .. import checkpoint as ckpt
+from ..exact_trace import ExactTracer
 from ..observer import IterationRecord, Observer
 from ..problem import Problem
 from .base import Algorithm, AlgorithmConfig, SolveResult
+from .divergence import divergence_message, non_finite_part
 
 
 def run_algorithm(
@@ -58,26 +63,35 @@ def run_algorithm(
         "groups": list(problem.group_names),
     })
 
+    tracer = ExactTracer.for_problem(problem, validation, observer.exact_trace_every(), max_iterations)
     with torch.set_grad_enabled(algorithm.needs_autograd):
-        return _iterate(algorithm, problem, model, observer, max_iterations, time_limit_s, resume)
+        return _iterate(algorithm, problem, model, observer, max_iterations, time_limit_s, resume, tracer)
 
 
 def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer: Observer, max_iterations: int,
-             time_limit_s: float, resume: ckpt.Checkpoint | None) -> SolveResult:
+             time_limit_s: float, resume: ckpt.Checkpoint | None, tracer: ExactTracer | None = None) -> SolveResult:
     t0 = time.perf_counter()
     current = algorithm.evaluate()
     algorithm.start(current)
-    status, stop_reason, record, seen, k, first = "completed", None, None, 0, 0, 0
+    status, stop_reason, record, seen, k, first, message = "completed", None, None, 0, 0, 0, None
     if resume is not None:
         ckpt.restore(algorithm, resume)
         with torch.enable_grad():  # a plain evaluation: the step differentiates its graph
             current = problem.evaluate(model, getattr(algorithm, "last_batch", None))
         t0, seen, first = time.perf_counter() - resume.elapsed_s, resume.samples_seen, resume.iteration
-    m = len(problem.constraint_names)
+    names = problem.constraint_names
+    m, params = len(names), getattr(algorithm, "params", None) or list(model.parameters())
     for k in range(first, max_iterations):
         current, duals = algorithm.step(k, current)
-        flat = torch.cat([current.objective.reshape(1), _flat(current.constraints),  # cat promotes dtypes
-                          *[_flat(d) for d in (duals or {}).values()]]).tolist()  # the one host sync
+        with torch.no_grad():
+            flat = torch.cat([current.objective.reshape(1), _flat(current.constraints),  # cat promotes dtypes
+                              *[_flat(d) for d in (duals or {}).values()],
+                              _parameter_sum(params)]).tolist()  # the one host sync
+        bad = non_finite_part(flat, names, [key for key, d in (duals or {}).items() for _ in range(d.numel())])
+        if bad is not None:  # iterate k + 1 is not finite: stop at the last finite one
+            status, stop_reason = "diverged", "diverged"
+            message = divergence_message(algorithm.name, k + 1, bad, algorithm.config)
+            break
         seen += algorithm.samples_per_step()
         constraints = flat[1:1 + m]
         dual_lists, offset = None, 1 + m
@@ -90,6 +104,7 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
         record = IterationRecord(
             iteration=k + 1, elapsed_s=elapsed, samples_seen=seen, objective=flat[0],
             constraints=constraints, max_violation=max([0.0, *constraints]), duals=dual_lists,
+            exact=tracer(model) if tracer is not None and tracer.due(k + 1, elapsed) else None,
         )
         observer.on_iteration(record)
         if observer.checkpoint_due():
@@ -102,7 +117,7 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
             break
         if algorithm.converged:  # the algorithm's own stopping rule
             break
-    final = algorithm.finish()  # the output rule's point when it is not the last iterate
+    final = algorithm.finish() if status != "diverged" else None  # the output rule's point, if not the last
     if final is not None and record is not None:
         values = torch.cat([final.objective.detach().reshape(1), final.constraints.detach().reshape(-1)]).tolist()
         record = dataclasses.replace(record, objective=values[0], constraints=values[1:],
@@ -111,7 +126,13 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
     return SolveResult(
         model=model, status=status, stop_reason=stop_reason, iterations=record.iteration if record else first,
         solver_time_s=time.perf_counter() - t0, samples_seen=seen, last=record, config=algorithm.config,
+        message=message,
     )
+
+
+def _parameter_sum(params: list[torch.Tensor]) -> torch.Tensor:
+    """Σ of every parameter entry, shape (1,): non-finite exactly when some parameter is (up to float overflow)."""
+    return torch.stack([p.sum() for p in params]).sum().reshape(1) if params else torch.zeros(1)
 
 
 def _flat(tensor: torch.Tensor) -> torch.Tensor:

@@ -183,8 +183,10 @@ class LevelSet(Algorithm):
         cons = (f[1:] - one) if self.family is not None else f.new_zeros(0)
         evaluation = Evaluation(h.detach(), f[0], cons)
         r = torch.tensor([self.r], device=p.device)
-        U = torch.tensor([float("nan") if self.U is None else self.U], device=p.device)
-        return evaluation, {"y_tilde": self.yt.clone(), "alpha": self.alpha.clone(), "r": r, "U": U}
+        duals = {"y_tilde": self.yt.clone(), "alpha": self.alpha.clone(), "r": r}
+        if self.U is not None:  # Lemma 4's bound exists from the first oracle call's end on (no NaN placeholder:
+            duals["U"] = torch.tensor([self.U], device=p.device)  # a non-finite multiplier means divergence)
+        return evaluation, duals
 
     # ---------------------------------------------------------------- oracle end, SFLS update
     def lemma4(self) -> float:

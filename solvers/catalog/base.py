@@ -13,7 +13,9 @@ from ..registry import Catalog, Entry
 
 ALGORITHMS: Catalog = Catalog("solver", paper="", description="", supported_models=("linear", "mlp"),
                               supported_constraints=None)  # None: every constraint type
-CONSTRAINTS: Catalog = Catalog("constraint type", description="")
+# max_tolerance: the largest gap the type's metric can take (rates and shares: 1); a tolerance above it could never
+# bind and is refused. None: unbounded (loss gaps).
+CONSTRAINTS: Catalog = Catalog("constraint type", description="", max_tolerance=None)
 
 Surrogate = Literal["sigmoid", "hinge", "clipped_linear"]
 
@@ -40,6 +42,16 @@ class ConstraintConfig(BaseModel):
     )
 
 
+class RateConfig(ConstraintConfig):
+    """Fields of the rate families (DP, equal opportunity, equalized odds, minority rate): the surrogate
+    and its temperature."""
+
+    temperature: float = Field(
+        1.0, gt=0.0, le=100.0,
+        description="Temperature T of the surrogate: σ is applied to f/T. T < 1 brings it closer to the "
+        "indicator 1{f>0} (auto lowers it when the exact rate does not follow the surrogate); 1 = the paper's.")
+
+
 def describe_solver(entry: Entry) -> dict[str, Any]:
     """A solver as served by ``GET /solvers``."""
     constraints = entry.supported_constraints or CONSTRAINTS.names()
@@ -56,7 +68,7 @@ def describe_solver(entry: Entry) -> dict[str, Any]:
 def describe_constraint(entry: Entry) -> dict[str, Any]:
     """A constraint type as served by ``GET /constraints``."""
     return {"type": entry.name, "aliases": list(entry.aliases), "description": entry.description,
-            "config_schema": entry.Config.model_json_schema()}
+            "max_tolerance": entry.max_tolerance, "config_schema": entry.Config.model_json_schema()}
 
 
 def list_solvers() -> list[dict[str, Any]]:

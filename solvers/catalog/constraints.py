@@ -5,41 +5,44 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import CONSTRAINTS, ConstraintConfig
+from .base import CONSTRAINTS, RateConfig
 
 LossName = Literal["bce", "logistic", "hinge", "truncated_logistic"]
 
 
 @CONSTRAINTS.declare(
     "demographic_parity",
+    max_tolerance=1.0,
     implementation="solvers.constraints.demographic_parity:DemographicParity",
     aliases=("dp", "statistical_parity"),
     description="Demographic parity: the positive-prediction rates Pr(f>0 | s=g) of all groups "
     "lie within `tolerance` of each other (surrogate: paper eq. 15, max − min over K groups).",
 )
-class DemographicParityConfig(ConstraintConfig):
+class DemographicParityConfig(RateConfig):
     """No fields of its own beyond those it inherits."""
 
 
 @CONSTRAINTS.declare(
     "equal_opportunity",
+    max_tolerance=1.0,
     implementation="solvers.constraints.equal_opportunity:EqualOpportunity",
     aliases=("eopp", "tpr_parity"),
     description="Equal opportunity: the true-positive rates Pr(f>0 | s=g, y=1) of all groups lie within "
     "`tolerance` of each other (surrogate: max − min over K groups of the mean σ(f) on y=1 samples).",
 )
-class EqualOpportunityConfig(ConstraintConfig):
+class EqualOpportunityConfig(RateConfig):
     """No fields of its own beyond those it inherits."""
 
 
 @CONSTRAINTS.declare(
     "equalized_odds",
+    max_tolerance=1.0,
     implementation="solvers.constraints.equalized_odds:EqualizedOdds",
     aliases=("eo",),
     description="Equalized odds: true-positive rates and false-positive rates of all groups "
     "lie within `tolerance` of each other (surrogate: paper eq. 17, max − min over K groups).",
 )
-class EqualizedOddsConfig(ConstraintConfig):
+class EqualizedOddsConfig(RateConfig):
     aggregate: Literal["max", "separate"] = Field(
         "max",
         description="'max': one constraint max(TPR gap, FPR gap) ≤ ε as in paper eq. 17; "
@@ -95,12 +98,13 @@ class IntersectionalConfig(LossGapConfig):
 
 @CONSTRAINTS.declare(
     "minority_rate",
+    max_tolerance=1.0,
     implementation="solvers.constraints.minority_rate:MinorityRate",
     aliases=("minority_positive_rate",),
     description="Minority rate (IPC paper Sec. 5): the minority group receives at least a fraction `c` of the "
     "positive predictions: c·Σ_S σ(f) − Σ_{S_min} σ(f) ≤ 0, scaled by 1/|S|.",
 )
-class MinorityRateConfig(ConstraintConfig):
+class MinorityRateConfig(RateConfig):
     c: float = Field(
         0.2, gt=0.0, lt=1.0,
         description="Fairness parameter c ∈ (0, 1): the minority must receive at least the fraction c of all "

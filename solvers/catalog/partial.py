@@ -1,7 +1,7 @@
 """Catalog: partial fairness on percentile intervals (pSP / pDP constraint types, IDCA and the paper's baselines)."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator
 
@@ -16,17 +16,17 @@ class PartialConfig(ConstraintConfig):
         "is each group's top 20%), a union [[a1, b1], [a2, b2]], per-group {group: [a, b], '*': [a, b]} "
         "(Remark 5.3), or 'auto' (App. B rule: among candidate intervals covering p = Pr(h_w* > threshold) of "
         "the unconstrained model w*, the one where w* is least fair).")
-    grid_size: PositiveInt = Field(10, description="|Î|, number of grid percentiles p (auxiliary θ_p) of problem "
-                                   "(15) (paper: 10). Used by partial_statistical_parity only.")
+    grid_size: PositiveInt = Field(10, le=1000, description="|Î|, number of grid percentiles p (auxiliary θ_p) of "
+                                   "problem (15) (paper: 10). Used by partial_statistical_parity only.")
     surrogate: Literal["clipped_linear", "sigmoid"] = Field(
         "clipped_linear", description="σ ≈ 1{x>0}: 'clipped_linear' max{min{x+0.5,1},0} (all the paper's "
         "experiments) or 'sigmoid' e^x/(1+e^x).")
     threshold: float = Field(0.0, description="Decision threshold θ̂ on the score h_w (logit) for pDP, and for "
                              "p in the 'auto' rule (paper: 0).")
-    auto_candidates: list[list[float]] | None = Field(
-        None, description="Candidate intervals for interval='auto' (None: every [a, b] on a 5% grid with "
-        "0.2 <= b − a <= 0.5 covering p).")
-    auto_iterations: PositiveInt = Field(300, description="Iterations of the unconstrained fit for 'auto'.")
+    auto_candidates: list[Annotated[list[float], Field(min_length=2, max_length=2)]] | None = Field(
+        None, max_length=200, description="Candidate intervals for interval='auto' (None: every [a, b] on a 5% "
+        "grid with 0.2 <= b − a <= 0.5 covering p).")
+    auto_iterations: PositiveInt = Field(300, le=100_000, description="Iterations of the unconstrained fit for 'auto'.")
 
     @field_validator("interval")
     @classmethod
@@ -36,6 +36,7 @@ class PartialConfig(ConstraintConfig):
 
 @CONSTRAINTS.declare(
     "partial_statistical_parity",
+    max_tolerance=1.0,
     implementation="solvers.partial.constraints:PartialStatisticalParity",
     aliases=("psp", "partial_sp"),
     description="Partial statistical parity on a percentile interval I (He et al., problem (15)): the score "
@@ -48,6 +49,7 @@ class PartialStatisticalParityConfig(PartialConfig):
 
 @CONSTRAINTS.declare(
     "partial_demographic_parity",
+    max_tolerance=1.0,
     implementation="solvers.partial.constraints:PartialDemographicParity",
     aliases=("pdp", "partial_dp"),
     description="Partial demographic parity on a percentile interval I (He et al., problem (21)): among each "

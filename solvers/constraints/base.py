@@ -113,13 +113,15 @@ class FairnessData:
 
 
 
-def indicator_surrogate(scores: Tensor, kind: str) -> Tensor:
-    """σ(f) ≈ 1{f > 0}.
+def indicator_surrogate(scores: Tensor, kind: str, temperature: float = 1.0) -> Tensor:
+    """σ(f/T) ≈ 1{f > 0} (T = ``temperature``; the limit T → 0 is the indicator itself).
 
     * ``sigmoid``: σ(f) = 1/(1+e^{−f}) (paper eq. 15);
     * ``hinge``: σ(f) = [1 + f]^+, the convex upper bound of 1{f > 0};
     * ``clipped_linear``: σ(f) = min(1, max(0, (1 + f)/2)), the ramp from f = −1 to f = 1.
     """
+    if temperature != 1.0:
+        scores = scores / temperature
     if kind == "sigmoid":
         return torch.sigmoid(scores)
     if kind == "hinge":

@@ -17,5 +17,5 @@ class DemographicParity(ConstraintFamily):
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         cells = data.by_group
-        rates = cells.means(indicator_surrogate(scores, self.config.surrogate))
+        rates = cells.means(indicator_surrogate(scores, self.config.surrogate, self.config.temperature))
         return spread(rates, cells.valid).reshape(1)

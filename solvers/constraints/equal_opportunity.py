@@ -18,5 +18,5 @@ class EqualOpportunity(ConstraintFamily):
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         cells = data.by_group_label  # cell 2g + y
-        rates = cells.means(indicator_surrogate(scores, self.config.surrogate))
+        rates = cells.means(indicator_surrogate(scores, self.config.surrogate, self.config.temperature))
         return spread(rates.view(-1, 2)[:, 1], cells.valid.view(-1, 2)[:, 1]).reshape(1)

@@ -25,7 +25,7 @@ class EqualizedOdds(ConstraintFamily):
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         cells = data.by_group_label
-        rates = cells.means(indicator_surrogate(scores, self.config.surrogate))
+        rates = cells.means(indicator_surrogate(scores, self.config.surrogate, self.config.temperature))
         # cell 2g + y  ->  row y, column g
         gaps = spread(rates.view(-1, 2).T, cells.valid.view(-1, 2).T)  # (Δ̂_0, Δ̂_1)
         tpr_fpr = gaps.flip(0)

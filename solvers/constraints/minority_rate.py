@@ -53,7 +53,7 @@ class MinorityRate(ConstraintFamily):
         cells = data.by_group
         if cells.n_cells != len(self.group_names):
             raise ValueError(f"{self.name}: bound to {len(self.group_names)} groups, data has {cells.n_cells}")
-        rates = cells.means(indicator_surrogate(scores, self.config.surrogate))
+        rates = cells.means(indicator_surrogate(scores, self.config.surrogate, self.config.temperature))
         w = self._cached("weights", self._weights, scores) * cells.valid
         total = w.sum().clamp_min(torch.finfo(scores.dtype).tiny)
         return ((self.config.c * (w * rates).sum() - w[self._minority] * rates[self._minority]) / total).reshape(1)

@@ -29,6 +29,8 @@ from typing import Any, Sequence
 import numpy as np
 
 IntervalSpec = Any  # list[float] | list[list[float]] | dict[str, ...] | "auto"
+MAX_PIECES = 100    # pieces of one union
+MAX_GROUPS = 1000   # groups of a per-group interval
 
 
 def _pieces(value: Any, where: str) -> list[tuple[float, float]]:
@@ -36,6 +38,8 @@ def _pieces(value: Any, where: str) -> list[tuple[float, float]]:
         raise ValueError(f"{where}: an interval is [alpha, beta] or a list of such pairs")
     if all(isinstance(v, (int, float)) for v in value):
         value = [value]
+    if len(value) > MAX_PIECES:
+        raise ValueError(f"{where}: at most {MAX_PIECES} intervals in a union")
     pieces = []
     for piece in value:
         if not isinstance(piece, (list, tuple)) or len(piece) != 2:
@@ -56,8 +60,8 @@ def validate_interval(value: Any) -> Any:
     if value == "auto":
         return value
     if isinstance(value, dict):
-        if not value:
-            raise ValueError("per-group intervals: at least one group")
+        if not value or len(value) > MAX_GROUPS:
+            raise ValueError(f"per-group intervals: 1 to {MAX_GROUPS} groups")
         for name, v in value.items():
             _pieces(v, f"interval[{name!r}]")
         return value

@@ -66,3 +66,17 @@ def test_console_command_exit_code(files):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert "BREACHED: equal_opportunity" in done.stdout
+
+
+def test_a_positive_label_that_never_occurs_is_refused(files):
+    """Issue 19 #16: Adult's test file spells the labels ">50K." / "<=50K."; every row was negative and the audit
+    passed with exit 0. The process exits 2 naming the field and a few of the values it found."""
+    table = planted_table(300, seed=3)
+    table["income"] = table["income"].astype(str) + "."
+    table.to_csv(files / "dotted.csv", index=False)
+    done = subprocess.run([sys.executable, "-m", "app.cli", "audit", "run", "--model", str(files / "model.safetensors"),
+                           "--data", str(files / "dotted.csv"), "--metrics", '[{"type": "accuracy", "threshold": 0}]'],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout
+    assert "positive_label: '>50K' does not occur in column 'income'" in done.stderr and "'>50K.'" in done.stderr
+    assert done.stdout == ""

@@ -5,25 +5,17 @@ import time
 
 import pytest
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import sessionmaker
 
-from app.db import make_engine
-from app.models import Base, Dataset, Job, TrajectoryPoint
+from app.models import Job, TrajectoryPoint
 from solvers.observer import IterationRecord
 from worker.persistence import PersistingObserver
 
 
 @pytest.fixture
-def sessions(tmp_path):
-    engine = make_engine(f"sqlite:///{tmp_path / 'p.db'}")
-    Base.metadata.create_all(engine)
-    factory = sessionmaker(bind=engine)
-    with factory() as s, s.begin():
-        s.add(Dataset(id="d", owner="t", name="d", format="csv", stored_name="-", size_bytes=0, sha256="-", n_rows=1,
-                      n_columns=1, columns=[]))
+def sessions(dataset_db):
+    with dataset_db() as s, s.begin():
         s.add(Job(id="j", owner="t", dataset_id="d", spec={}, progress={}))
-    yield factory
-    engine.dispose()
+    return dataset_db
 
 
 def record(k: int) -> IterationRecord:
@@ -74,3 +66,15 @@ def test_a_cancel_request_is_seen_and_a_write_error_surfaces(sessions):
         time.sleep(0.02)
     with pytest.raises(Exception, match="UNIQUE|IntegrityError|unique"):
         broken.on_iteration(record(2))
+
+
+def test_a_cancel_request_is_seen_during_set_up_before_the_writer_starts(sessions):
+    """Set-up (before ``on_start``) has no writer thread: ``should_stop`` reads the flag and beats the heartbeat."""
+    obs = PersistingObserver("j", sessions)
+    assert obs.should_stop() is None
+    with sessions() as s, s.begin():
+        s.execute(update(Job).where(Job.id == "j").values(cancel_requested=True))
+    obs._polled_at = float("-inf")  # the next poll is due (polls are at most once a second)
+    assert obs.should_stop() == "cancelled"
+    with sessions() as s:
+        assert s.get(Job, "j").heartbeat_at is not None

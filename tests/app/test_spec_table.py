@@ -12,7 +12,7 @@ from app.table_profile import VALUES_CAP, TableProfile
 from solvers import ProblemSpec, SpecError, check_spec_against_table
 from tests.datagen import planted_table
 
-BASE = {"dataset_id": "d", "target": "income", "positive_label": ">50K", "sensitive": ["sex"],
+BASE = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"],
         "constraints": [{"type": "demographic_parity", "tolerance": 0.05}]}
 CASES = [
     {},
@@ -37,6 +37,7 @@ CASES = [
     {"sensitive": ["mixed"], "group_rules": {"mixed": {"ranges": {"a": [0, 1]}}}},
     {"sensitive": ["mixed"], "group_rules": {"mixed": {"values": {"one": [1], "x": ["x"]}}}},
     {"features": ["hours-per-week", "income"]},
+    {"sensitive": ["sex", "income"]},  # the target as a sensitive column
 ]
 
 

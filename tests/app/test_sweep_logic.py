@@ -77,3 +77,46 @@ def test_partial_failure_and_pareto_front():
 def test_formula_cells_are_escaped():
     assert safe_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and safe_cell("-1+2") == "'-1+2"
     assert safe_cell("plada") == "plada" and safe_cell(-1.5) == -1.5
+
+
+def _bomb(values_per_param: int, allow_large: bool) -> dict:
+    """The issue's attack shape: a few KB of JSON whose parameter product is astronomically large."""
+    names = ["batch_size", "eta", "tau", "alpha", "beta", "gamma0", "kappa", "u_max"]
+    params = {n: [i + 1 for i in range(values_per_param)] for n in names}
+    return {"base": BASE, "allow_large": allow_large,
+            "grid": {"params": params, "tolerances": [0.01, 0.02, 0.05], "seeds": [0, 1, 2]}}
+
+
+@pytest.mark.parametrize("allow_large", [False, True])
+def test_grid_bomb_is_refused_by_arithmetic_before_anything_is_built(allow_large):
+    import time
+
+    from app.sweeps.grid import HARD_MAX_JOBS, grid_size
+
+    request = SweepCreate.model_validate(_bomb(12, allow_large))  # 12^8 · 3 · 3 ≈ 3.9e9 jobs
+    started = time.perf_counter()
+    with pytest.raises(GridError) as err:
+        expand(request)
+    assert time.perf_counter() - started < 0.5
+    assert err.value.loc == ("grid",) and str(12 ** 8 * 9 + 3) in err.value.msg
+    assert f"more than {HARD_MAX_JOBS}" in err.value.msg  # allow_large or not: the hard ceiling
+    # the count agrees with the built grid where the grid is small enough to build
+    small = SweepCreate.model_validate({"base": BASE, "allow_large": True, "grid": {
+        "solvers": [{"name": "plada"}, {"name": "penalty"}, {"name": "ssg"}],
+        "params": {"eta": [0.1, 0.2, 0.3], "lr": [0.01, 0.1], "tolerance": [0.1, 0.2]}, "seeds": [1, 2]}})
+    assert grid_size(small) == len(expand(small)) == (3 + 2 + 2) * 2 + 2
+
+
+@pytest.mark.parametrize("grid, loc", [
+    ({"tolerances": [0.01] * 101}, ("grid", "tolerances")),
+    ({"seeds": list(range(101))}, ("grid", "seeds")),
+    ({"solvers": [{"name": "plada"}] * 21}, ("grid", "solvers")),
+    ({"params": {"eta": list(range(101))}}, ("grid", "params", "eta")),
+    ({"params": {f"p{i}": [1] for i in range(17)}}, ("grid", "params")),
+])
+def test_grid_lists_are_capped_in_the_schema(grid, loc):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as err:
+        SweepCreate.model_validate({"base": BASE, "grid": grid, "allow_large": True})
+    assert err.value.errors()[0]["loc"] == loc

@@ -300,3 +300,27 @@ def test_sweep_page_pareto_click_opens_the_job(web_stack, owner_key, other_key, 
     page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
     assert page.url.rsplit("/", 1)[1] in job_ids
     assert_hidden_from(page, web_stack, other_key, [f"/sweeps/{sweep_id}"])
+
+
+EVIL = '<a href="https://evil.example/">Male</a>'
+
+
+def test_group_values_are_text_in_charts_not_links(web_stack, owner_key, page, tmp_path):
+    """Issue 19 #13: a group value spelled as markup drew a link in every Plotly chart. The legend shows the
+    value as written, and no chart holds a link."""
+    table = planted_table(600, seed=4)
+    table["sex"] = table["sex"].replace({"Male": EVIL, "Female": "<b>Female</b>"})
+    with web_stack.client(owner_key) as client:
+        data = upload(client, table, name="markup-groups")
+        resp = client.post("/api/v1/jobs", json=job_spec(data["id"], max_iterations=30))
+        assert resp.status_code == 202, resp.text
+        job = web_stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"}, timeout=90)
+    assert job["status"] == "succeeded", job["error"]
+    sign_in(page, web_stack, owner_key, f"/jobs/{job['id']}")
+    for kind in ("scores", "roc", "ccdf"):
+        page.wait_for_selector(f"#chart-{kind}[data-state=rendered]", timeout=30_000)
+        legend = page.locator(f"#chart-{kind} .legend").first.text_content()
+        assert EVIL in legend and "<b>Female</b>" in legend, (kind, legend)
+        assert page.locator(f"#chart-{kind} svg a").count() == 0, kind
+        assert page.locator(f"#chart-{kind} svg text [style*='font-weight: bold'], #chart-{kind} svg b").count() == 0
+    shot(page, tmp_path, "markup-groups")

@@ -237,3 +237,31 @@ def test_an_uploaded_model_is_audited_like_its_job(beat_stack, trained):
             assert refused.status_code == 422
         assert client.delete(f"/api/v1/models/{model['id']}").status_code == 204
         assert client.get(f"/api/v1/audits/{by_model['audit_id']}").status_code == 404  # its audits went with it
+
+
+def test_deleting_an_audited_dataset_names_its_audits_unless_cascade(beat_stack, trained):
+    """Issue 19 #13: deleting a dataset silently deleted its audits, their runs and alerts. Now 409 naming them;
+    ``?cascade=true`` deletes them along."""
+    _, job = trained
+    with beat_stack.client() as client:
+        data = upload(client, planted_table(300, seed=7), name="audit-data")
+        audit = client.post("/api/v1/audits", json={"job_id": job["id"], "dataset_id": data["id"],
+                                                     "metrics": [{"type": "demographic_parity", "threshold": 0.0}]})
+        assert audit.status_code == 201, audit.text
+        audit_id = audit.json()["id"]
+        client.post(f"/api/v1/audits/{audit_id}/run")
+        run = wait_for(lambda: finished_runs(client, audit_id), 60, beat_stack, "run now")[0]
+        assert run["breached"] == ["demographic_parity"], run
+        [alert] = client.get("/api/v1/alerts", params={"audit_id": audit_id}).json()
+
+        refused = client.delete(f"/api/v1/datasets/{data['id']}")
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["detail"] == (f"dataset_id: this dataset is read by 1 audit ({audit_id}) with 1 run "
+                                            "and 1 alert; delete them first, or pass ?cascade=true to delete them "
+                                            "with it")
+        assert client.get(f"/api/v1/audits/{audit_id}").status_code == 200
+
+        assert client.delete(f"/api/v1/datasets/{data['id']}", params={"cascade": "true"}).status_code == 204
+        assert client.get(f"/api/v1/datasets/{data['id']}").status_code == 404
+        assert client.get(f"/api/v1/audits/{audit_id}").status_code == 404
+        assert client.get(f"/api/v1/alerts/{alert['id']}").status_code == 404

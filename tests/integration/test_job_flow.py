@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import time
 
 import pandas as pd
@@ -57,7 +58,9 @@ def test_upload_submit_trajectory_charts(stack):
         assert [p["iteration"] for p in traj["points"]] == list(range(1, iterations + 1))
         assert all("lambda" in p["duals"] for p in traj["points"])
         small = client.get(f"/api/v1/jobs/{job['id']}/trajectory", params={"max_points": 40}).json()["points"]
-        assert 2 <= len(small) <= 40 and small[0]["iteration"] == 1 and small[-1]["iteration"] == iterations
+        step = math.ceil(iterations / 39)  # evenly spaced, first and last kept (issue 19 #14: it returned 2 points)
+        assert [p["iteration"] for p in small] == sorted({*range(1, iterations + 1, step), iterations})
+        assert len(small) <= 40
         assert small[-1] == traj["points"][-1]
 
         fig = client.get(f"/api/v1/jobs/{job['id']}/charts/trajectory").json()

@@ -67,6 +67,21 @@ def dataset_id(embedded_stack):
     ({"solver": {"name": "level_set"}}, ["body", "constraints", 0, "type"]),
     ({"solver": {"name": "level_set"}, "model": {"type": "mlp"},
       "constraints": [{"type": "auc_parity", "tolerance": 0.1}]}, ["body", "model", "type"]),
+    # issue 19 #13: misspelled keys were ignored, sizes unbounded, the target accepted as sensitive, tolerance 5
+    ({"max_iteration": 5}, ["body", "max_iteration"]),
+    ({"model": {"type": "linear", "hiden": [8]}}, ["body", "model", "hiden"]),
+    ({"split": {"test": 0.2, "sed": 1}}, ["body", "split", "sed"]),
+    ({"solver": {"name": "plada", "parms": {}}}, ["body", "solver", "parms"]),
+    ({"group_rules": {"sex": {"values": {"m": ["Male"]}, "others": "x"}}}, ["body", "group_rules", "sex", "others"]),
+    ({"constraints": [{"type": "demographic_parity", "tolerance": 0.1, "tolerence": 0.2}]}, ["body", "constraints", 0]),
+    ({"sensitive": ["sex", "income"]}, ["body", "sensitive", 1]),
+    ({"constraints": [{"type": "demographic_parity", "tolerance": 5}]}, ["body", "constraints", 0]),
+    ({"features": ["age"] * 10_001}, ["body", "features"]),
+    ({"sensitive": ["sex"] * 17}, ["body", "sensitive"]),
+    ({"constraints": [{"type": "demographic_parity", "tolerance": 0.1}] * 65}, ["body", "constraints"]),
+    ({"group_rules": {"sex": {"values": {f"g{i}": ["x"] for i in range(1001)}}}}, ["body", "group_rules", "sex", "values"]),
+    ({"group_rules": {"sex": {"values": {"m": ["Male"] * 100_001}}}}, ["body", "group_rules", "sex"]),
+    ({"target": "x" * 256}, ["body", "target"]),
 ])
 def test_bad_specs_name_the_field(embedded_stack, dataset_id, override, loc):
     with embedded_stack.client() as client:

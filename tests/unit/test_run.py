@@ -79,3 +79,35 @@ def test_a_diverged_solver_is_reported_not_evaluated(monkeypatch):
                                        "solver": {"name": "erm"}, "max_iterations": 3, "device": "cpu"})
     with pytest.raises(api.SolverDiverged, match="diverged.*after 3 iterations"):
         api.run(planted_table(200), spec)
+
+
+def test_run_reports_the_exact_fairness_of_every_split(table):
+    out = run(table, _spec(constraints=[ConstraintSpec(type="demographic_parity", tolerance=0.1),
+                                        ConstraintSpec(type="loss_gap", tolerance=0.2)]))
+    json.dumps(out.fairness)
+    json.dumps(out.warnings)
+    dp, lg = out.fairness
+    assert dp["type"] == "demographic_parity" and dp["tolerance"] == 0.1 and dp["method"] == "clopper_pearson"
+    assert lg["type"] == "loss_gap" and lg["method"] == "bootstrap"
+    for split in ("train", "validation", "test"):
+        assert dp[split]["value"] == pytest.approx(out.metrics[split]["demographic_parity"])
+        assert lg[split]["value"] == pytest.approx(out.metrics[split]["loss_gap"])
+        for entry in (dp, lg):
+            lo, hi = entry[split]["ci"]
+            assert lo <= entry[split]["value"] <= hi
+            assert entry[split]["kept"] == (entry[split]["value"] <= entry["tolerance"])
+    assert dp["test_upper_95"] >= dp["test"]["ci"][1] - 1e-12  # simultaneous over 2 constraints: wider
+    assert dp["kept_on_test"] == dp["test"]["kept"]
+
+
+def test_run_warns_on_a_near_trivial_model(table):
+    from solvers.fairness.report import warnings_for
+
+    out = run(table, _spec(solver=SolverSpec(name="plada"), max_iterations=2))  # η = 0.001: cannot move
+    assert any(w.startswith("near-trivial") for w in out.warnings)
+    test = {"balanced_accuracy": 0.53, "demographic_parity_by_group": {"F": 0.004, "M": 0.2}}
+    trivial = warnings_for([], {"test": test})
+    assert "balanced accuracy" in trivial[0] and "F 0.4 %" in trivial[1] and len(trivial) == 2
+    entry = {"type": "demographic_parity", "tolerance": 0.01, "validation": {"value": 0.05, "ci": [0, 0.1],
+                                                                          "kept": False}}
+    assert "not kept on the validation split" in warnings_for([entry], {"test": {}})[0]

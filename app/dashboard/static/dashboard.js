@@ -573,7 +573,8 @@
 
     // solver → its config fields
     for (const s of solvers) solverSel.append(el("option", { value: s.name, text: s.name }));
-    solverSel.value = solvers.some((s) => s.name === "plada") ? "plada" : solvers[0].name;
+    // auto (a portfolio that keeps the tolerance on validation) is the default; named solvers keep paper defaults
+    solverSel.value = ["auto", "plada"].find((n) => solvers.some((s) => s.name === n)) || solvers[0].name;
     function onSolver() {
       const s = solvers.find((x) => x.name === solverSel.value);
       const supports = s.supports || {};
@@ -638,6 +639,8 @@
         }
         spec.constraints.push(c);
       }
+      const guarantee = $("#f-guarantee");  // shown when the spec has a guarantee field
+      if (guarantee && guarantee.checked) spec.guarantee = { confidence: num($("#f-guarantee-confidence")) };
       for (const k of Object.keys(spec.split)) if (spec.split[k] === undefined) delete spec.split[k];
       for (const k of ["seed", "max_iterations", "time_limit_s"]) if (spec[k] === undefined) delete spec[k];
       return spec;

@@ -1,0 +1,53 @@
+"""``features: null`` at submission: the dataset's columns screened once (:mod:`solvers.feature_screen`),
+the job stored with the kept columns as its ``features`` and the notes (which column, excluded or
+flagged, why) in its spec's ``feature_screen`` and in the submission's answer.
+
+A dataset never changes, so a screen is kept per dataset, target, positive label and sensitive
+columns (the last :data:`CACHED`); the table itself comes through :func:`app.storage.load_table`'s cache.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from app.models import Dataset
+from app.settings import Settings
+from app.storage import load_table
+from solvers import ProblemSpec, SpecError
+from solvers.encoding import normalise_scalar
+from solvers.feature_screen import FeatureScreen, screen_features
+
+CACHED = 64
+_screens: OrderedDict[tuple, FeatureScreen] = OrderedDict()
+_lock = threading.Lock()  # routes run in a thread pool
+
+
+def dataset_screen(settings: Settings, dataset: Dataset, target: str, positive_label, sensitive: list[str]
+                   ) -> FeatureScreen:
+    """The screen of ``dataset``'s columns for this target (cached)."""
+    from app.routers.datasets import dataset_path
+
+    key = (dataset.id, dataset.sha256, target, normalise_scalar(positive_label), tuple(sensitive))
+    with _lock:
+        if key in _screens:
+            _screens.move_to_end(key)
+            return _screens[key]
+    table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
+    screen = screen_features(table, target, positive_label, sensitive)
+    with _lock:
+        _screens[key] = screen
+        if len(_screens) > CACHED:
+            _screens.popitem(last=False)
+    return screen
+
+
+def screened(settings: Settings, dataset: Dataset, spec: ProblemSpec) -> FeatureScreen | None:
+    """None when the spec lists its features; else the screen (SpecError on ``features`` when nothing is kept)."""
+    if spec.features is not None:
+        return None
+    screen = dataset_screen(settings, dataset, spec.target, spec.positive_label, list(spec.sensitive))
+    if not screen.kept:
+        raise SpecError(("features",), "every column was excluded by the feature screen ("
+                        + "; ".join(f"{n['column']}: {n['reason']}" for n in screen.notes[:10])
+                        + "); list the features to use")
+    return screen

@@ -1,0 +1,242 @@
+"""``FairClassifier``: the service's solvers as a scikit-learn estimator, in-process (no server).
+
+    clf = FairClassifier(constraints=[{"type": "demographic_parity", "tolerance": 0.05}], solver="ssg")
+    clf.fit(X, y, sensitive_features=A).predict(X_new)
+
+``fit`` does what a job does on its train split (:mod:`solvers.api`): groups from
+``sensitive_features`` (several columns → their observed intersections, ``group_rules`` as in a
+job), y = 1 for ``classes_[1]`` (the larger label, scikit-learn's convention), the job's
+:class:`~solvers.encoding.TableEncoder` fitted on X (one-hot categoricals, standardised numbers,
+missing values imputed), then one solve of
+
+    min_θ (1/n) Σ ℓ(f_θ(x_i), y_i)   s.t.   Δ̂_k(θ) − ε_k ≤ 0 for every constraint k.
+
+So for the same rows, spec and seed the model equals the service's job (see the tests). Without
+``sensitive_features`` every row is in one group and the constraints hold trivially (the scikit-learn
+checks fit that way). ``tolerance`` overrides every constraint's tolerance, so a grid search over
+tolerances is ``GridSearchCV(clf, {"tolerance": [...]})``.
+
+``fairness_`` lists, per constraint, its exact metric on the training data against its tolerance
+(the shape of the service's ``RunOutput.fairness``, computed on the train split); ``metrics_`` is
+the service's full metric dictionary on the training data; :meth:`metric_frame` gives per-group
+metrics of any data as a DataFrame (a MetricFrame-like view).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from solvers.spec import ProblemSpec, SpecError, check_solver_supports
+
+SINGLE_GROUP = "all"
+
+
+def _as_frame(X: Any, columns: list[str] | None) -> pd.DataFrame:
+    """X as the table the encoder reads: a DataFrame keeps its columns (as strings), an array gets x0..x{d-1}."""
+    if isinstance(X, pd.DataFrame):
+        return X.set_axis([str(c) for c in X.columns], axis=1)
+    X = np.asarray(X)
+    return pd.DataFrame(X, columns=columns or [f"x{j}" for j in range(X.shape[1])])
+
+
+def _sensitive_table(sensitive_features: Any, X: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The sensitive column(s) as a DataFrame of n rows: column name(s) of X, a Series, a DataFrame or an array."""
+    if isinstance(sensitive_features, str) or (
+            isinstance(sensitive_features, list) and sensitive_features and all(isinstance(c, str) for c in sensitive_features)
+            and len(sensitive_features) != n):
+        names = [sensitive_features] if isinstance(sensitive_features, str) else sensitive_features
+        unknown = [c for c in names if c not in X.columns]
+        if unknown:
+            raise ValueError(f"sensitive_features: unknown column(s) {', '.join(map(repr, unknown))} of X")
+        return X[names].reset_index(drop=True)
+    if isinstance(sensitive_features, pd.DataFrame):
+        table = sensitive_features.set_axis([str(c) for c in sensitive_features.columns], axis=1)
+    elif isinstance(sensitive_features, pd.Series):
+        table = sensitive_features.to_frame(str(sensitive_features.name or "sensitive"))
+    else:
+        values = np.asarray(sensitive_features, dtype=object)
+        if values.ndim == 1:
+            values = values.reshape(-1, 1)
+        if values.ndim != 2:
+            raise ValueError("sensitive_features: must be 1-D or 2-D")
+        table = pd.DataFrame(values, columns=[f"sensitive{j}" for j in range(values.shape[1])])
+    if len(table) != n:
+        raise ValueError(f"sensitive_features: {len(table)} rows, X has {n}")
+    return table.reset_index(drop=True)
+
+
+class FairClassifier(ClassifierMixin, BaseEstimator):
+    """Binary classifier trained under fairness constraints by a FairSolve solver.
+
+    Parameters
+    ----------
+    constraints : list of dict, optional
+        The job's ``constraints``: ``{"type": ..., "tolerance": ε, **family fields}``.
+    solver : str
+        Solver name or alias (``GET /api/v1/solvers``); ``"auto"`` picks one per problem.
+    solver_params : dict, optional
+        The solver's params (validated against its Config).
+    model : str or dict
+        ``"linear"``, ``"mlp"`` or a model spec ``{"type": "mlp", "hidden": [32]}``.
+    objective : str
+        The loss ℓ: ``logistic``, ``hinge``, ``bce``, ``truncated_logistic`` or ``auc_square``.
+    tolerance : float, optional
+        Overrides every constraint's tolerance (for grid searches).
+    group_rules : dict, optional
+        Sensitive column → ``{"values": ...}`` / ``{"ranges": ...}`` as in a job.
+    max_iter, time_limit_s, random_state, device
+        The job's ``max_iterations``, ``time_limit_s``, ``seed`` and ``device``.
+    """
+
+    def __init__(self, constraints: list[dict] | None = None, solver: str = "auto", solver_params: dict | None = None,
+                 model: str | dict = "linear", objective: str = "logistic", tolerance: float | None = None,
+                 group_rules: dict | None = None, max_iter: int = 2000, time_limit_s: float = 600.0,
+                 random_state: int = 0, device: str = "cpu") -> None:
+        self.constraints = constraints
+        self.solver = solver
+        self.solver_params = solver_params
+        self.model = model
+        self.objective = objective
+        self.tolerance = tolerance
+        self.group_rules = group_rules
+        self.max_iter = max_iter
+        self.time_limit_s = time_limit_s
+        self.random_state = random_state
+        self.device = device
+
+    def problem_spec(self, sensitive: list[str]) -> ProblemSpec:
+        """The parameters as the service's job spec (ValueError naming the bad field, with the API's message)."""
+        constraints = [dict(c) for c in (self.constraints or [])]
+        if self.tolerance is not None:
+            constraints = [c | {"tolerance": self.tolerance} for c in constraints]
+        model = {"type": self.model} if isinstance(self.model, str) else dict(self.model)
+        try:
+            spec = ProblemSpec(
+                target="__label__", positive_label=1, sensitive=sensitive, constraints=constraints,
+                solver={"name": self.solver, "params": dict(self.solver_params or {})}, model=model,
+                objective=self.objective, group_rules=self.group_rules or {}, max_iterations=self.max_iter,
+                time_limit_s=self.time_limit_s, seed=self.random_state, device=self.device)
+            check_solver_supports(spec)
+        except ValidationError as err:
+            first = err.errors()[0]
+            raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        except SpecError as err:
+            raise ValueError(str(err)) from None
+        return spec
+
+    def fit(self, X: Any, y: Any, sensitive_features: Any = None) -> "FairClassifier":
+        """Train on every row of X (the job's train split), groups from ``sensitive_features``."""
+        from solvers.api import solve
+        from solvers.encoding import TableEncoder, build_groups
+        from solvers.models import ball_domain, model_factory
+        from solvers.problem import Problem
+
+        from .model import FairModel
+
+        table = X if isinstance(X, pd.DataFrame) else None
+        Xv, y = validate_data(self, X, y, dtype=None if table is not None else "numeric",
+                              ensure_all_finite="allow-nan")
+        check_classification_targets(y)
+        if type_of_target(y) != "binary":
+            raise ValueError(f"Only binary classification is supported; y has {len(np.unique(y))} classes "
+                             f"({type_of_target(y)} target)")
+        X = _as_frame(table if table is not None else Xv, None)
+        self.classes_, y01 = np.unique(y, return_inverse=True)
+        if sensitive_features is None:
+            groups = pd.DataFrame({"__group__": np.zeros(len(X), dtype=np.int64)})
+        else:
+            groups = _sensitive_table(sensitive_features, X, len(X))
+        spec = self.problem_spec(list(groups.columns))
+        for col in spec.group_rules:
+            if col not in groups.columns:
+                raise ValueError(f"group_rules.{col}: not a sensitive column ({', '.join(groups.columns)})")
+        group, group_names = build_groups(groups, spec.sensitive, spec.group_rules)
+        if sensitive_features is None:
+            group_names = [SINGLE_GROUP]
+        encoder = TableEncoder(list(X.columns)).fit(X)
+        problem = Problem(X=encoder.transform(X), y=y01, group=group, group_names=list(group_names),
+                          model_factory=model_factory(spec.model), model_type=spec.model.type,
+                          objective=spec.objective, constraints=[c.build() for c in spec.constraints],
+                          device=spec.device, domain=ball_domain(spec.model))
+        result = solve(problem, spec.solver, max_iterations=spec.max_iterations, time_limit_s=spec.time_limit_s,
+                       seed=spec.seed)
+        self.model_ = FairModel(encoder, result.model.cpu().eval(), classes=self.classes_, spec=spec,
+                                groups=list(group_names))
+        self.n_iter_ = int(result.iterations)
+        self.status_, self.stop_reason_ = result.status, result.stop_reason
+        self.constraint_names_, self.tolerances_ = problem.constraint_names, problem.tolerances
+        self.metrics_ = self._metrics(X, y01, group, list(group_names), spec, problem.constraints)
+        self.fairness_ = self._fairness(self.metrics_)
+        return self
+
+    def _metrics(self, X: pd.DataFrame, y01: np.ndarray, group: np.ndarray, group_names: list[str], spec: ProblemSpec,
+                 constraints: list) -> dict[str, Any]:
+        """The service's metrics of one split (:func:`solvers.api.evaluate_split`) on the training data."""
+        from solvers.api import evaluate_split
+
+        logits = self.model_.decision_function(X)
+        counts = np.bincount(group, minlength=len(group_names))
+        return evaluate_split(spec, constraints, y01, logits, group, group_names, counts)
+
+    def _fairness(self, metrics: dict[str, Any]) -> list[dict[str, Any]]:
+        """Per constraint: its exact metric on the training data, the tolerance and whether it is kept."""
+        out = []
+        for name, tolerance in zip(self.constraint_names_, self.tolerances_):
+            key = name.split("#")[0].split("[")[0]
+            value = metrics.get(key)
+            value = value if isinstance(value, (int, float)) else None
+            out.append({"constraint": name, "tolerance": float(tolerance), "train": value,
+                        "kept": None if value is None else bool(value <= tolerance + 1e-12)})
+        return out
+
+    def _check_X(self, X: Any) -> pd.DataFrame:
+        check_is_fitted(self, "model_")
+        table = X if isinstance(X, pd.DataFrame) else None
+        Xv = validate_data(self, X, reset=False, dtype=None if table is not None else "numeric",
+                           ensure_all_finite="allow-nan")
+        return _as_frame(table if table is not None else Xv, None)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """f_θ(x) per row; > 0 predicts ``classes_[1]``."""
+        X = self._check_X(X)
+        return self.model_.decision_function(X)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """(n, 2) class probabilities [1 − σ(f), σ(f)] in the order of ``classes_``."""
+        X = self._check_X(X)
+        return self.model_.predict_proba(X)
+
+    def predict(self, X: Any) -> np.ndarray:
+        X = self._check_X(X)
+        return self.model_.predict(X)
+
+    def metric_frame(self, X: Any, y: Any, sensitive_features: Any) -> pd.DataFrame:
+        """Per-group metrics of the fitted model on (X, y): one row per group, columns n,
+        selection_rate, accuracy, tpr, fpr (a MetricFrame-like ``by_group`` table)."""
+        from solvers.encoding import build_groups
+
+        X = self._check_X(X)
+        groups = _sensitive_table(sensitive_features, X, len(X))
+        group, names = build_groups(groups, list(groups.columns), self.group_rules or {})
+        y01 = (np.asarray(y) == self.classes_[1]).astype(np.int64)
+        pred = (self.decision_function(X) > 0).astype(np.int64)
+        frame = pd.DataFrame({"group": np.asarray(names, dtype=object)[group], "y": y01, "pred": pred,
+                              "correct": (y01 == pred).astype(float)})
+        by = frame.groupby("group", sort=True)
+        positives = frame[frame["y"] == 1].groupby("group")["pred"].mean()
+        negatives = frame[frame["y"] == 0].groupby("group")["pred"].mean()
+        return pd.DataFrame({"n": by.size(), "selection_rate": by["pred"].mean(), "accuracy": by["correct"].mean(),
+                             "tpr": positives, "fpr": negatives})
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True          # the encoder imputes missing values (median + indicator)
+        tags.classifier_tags.multi_class = False  # binary targets only (the service's labels are 0/1)
+        tags.non_deterministic = False
+        return tags

@@ -1,0 +1,450 @@
+r"""``auto``: a small portfolio of the library's solvers that keeps the user's tolerance (issue 17, items 3 and 5).
+
+For the spec's model type and constraint families, :func:`solve_auto` runs, in order, the candidates of
+:func:`portfolio` — SSG, PLADA with a short step-size search, the plain Lagrangian, the exact penalty, then the
+solvers dedicated to the spec's constraint types — each within what is left of ``time_limit_s``:
+
+1. **First solve** of ``iterations`` steps (at most ``max_iterations``) from the run's start model (a warm start
+   when the caller gave one, else the seeded initialisation). Each candidate is given the same validation
+   split as auto (``level_set`` and ``iqrc`` select an iterate on it), or none when auto has none.
+2. **Checks.** A non-finite parameter ("diverged"), a near-constant model ("near_constant": some group with a
+   predicted-positive rate below :data:`MIN_GROUP_RATE` or above 1 − it) or a weak one (``weak``: balanced
+   accuracy below :data:`MIN_BALANCED_ACCURACY`) ends the candidate; for a step-size search (PLADA's η) the
+   next setting is tried, otherwise auto moves on to the next solver.
+3. **Exact constraint.** With v_j the exact value of family j on the validation split (ŷ = 1{f > 0}, the
+   definitions of :mod:`solvers.fairness.exact`), t_j the same on the training split, and ε_j the tolerance: while
+   max(v_j, t_j) > k ε_j for some j, k = :data:`KEEP` (and refinements are left), the family's *training*
+   tolerance is tightened multiplicatively,
+
+       ε'_j ← ε'_j · clip(a ε_j / max(v_j, t_j), 0, 0.9),   a = :data:`AIM`,
+
+   and the solve continues from the candidate's current model for ``refine_iterations`` steps (issue item 4: a
+   surrogate that is met while the exact metric is not does not end the candidate). k < 1 leaves room for the
+   difference between the validation split and unseen data (on Adult the exact DP of one model differs by
+   about 0.005 between splits of 6,500 rows). When a refinement did not lower the worst exact value by
+   :data:`STALL` of itself, the surrogate is loose there (the scores sit near 0, where σ(f) measures mean
+   scores rather than rates): the next refinement divides the temperature T of the rate families' surrogate
+   σ(f/T) by :data:`COOLING` instead (down to :data:`MIN_TEMPERATURE`); two refinements in a row without
+   progress end the candidate.
+4. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances (and temperatures),
+   validation accuracy, exact validation and train gaps, seconds, outcome ("meets" when v_j ≤ ε_j for every j,
+   else "violates"; "diverged", "near_constant", "error"; ``weak`` beside). Among rows that are neither
+   diverged, near-constant nor weak and meet, those whose validation accuracy is within :data:`TIE_SE`
+   standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told apart by n validation
+   rows), and of these the one with the smallest worst ratio max_j v_j / ε_j; else the most accurate weak row
+   that meets (a promise kept by a weak model, which the job's report warns about, before a promise broken);
+   else the row with the smallest worst ratio. Without a validation split (``validation=None``) everything
+   above uses the training split, so the chosen model depends on the training rows only: what the Seldonian
+   test of :mod:`solvers.fairness.guarantee` needs of its candidates when a guarantee is asked.
+
+The families' tolerances are the user's again when :func:`solve_auto` returns. The observer sees one
+continuous run: iterations, seconds and samples are counted across candidates (``on_start`` once), each
+record's constraint values are G_j = surrogate_j − ε_j against the USER's tolerance (not the tightened one),
+and no checkpoints are taken (a redelivered auto job starts its portfolio again). A cancel request stops the
+whole portfolio; when the time budget ends, the best row so far is returned (status "completed") and the
+rows not run are not listed.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .algorithms import SolveResult, run_algorithm
+from .catalog import ALGORITHMS
+from .catalog.auto import DEFAULT_PORTFOLIO, AutoConfig
+from .metrics import group_fairness
+from .observer import IterationRecord, Observer
+from .problem import Problem
+
+#: a candidate whose balanced accuracy is below this is near-trivial (the issue's warning threshold)
+MIN_BALANCED_ACCURACY = 0.55
+#: a candidate predicting positive for less than this share of some group (or more than 1 − it) is near-constant
+MIN_GROUP_RATE = 0.01
+#: settings auto tries per solver, in order; more than one = a search that moves on only when a setting
+#: diverges or gives a near-constant model (PLADA: η = 0.5 diverges on small tables with many groups, the
+#: paper's η = 0.001 does not move a linear model on standardised features in a few hundred steps)
+SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
+    "plada": ({"eta": 0.5}, {"eta": 0.1}, {"eta": 0.02}),
+    "penalty": ({"penalty": 5.0},),
+}
+#: a candidate is tightened while its worst exact value (validation or train) is above this share of the tolerance
+KEEP = 0.85
+#: a tightening aims the worst exact value at this share of the tolerance (below KEEP, so one usually suffices)
+AIM = 0.7
+#: validation accuracies within this many standard errors of the best are ties, broken by the smaller gap
+TIE_SE = 0.5
+#: a refinement that lowers the worst exact value by less than this share of it ends the candidate's refining
+STALL = 0.2
+#: a stalled refinement divides the surrogate's temperature T (σ(f/T), rate families) by this, down to the floor
+COOLING = 4.0
+MIN_TEMPERATURE = 1.0 / 64
+#: outcomes of a row that selection never prefers over a working model
+FAILED = ("diverged", "near_constant", "error")
+
+
+@ALGORITHMS.implements("auto")
+class Auto:
+    """The catalog's ``auto`` entry; not an iteration rule: :func:`solvers.solve` calls :func:`solve_auto`."""
+
+
+@dataclass
+class Split:
+    """Rows on which a candidate is judged (the validation split, or the training split without one)."""
+
+    X: torch.Tensor
+    y: np.ndarray
+    group: np.ndarray
+
+    @classmethod
+    def of(cls, problem: Problem) -> "Split":
+        return cls(problem.X, problem.y.detach().cpu().numpy().astype(int),
+                   problem.group.detach().cpu().numpy().astype(int))
+
+
+def portfolio(config: AutoConfig, model_type: str, families: list[str]) -> list[tuple[str, tuple[dict, ...]]]:
+    """(solver, settings to search) in the order auto tries them: ``config.portfolio`` or
+    :data:`DEFAULT_PORTFOLIO` followed by every solver declared only for constraint types of the spec,
+    keeping those that handle ``model_type`` and every family."""
+    if config.portfolio is not None:
+        names = list(config.portfolio)
+    else:
+        dedicated = [e.name for e in ALGORITHMS.entries()
+                     if e.supported_constraints is not None and families and e.name != "auto"
+                     and all(f in e.supported_constraints for f in families)]
+        names = list(DEFAULT_PORTFOLIO) + dedicated
+    out = []
+    for name in dict.fromkeys(names):
+        entry = ALGORITHMS.entry(name)
+        supported = entry.supported_constraints
+        if model_type in entry.supported_models and (supported is None or all(f in supported for f in families)):
+            out.append((name, tuple(config.settings.get(name) or SETTINGS.get(name, ({},)))))
+    return out
+
+
+def exact_values(families, y: np.ndarray, logits: np.ndarray, group: np.ndarray, group_names: list[str]) -> np.ndarray:
+    """Each family's exact value on one split (max over its rows), comparable to its tolerance.
+
+    TEMPORARY until :mod:`solvers.fairness.exact` (honest's) is on main: the rate families from
+    :func:`solvers.metrics.group_fairness`, any other family from its ``metrics`` entry."""
+    try:
+        from .fairness.exact import exact_gaps  # noqa: PLC0415
+    except ImportError:
+        pass
+    else:
+        return exact_gaps(families, y, logits, group, group_names)
+    from .metrics import loss_gap  # noqa: PLC0415
+
+    rates = group_fairness(y, (logits > 0).astype(int), group, list(group_names))
+    out = []
+    for family in families:
+        if family.name in rates:
+            value = rates[family.name]
+        elif family.name in ("loss_gap", "intersectional"):
+            value = loss_gap(y, logits, group, list(group_names), family.config.loss, family.config.min_group_fraction,
+                             "gap")["gap"]
+        else:
+            value = (family.exact_metrics(y, logits, group, list(group_names)) or {}).get(family.name)
+        out.append(np.nan if value is None else float(value))
+    return np.asarray(out, dtype=float)
+
+
+def triviality(y: np.ndarray, logits: np.ndarray, group: np.ndarray, n_groups: int) -> str | None:
+    """"near_constant" when a group's predicted-positive rate is outside [:data:`MIN_GROUP_RATE`,
+    1 − :data:`MIN_GROUP_RATE`] (groups present on the split), "weak" when the balanced accuracy is below
+    :data:`MIN_BALANCED_ACCURACY`, else None."""
+    pred = logits > 0
+    counts = np.bincount(group, minlength=n_groups)
+    rates = np.bincount(group, weights=pred, minlength=n_groups)[counts > 0] / counts[counts > 0]
+    positives = y == 1
+    tpr = pred[positives].mean() if positives.any() else 1.0
+    tnr = (~pred[~positives]).mean() if (~positives).any() else 1.0
+    balanced = (tpr + tnr) / 2.0
+    if (rates < MIN_GROUP_RATE).any() or (rates > 1 - MIN_GROUP_RATE).any():
+        return "near_constant"
+    return "weak" if balanced < MIN_BALANCED_ACCURACY else None
+
+
+class _Continuous(Observer):
+    """Forwards the candidates' records to the caller's observer as one run (see the module docstring)."""
+
+    def __init__(self, inner: Observer, total_iterations: int) -> None:
+        self.inner, self.total = inner, total_iterations
+        self.iterations, self.elapsed_s, self.samples = 0, 0.0, 0
+        self.shift: list[float] = []
+        self.started = False
+        self.last: IterationRecord | None = None
+
+    def begin(self, shift: list[float]) -> None:
+        """A new solve starts; ``shift`` = ε'_row − ε_row (its training tolerance minus the user's) per row."""
+        self.shift = shift
+        if self.last is not None:
+            self.iterations, self.elapsed_s, self.samples = (self.last.iteration, self.last.elapsed_s,
+                                                             self.last.samples_seen)
+
+    def on_start(self, info: dict) -> None:
+        if not self.started:
+            self.started = True
+            self.inner.on_start({**info, "max_iterations": self.total})
+
+    def on_iteration(self, record: IterationRecord) -> None:
+        constraints = [g + s for g, s in zip(record.constraints, self.shift)]
+        self.last = dataclasses.replace(
+            record, iteration=self.iterations + record.iteration, elapsed_s=self.elapsed_s + record.elapsed_s,
+            samples_seen=self.samples + record.samples_seen, constraints=constraints,
+            max_violation=max([0.0, *constraints]))
+        self.inner.on_iteration(self.last)
+
+    def should_stop(self) -> str | None:
+        return self.inner.should_stop()
+
+
+@dataclass
+class _Row:
+    """One solve of the portfolio: what ``tried`` shows, plus the model it produced."""
+
+    entry: dict[str, Any]
+    model: nn.Module | None = field(default=None, repr=False)
+    gaps: np.ndarray | None = field(default=None, repr=False)
+    result: SolveResult | None = field(default=None, repr=False)
+
+
+def _rounded(values: np.ndarray) -> list[float | None]:
+    return [None if not np.isfinite(v) else round(float(v), 6) for v in values]
+
+
+class _Portfolio:
+    """State of one :func:`solve_auto` call: the problem, the judging split, the budget and the rows so far."""
+
+    def __init__(self, problem: Problem, validation: Problem | None, config: AutoConfig, observer: Observer,
+                 max_iterations: int, time_limit_s: float, seed: int, start: nn.Module | None) -> None:
+        self.problem, self.config, self.seed = problem, config, seed
+        self.families = problem.constraints
+        self.user_tolerance = np.asarray([f.tolerance for f in self.families], dtype=float)
+        self.user_configs = [f.config for f in self.families]
+        self.user_temperature = np.asarray([getattr(c, "temperature", np.nan) for c in self.user_configs], dtype=float)
+        self.temperature = self.user_temperature.copy()  # of the candidate being solved
+        self.train, self.judge = Split.of(problem), Split.of(validation if validation is not None else problem)
+        self.validation = validation
+        self.judge_name = "validation" if validation is not None else "train"
+        self.first = min(config.iterations, max_iterations)
+        self.more = min(config.refine_iterations, max_iterations)
+        self.deadline = time.perf_counter() + time_limit_s
+        self.start = start
+        self.rows: list[_Row] = []
+        self.candidates = portfolio(config, problem.model_type, [f.name for f in self.families])
+        total = len(self.candidates) * (self.first + config.refinements * self.more)
+        self.observer = _Continuous(observer, total)
+        self.stop_reason: str | None = None
+
+    # ---------------------------------------------------------------- one solve
+    def _solve(self, name: str, params: dict, model: nn.Module | None, iterations: int,
+               tolerance: np.ndarray) -> SolveResult:
+        for family, eps, config, temperature in zip(self.families, tolerance, self.user_configs, self.temperature):
+            family.tolerance = float(eps)
+            if np.isfinite(temperature):
+                family.config = config.model_copy(update={"temperature": float(temperature)})
+        shift = [float(eps - user) for family, eps, user in zip(self.families, tolerance, self.user_tolerance)
+                 for _ in family.names]
+        self.observer.begin(shift)
+        entry = ALGORITHMS.entry(name)
+        return run_algorithm(entry.load(), self.problem, entry.Config(**params), self.observer,
+                             max_iterations=iterations, time_limit_s=max(self.deadline - time.perf_counter(), 0.0),
+                             seed=self.seed, model=model, validation=self.validation)
+
+    def _scores(self, model: nn.Module, split: Split) -> np.ndarray:
+        with torch.no_grad():
+            return model(split.X).double().reshape(-1).cpu().numpy()
+
+    def _judge(self, row: _Row, model: nn.Module) -> str:
+        """Fill the row's validation figures; return its outcome."""
+        if not all(torch.isfinite(p).all() for p in model.parameters()):
+            return "diverged"
+        names = self.problem.group_names
+        judge, train = self._scores(model, self.judge), self._scores(model, self.train)
+        if not (np.isfinite(judge).all() and np.isfinite(train).all()):
+            return "diverged"
+        gaps = exact_values(self.families, self.judge.y, judge, self.judge.group, names)
+        train_gaps = exact_values(self.families, self.train.y, train, self.train.group, names)
+        row.gaps = gaps
+        pred = judge > 0
+        row.entry.update({
+            "accuracy": round(float((pred == (self.judge.y == 1)).mean()), 6),
+            "gaps": _rounded(gaps), "train_gaps": _rounded(train_gaps),
+        })
+        trivial = triviality(self.judge.y, judge, self.judge.group, len(names))
+        if trivial == "near_constant":
+            return trivial
+        if trivial == "weak":
+            row.entry["weak"] = True
+        return "meets" if bool(np.all(gaps <= self.user_tolerance)) else "violates"
+
+    def _record(self, name: str, params: dict, tolerance: np.ndarray, result: SolveResult | None,
+                seconds: float, error: str | None = None) -> _Row:
+        row = _Row({"solver": name, "params": params, "judged_on": self.judge_name,
+                    "training_tolerances": _rounded(tolerance), "iterations": result.iterations if result else 0,
+                    "seconds": round(seconds, 4)}, result=result)
+        if np.isfinite(self.temperature).any():
+            row.entry["temperatures"] = _rounded(self.temperature)
+        if error is not None:
+            row.entry["outcome"] = "error"
+            row.entry["error"] = error
+        elif result.status == "diverged":  # the driver stopped at the first non-finite iterate
+            row.entry["outcome"] = "diverged"
+            row.entry["error"] = result.message
+        else:
+            row.entry["outcome"] = self._judge(row, result.model)
+        if error is None:
+            row.model = copy.deepcopy(result.model) if row.entry["outcome"] != "diverged" else None
+        if result is not None and result.stop_reason is not None:
+            row.entry["stop_reason"] = result.stop_reason
+        self.rows.append(row)
+        return row
+
+    def _run_one(self, name: str, params: dict, model: nn.Module | None, iterations: int,
+                 tolerance: np.ndarray) -> _Row:
+        began = time.perf_counter()
+        try:
+            result = self._solve(name, params, model, iterations, tolerance)
+        except (ArithmeticError, RuntimeError, ValueError) as exc:  # a candidate's failure is auto's to absorb
+            return self._record(name, params, tolerance, None, time.perf_counter() - began,
+                                f"{type(exc).__name__}: {exc}")
+        return self._record(name, params, tolerance, result, time.perf_counter() - began)
+
+    # ---------------------------------------------------------------- the portfolio
+    def _out_of_budget(self) -> bool:
+        reason = self.observer.should_stop()
+        if reason is not None:
+            self.stop_reason = str(reason)
+        return reason is not None or time.perf_counter() >= self.deadline
+
+    def _over(self, row: _Row) -> tuple[np.ndarray, np.ndarray] | None:
+        """(families to refine, their worst exact values), or None (none / an undefined value)."""
+        train = np.asarray([np.nan if v is None else v for v in row.entry["train_gaps"]], dtype=float)
+        worst = np.fmax(row.gaps, train)
+        over = worst > KEEP * self.user_tolerance
+        if not over.any() or not np.isfinite(worst[over]).all():
+            return None
+        return over, worst
+
+    def _cool(self, row: _Row) -> np.ndarray | None:
+        """The next surrogate temperatures: T/:data:`COOLING` for the families to refine (down to
+        :data:`MIN_TEMPERATURE`), or None when none can be cooled."""
+        refine = self._over(row)
+        if refine is None:
+            return None
+        can = refine[0] & np.isfinite(self.temperature) & (self.temperature > MIN_TEMPERATURE)
+        if not can.any():
+            return None
+        return np.where(can, np.maximum(self.temperature / COOLING, MIN_TEMPERATURE), self.temperature)
+
+    def _tighten(self, row: _Row, tolerance: np.ndarray) -> np.ndarray | None:
+        """The next training tolerances (module docstring, step 3), or None when the row needs none / cannot."""
+        refine = self._over(row)
+        if refine is None:
+            return None
+        over, worst = refine
+        factor = np.clip(AIM * self.user_tolerance / np.maximum(worst, 1e-12), 0.0, 0.9)
+        tightened = np.where(over, tolerance * factor, tolerance)
+        return None if np.allclose(tightened, tolerance) else tightened
+
+    @staticmethod
+    def _ends(row: _Row) -> bool:
+        """The row ends its candidate's refining (and moves a step-size search on)."""
+        return row.entry["outcome"] in FAILED or bool(row.entry.get("weak"))
+
+    @staticmethod
+    def _worst(row: _Row) -> float:
+        values = [v for v in (*row.entry["gaps"], *row.entry["train_gaps"]) if v is not None]
+        return max(values) if values else float("nan")
+
+    def run_candidate(self, name: str, settings: tuple[dict, ...]) -> None:
+        for params in settings:  # a search: the next setting only when this one diverged or is near-trivial
+            if self._out_of_budget():
+                return
+            start = copy.deepcopy(self.start) if self.start is not None else None
+            tolerance, self.temperature = self.user_tolerance.copy(), self.user_temperature.copy()
+            row = self._run_one(name, params, start, self.first, tolerance)
+            if self._ends(row):
+                continue
+            stalled = False
+            for _ in range(self.config.refinements):
+                if stalled:  # the exact metric did not follow the tighter surrogate: sharpen the surrogate
+                    cooled = self._cool(row)
+                    if cooled is None:
+                        break
+                    self.temperature = cooled
+                else:
+                    nxt = self._tighten(row, tolerance)
+                    if nxt is None:
+                        break
+                    tolerance = nxt
+                if self._out_of_budget():
+                    break
+                before = self._worst(row)
+                row = self._run_one(name, params, row.result.model, self.more, tolerance)
+                if self._ends(row):
+                    break
+                progressed = self._worst(row) <= (1.0 - STALL) * before
+                if not progressed and stalled:
+                    break
+                stalled = not progressed
+            return
+
+    def select(self) -> _Row | None:
+        """Module docstring, step 4."""
+        working = [r for r in self.rows if r.entry["outcome"] not in FAILED and r.model is not None]
+        if not working:
+            usable = [r for r in self.rows if r.model is not None]
+            return max(usable, key=lambda r: r.entry.get("accuracy", 0.0)) if usable else None
+        scale = np.maximum(self.user_tolerance, 1e-12)
+
+        def worst_ratio(r: _Row) -> float:
+            return float(np.nanmax(r.gaps / scale)) if r.gaps.size else 0.0
+
+        strong = [r for r in working if not r.entry.get("weak")]
+        meeting = [r for r in strong if r.entry["outcome"] == "meets"]
+        weak_meeting = [r for r in working if r.entry.get("weak") and r.entry["outcome"] == "meets"]
+        if meeting:
+            best = max(r.entry["accuracy"] for r in meeting)
+            band = TIE_SE * np.sqrt(best * (1.0 - best) / max(len(self.judge.y), 1))
+            ties = [r for r in meeting if r.entry["accuracy"] >= best - band - 1e-12]
+            return min(ties, key=lambda r: (worst_ratio(r), -r.entry["accuracy"]))
+        if weak_meeting:
+            return max(weak_meeting, key=lambda r: r.entry["accuracy"])
+        return min(working, key=lambda r: (worst_ratio(r), -r.entry["accuracy"]))
+
+
+def solve_auto(problem: Problem, config: AutoConfig, observer: Observer | None = None, *, max_iterations: int = 2000,
+               time_limit_s: float = 600.0, seed: int = 0, model: nn.Module | None = None,
+               validation: Problem | None = None) -> SolveResult:
+    """Run the portfolio (module docstring) and return the selected model as a :class:`SolveResult` whose
+    ``tried`` lists every solve (the selected one has ``"selected": true``)."""
+    began = time.perf_counter()
+    run = _Portfolio(problem, validation, config, observer or Observer(), max_iterations, time_limit_s, seed,
+                     model)
+    try:
+        for name, settings in run.candidates:
+            run.run_candidate(name, settings)
+            if run.stop_reason is not None:
+                break
+    finally:
+        for family, eps, config in zip(run.families, run.user_tolerance, run.user_configs):
+            family.tolerance, family.config = float(eps), config
+    chosen = run.select()
+    tried = [r.entry for r in run.rows]
+    if chosen is None:
+        outcomes = ", ".join(f"{t['solver']} {t['params']}: {t['outcome']}" for t in tried) or "none ran"
+        raise ArithmeticError(f"auto: no candidate gave a usable model ({outcomes})")
+    chosen.entry["selected"] = True
+    last = run.observer.last
+    status = "stopped" if run.stop_reason is not None else "completed"
+    return SolveResult(model=chosen.model.eval(), status=status, stop_reason=run.stop_reason,
+                       iterations=last.iteration if last else 0, solver_time_s=time.perf_counter() - began,
+                       samples_seen=last.samples_seen if last else 0, last=last, config=config, tried=tried)

@@ -1,0 +1,74 @@
+"""Catalog: ``auto``, the portfolio that keeps the user's tolerance (the default solver of a job spec)."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
+
+from .base import ALGORITHMS
+
+#: the general-purpose solvers auto tries, in this order, each with settings meant for standardised tabular
+#: data (PLADA's paper η = 0.001 cannot move a linear model in a few hundred steps; its η is searched instead)
+DEFAULT_PORTFOLIO = ("ssg", "plada", "lagrangian", "penalty")
+
+
+@ALGORITHMS.declare(
+    "auto",
+    implementation="solvers.auto:Auto",
+    aliases=("portfolio",),
+    paper="(FairSolve) a portfolio of the library's solvers, selected on the validation split",
+    description="Runs a small portfolio (SSG, PLADA with a short step-size search, the Lagrangian and the exact "
+    "penalty, and the dedicated solvers of the spec's constraint types) within the job's time limit, "
+    "tightening each one's training tolerance and continuing from its current model while the EXACT metric on "
+    "the training or validation split exceeds the tolerance; skips diverged and near-constant models; returns "
+    "the most accurate model on validation whose exact validation metric keeps every tolerance, and records "
+    "every candidate it tried.",
+)
+class AutoConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    portfolio: list[str] | None = Field(
+        None, min_length=1, max_length=12,
+        description="Solver names to try, in order (None = ssg, plada, lagrangian, penalty, then the dedicated "
+        "solvers of the spec's constraint types). Each runs with auto's settings for it, else its paper defaults.")
+    iterations: PositiveInt = Field(
+        500, le=100_000, description="Iterations of each candidate's first solve (at most the job's max_iterations).")
+    refinements: NonNegativeInt = Field(
+        3, le=10, description="Times a candidate's training tolerance is tightened (and its solve continued from "
+        "its current model) while its exact train or validation metric exceeds the tolerance.")
+    refine_iterations: PositiveInt = Field(200, le=100_000, description="Iterations of each continued solve.")
+
+    settings: dict[str, list[dict[str, Any]]] = Field(
+        {}, description="Per solver, the params to search, in order (the next only when one diverges or gives a "
+        "near-constant model), replacing auto's own for that solver, e.g. {\"plada\": [{\"eta\": 0.5}, "
+        "{\"eta\": 0.05}]}.")
+
+    @field_validator("settings")
+    @classmethod
+    def _valid_params(cls, settings: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+        out = {}
+        for name, options in settings.items():
+            if name not in ALGORITHMS or ALGORITHMS.entry(name).name == "auto":
+                raise ValueError(f"unknown solver {name!r}")
+            if not 1 <= len(options) <= 10:
+                raise ValueError(f"{name!r}: give 1 to 10 settings")
+            entry = ALGORITHMS.entry(name)
+            for params in options:
+                try:
+                    entry.Config(**params)
+                except ValidationError as err:
+                    first = err.errors()[0]
+                    raise ValueError(f"{name!r}: invalid param {'.'.join(map(str, first['loc']))!r}: "
+                                     f"{first['msg']}") from None
+            out[entry.name] = options
+        return out
+
+    @field_validator("portfolio")
+    @classmethod
+    def _known(cls, names: list[str] | None) -> list[str] | None:
+        if names is None:
+            return None
+        for name in names:
+            if name not in ALGORITHMS or ALGORITHMS.entry(name).name == "auto":
+                raise ValueError(f"unknown portfolio solver {name!r}")
+        return [ALGORITHMS.entry(name).name for name in names]

@@ -1,0 +1,81 @@
+"""Continue a solve from the current model with other (tighter) surrogate tolerances — the step shared
+by exact enforcement (:mod:`.enforce`) and the high-confidence guarantee (:mod:`.guarantee`).
+
+Rules:
+
+* the families are copies of the job's families with only the tolerance changed (re-bound by the new
+  :class:`~solvers.problem.Problem`, so every cached −ε is rebuilt); the model is warm-started (trained in place);
+* a continuation runs at most ``max(1, max_iterations // 2)`` iterations and never past the job's deadline
+  (``time_limit_s`` counted from the start of the job's solve);
+* the observer sees one trajectory: iteration numbers and elapsed seconds continue those of the previous
+  stage, ``on_start`` is not repeated, checkpoints are not taken (a resumed job restarts from the main solve's
+  checkpoint and enforces again), and cancellation is forwarded.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+from ..observer import IterationRecord, Observer
+
+
+class _ContinuedObserver(Observer):
+    """Forwards to ``inner`` with iteration and elapsed-time offsets (one trajectory over all stages)."""
+
+    def __init__(self, inner: Observer, iteration: int, elapsed_s: float) -> None:
+        self.inner, self.iteration, self.elapsed_s = inner, iteration, elapsed_s
+
+    def on_iteration(self, record: IterationRecord) -> None:
+        self.inner.on_iteration(replace(record, iteration=record.iteration + self.iteration,
+                                        elapsed_s=record.elapsed_s + self.elapsed_s))
+
+    def should_stop(self) -> str | None:
+        return self.inner.should_stop()
+
+
+@dataclass
+class Continuation:
+    """What a continued solve needs: the job's families, a builder of the train Problem for a list of
+    families, a solve function ``solve(problem, model, observer, max_iterations, time_limit_s)`` and the
+    budget. ``iterations`` / ``solver_time_s`` accumulate over the stages (start: the main solve's)."""
+
+    families: Sequence
+    make_problem: Callable[[list], object]
+    solve: Callable[..., object]
+    max_iterations: int
+    deadline: float                       # time.monotonic() value after which nothing more is solved
+    observer: Observer | None = None
+    iterations: int = 0
+    solver_time_s: float = 0.0
+    stages: list[dict] = field(default_factory=list)
+
+    @property
+    def remaining_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def families_at(self, tolerances: Sequence[float]) -> list:
+        """Copies of the job's families with tolerances ``tolerances`` (everything else unchanged)."""
+        out = []
+        for family, tol in zip(self.families, tolerances):
+            twin = copy.deepcopy(family)
+            twin.tolerance = float(tol)
+            out.append(twin)
+        return out
+
+    def resolve(self, model, tolerances: Sequence[float]):
+        """Continue training ``model`` (in place) under surrogate tolerances ``tolerances``; returns the
+        SolveResult, or None when no time is left or the observer asked to stop."""
+        remaining = self.remaining_s
+        if remaining <= 0 or (self.observer is not None and self.observer.should_stop()):
+            return None
+        observer = None if self.observer is None else _ContinuedObserver(self.observer, self.iterations,
+                                                                         self.solver_time_s)
+        result = self.solve(self.make_problem(self.families_at(tolerances)), model, observer,
+                            max(1, self.max_iterations // 2), remaining)
+        self.iterations += result.iterations
+        self.solver_time_s += result.solver_time_s
+        self.stages.append({"surrogate_tolerances": [float(t) for t in tolerances], "iterations": result.iterations,
+                            "stop_reason": result.stop_reason})
+        return result

@@ -1,0 +1,189 @@
+r"""Enforce the exact constraint on the training split after a surrogate solve (issue item 4).
+
+A surrogate can be met (e.g. the sigmoid DP gap of mean σ(f) per group) while the constraint the user
+wrote (the indicator DP gap) is not: scores near 0 in one group and far from 0 in another make
+mean σ(f) equal while the shares with f > 0 differ. With v_j the exact train value of constraint j
+(:func:`solvers.fairness.exact.exact_gaps`) and t_j its target (the tolerance ε_j, or a tighter one
+set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
+
+1. **tighten**: τ_j ← max(0, τ_j − (v_j − t_j)) for every violated j (τ the surrogate tolerances, starting at
+   t), and continue the same solver from the current model (:class:`.continuation.Continuation`);
+   at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left and some τ_j can still decrease;
+2. **threshold**: if still violated, for a linear model and one violated rate constraint (demographic
+   parity or equal opportunity), add a per-group score offset b_g (:func:`group_offsets`) so the exact
+   train rates of the groups lie in one band of width t, the band of best train accuracy; it is applied only when the offset is a linear
+   function of the features (x ↦ b_{g(x)} = vᵀx + v₀ exactly on the train rows, e.g. the sensitive column
+   is one-hot encoded among the features), by adding v to the model's weights and bias — the model stays
+   a plain linear model. It is kept only if no other constraint's exact train value rises above its target.
+
+``enforcement`` (in the job result) says which was used: method ``none`` (already kept), ``tightened``,
+``threshold``, ``tightened+threshold``; with the exact train values before/after, the surrogate
+tolerances and ``met``.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .exact import exact_gaps
+
+MAX_TIGHTEN_ROUNDS = 3
+_THRESHOLD_FAMILIES = ("demographic_parity", "equal_opportunity")
+_BAND_GRID = 401         # candidate lower ends c of the band [c, c + t]
+_LINEAR_RTOL = 1e-6      # offset representable: max |Xv + v₀ − b_g| ≤ rtol · (1 + max |b|)
+
+
+def group_offsets(logits: np.ndarray, y: np.ndarray, group: np.ndarray, rows: np.ndarray, n_groups: int,
+                  width: float) -> np.ndarray | None:
+    """Per-group offsets b (K,) such that on the ``rows`` mask (DP: all rows, EOpp: y = 1) the shares
+    1{f + b_g > 0} of the groups lie in one band [c, c + width], with the best accuracy on all rows among the
+    bands c ∈ {0, 1/400, ..., 1}. None if no band works.
+
+    Within group g (n_g mask rows, k_g currently positive) band c allows k ∈ [⌈c n_g⌉, ⌊(c + width) n_g⌋];
+    k_g is clipped into it (the fewest changes for that band) and the threshold t_g put halfway between the
+    k-th and (k+1)-th largest mask score, b_g = −t_g. The accuracy of every (band, group) threshold is
+    counted on all rows of the group by one ``searchsorted`` on keys g·span + f (vectorised over bands and groups)."""
+    f, g = logits[rows], group[rows]
+    order = np.lexsort((-f, g))                      # by group, score decreasing
+    s = f[order]
+    n = np.bincount(g, minlength=n_groups)
+    start = np.concatenate([[0], np.cumsum(n)[:-1]])
+    k_now = np.bincount(g, weights=(f > 0).astype(float), minlength=n_groups).astype(np.int64)
+    present = n > 0
+    c = np.linspace(0.0, 1.0, _BAND_GRID)[:, None]
+    lo = np.ceil(c * n - 1e-9).astype(np.int64)
+    hi = np.minimum(np.floor((c + width) * n + 1e-9).astype(np.int64), n)
+    hi = np.where(hi / np.maximum(n, 1) - lo / np.maximum(n, 1) > width, hi - 1, hi)  # float edge: stay inside
+    feasible = ((lo <= hi) | ~present).all(1)
+    if not feasible.any():
+        return None
+    k = np.clip(k_now, lo, hi)
+
+    def at(i):  # the i-th largest mask score of each group (0-based)
+        return s[np.clip(start + i, 0, len(s) - 1)]
+
+    threshold = np.where(k <= 0, at(0), np.where(k >= n, at(n - 1) - 1.0, 0.5 * (at(k - 1) + at(k))))
+    correct = _correct_predictions(logits, y, group, n_groups, threshold)
+    score = np.where(feasible, np.where(present, correct, 0).sum(1), -1)
+    best = int(np.argmax(score))
+    return np.where(present, -threshold[best], 0.0)
+
+
+def _correct_predictions(logits: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int,
+                         threshold: np.ndarray) -> np.ndarray:
+    """(C, K) correct predictions 1{f > t_{c,g}} == y among all rows of each group g, for thresholds (C, K)."""
+    span = 2.0 * (np.abs(logits).max() + np.abs(threshold).max() + 2.0)
+    key = group * span + logits
+    order = np.argsort(key, kind="stable")
+    cum_pos = np.concatenate([[0], np.cumsum(y[order])])
+    size = np.bincount(group, minlength=n_groups)
+    positives = np.bincount(group, weights=y, minlength=n_groups)
+    first = np.concatenate([[0], np.cumsum(size)[:-1]])
+    at_or_below = np.searchsorted(key[order], np.arange(n_groups) * span + threshold, side="right")
+    predicted = size - (at_or_below - first)
+    true_pos = positives - (cum_pos[at_or_below] - cum_pos[first])
+    return true_pos + (size - positives) - (predicted - true_pos)
+
+
+def linear_offset(X: np.ndarray, group: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
+    """(v, v₀) as one (d + 1,) vector with Xv + v₀ = b_{g} on every row, or None if no such linear map."""
+    target = offsets[group]
+    A = np.column_stack([X.astype(np.float64), np.ones(len(X))])
+    v, *_ = np.linalg.lstsq(A, target, rcond=None)
+    ok = np.abs(A @ v - target).max() <= _LINEAR_RTOL * (1.0 + np.abs(offsets).max())
+    return v if ok else None
+
+
+@torch.no_grad()
+def add_linear_offset(model, v: np.ndarray) -> bool:
+    """f(x) += vᵀx + v₀ for a linear ScoreModel (its ``net`` an nn.Linear); False if not linear."""
+    net = getattr(model, "net", None)
+    if not isinstance(net, torch.nn.Linear) or net.bias is None:
+        return False
+    net.weight.add_(torch.as_tensor(v[:-1], dtype=net.weight.dtype, device=net.weight.device).reshape(1, -1))
+    net.bias.add_(float(v[-1]))
+    return True
+
+
+def threshold_correction(model, families: Sequence, targets: np.ndarray, values: np.ndarray, X: np.ndarray,
+                         y: np.ndarray, group: np.ndarray, n_groups: int, scores) -> dict[str, Any] | None:
+    """Apply the per-group offset of the single violated DP / EOpp constraint (module docstring, step 2).
+    ``scores(model)`` gives the train logits. Returns ``{"offsets": ...}`` if applied, else None."""
+    violated = np.flatnonzero(~(values <= targets))
+    if len(violated) != 1 or families[violated[0]].name not in _THRESHOLD_FAMILIES:
+        return None
+    j = int(violated[0])
+    logits = scores(model)
+    rows = np.ones(len(y), dtype=bool) if families[j].name == "demographic_parity" else y == 1
+    offsets = group_offsets(logits, y, group, rows, n_groups, float(targets[j]))
+    v = None if offsets is None else linear_offset(X, group, offsets)
+    if v is None or not add_linear_offset(model, v):
+        return None
+    return {"offsets": offsets.tolist(), "constraint": families[j].name}
+
+
+def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, y: np.ndarray,
+                  group: np.ndarray, group_names: Sequence[str], scores) -> tuple[Any, dict[str, Any]]:
+    """Steps 1-2 of the module docstring on the training split (X, y, group); ``scores(model)`` the train
+    logits. Returns (model, enforcement record)."""
+    families = continuation.families
+    targets = np.asarray(targets, dtype=np.float64)
+
+    def exact(m):
+        return exact_gaps(families, y, scores(m), group, group_names)
+
+    before = values = exact(model)
+    surrogate = targets.copy()
+    used: list[str] = []
+    rounds = 0
+    while not (values <= targets).all() and rounds < MAX_TIGHTEN_ROUNDS:
+        excess = np.where(values > targets, values - targets, 0.0)
+        tighter = np.maximum(0.0, surrogate - excess)
+        if np.allclose(tighter, surrogate) and (surrogate[excess > 0] == 0).all() and rounds > 0:
+            break
+        previous = copy.deepcopy(model)
+        result = continuation.resolve(model, tighter)
+        if result is None:
+            break
+        if not all(torch.isfinite(p).all() for p in result.model.parameters()):
+            model = previous  # a continuation that diverged is undone
+            break
+        model, surrogate, rounds = result.model, tighter, rounds + 1
+        values = exact(model)
+    if rounds:
+        used.append("tightened")
+    threshold = None
+    if not (values <= targets).all():
+        previous = copy.deepcopy(model)
+        threshold = threshold_correction(model, families, targets, values, X, y, group, len(group_names), scores)
+        if threshold is not None:
+            corrected = _accepted(exact(model), values, targets)
+            if corrected is None:  # the offset made another constraint worse than its target: undo it
+                model, threshold = previous, None
+            else:
+                values = corrected
+                used.append("threshold")
+    record = {
+        "method": "+".join(used) if used else "none",
+        "met": bool((values <= targets).all()),
+        "targets": targets.tolist(),
+        "exact_train_before": [_num(v) for v in before],
+        "exact_train_after": [_num(v) for v in values],
+        "surrogate_tolerances": surrogate.tolist(),
+        "tighten_rounds": rounds,
+    }
+    if threshold is not None:
+        record["threshold"] = threshold
+    return model, record
+
+
+def _accepted(corrected: np.ndarray, values: np.ndarray, targets: np.ndarray) -> np.ndarray | None:
+    """``corrected`` if no constraint ends above max(its target, its value before), else None."""
+    return corrected if (corrected <= np.maximum(targets, values) + 1e-12).all() else None
+
+
+def _num(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None

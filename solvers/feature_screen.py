@@ -1,0 +1,148 @@
+"""Which columns ``features: null`` should not feed the model, and why (a job's data onboarding).
+
+Every column except the target is screened; the rules, in order (the first that applies decides):
+
+* ``constant``: at most one distinct non-missing value — excluded (it carries nothing);
+* ``date``: a datetime column, or text of which ≥ :data:`DATE_SHARE` of the sampled values look like
+  dates (``2013-01-27``, ``27/01/2013``, ...) — excluded (one-hot of dates only memorises rows);
+* ``identifier``: text or integers with a distinct value for (nearly) every row (≥ :data:`ID_SHARE` of
+  the non-missing values, more than :data:`MIN_ID_DISTINCT`) — excluded;
+* ``free_text``: text averaging ≥ :data:`TEXT_WORDS` words with more than :data:`MIN_TEXT_DISTINCT`
+  distinct values — excluded (a one-hot encoding turns each sentence into a column);
+* ``identifier`` again: other text with ≥ :data:`NAME_SHARE` distinct values per row (names: ``first``,
+  ``last``) — excluded;
+* ``leakage``: on a sample of at most :data:`SAMPLE_ROWS` rows split in two halves, the column alone
+  predicts the target on the second half from the target's mean per value (numbers: per quantile bin,
+  :data:`BINS` bins) learnt on the first, with ROC AUC a (max(a, 1 − a) taken) ≥ :data:`LEAK_AUC` —
+  excluded; ``near_duplicate`` when it also has at most :data:`DUPLICATE_LEVELS` values (a recoding of
+  the target). A column with AUC in [:data:`FLAG_AUC`, :data:`LEAK_AUC`) is kept and ``flagged``: it
+  may be known only after the outcome.
+
+Each note says the column, ``action`` (``excluded`` / ``flagged``), ``reason`` and a sentence ``detail``.
+Sensitive columns are never excluded (the job names them), only screened for leakage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .encoding import encode_labels, normalise_values
+
+SAMPLE_ROWS = 5000
+DATE_SHARE = 0.9
+ID_SHARE = 0.95
+NAME_SHARE = 0.3
+MIN_ID_DISTINCT = 50
+TEXT_WORDS = 3.0
+MIN_TEXT_DISTINCT = 50
+BINS = 20
+LEAK_AUC = 0.95
+FLAG_AUC = 0.85
+DUPLICATE_LEVELS = 10
+DATE_PATTERN = (r"^\s*(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})"
+                r"([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?\s*$")
+
+
+@dataclass
+class FeatureScreen:
+    kept: list[str]
+    notes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def excluded(self) -> list[str]:
+        return [n["column"] for n in self.notes if n["action"] == "excluded"]
+
+
+def _is_text(s: pd.Series) -> bool:
+    return pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)
+
+
+def _shape_note(column: str, s: pd.Series, sample: pd.Series) -> dict[str, Any] | None:
+    """The constant / date / identifier / free-text rules on one column (full column for counts, sample for text)."""
+    present = s.dropna()
+    distinct = int(present.nunique())
+    if distinct <= 1:
+        what = "every value is missing" if present.empty else f"a single value ({str(present.iloc[0])[:40]!r})"
+        return {"reason": "constant", "detail": f"{what}: it cannot inform the model"}
+    text = _is_text(s)
+    values = sample.dropna().astype(str) if text else None
+    if pd.api.types.is_datetime64_any_dtype(s.dtype) or (
+            text and len(values) and values.str.match(DATE_PATTERN).mean() >= DATE_SHARE):
+        return {"reason": "date", "detail": f"dates ({distinct} distinct, e.g. {str(present.iloc[0])[:30]!r}): "
+                                            "encoded as categories they only memorise rows"}
+    identifier = {"reason": "identifier", "detail": f"{distinct} distinct values in {len(present)} rows: an "
+                                                    "identifier (unique per row) cannot generalise"}
+    if (text or pd.api.types.is_integer_dtype(s.dtype)) and distinct > MIN_ID_DISTINCT \
+            and distinct >= ID_SHARE * len(present):
+        return identifier
+    if text and distinct > MIN_TEXT_DISTINCT and len(values):
+        words = values.str.split().str.len().mean()
+        if words >= TEXT_WORDS:
+            return {"reason": "free_text", "detail": f"free text ({distinct} distinct values averaging {words:.1f} "
+                                                     "words): one column per sentence once encoded"}
+        if distinct >= NAME_SHARE * len(present):
+            return identifier
+    return None
+
+
+def _codes(s: pd.Series) -> np.ndarray:
+    """Category codes of one column: its values, or BINS quantile bins for numbers with more values (missing: own code)."""
+    if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype) and s.nunique() > BINS:
+        codes = pd.qcut(s.rank(method="first"), BINS, labels=False).to_numpy(dtype=float)
+        return np.where(np.isnan(codes), BINS, codes).astype(np.int64)
+    return pd.factorize(normalise_values(s))[0]
+
+
+def _held_out_auc(codes: np.ndarray, y: np.ndarray, first: np.ndarray) -> float:
+    """max(a, 1 − a) for a = ROC AUC on the second half of the target's per-code mean learnt on the first half
+    (Mann–Whitney: a = (R₁ − n₁(n₁ + 1)/2) / (n₁ n₀), R₁ the positives' rank sum, ties at their mean rank)."""
+    from scipy.stats import rankdata
+
+    second = ~first
+    if y[second].min() == y[second].max():
+        return 0.5
+    k = int(codes.max()) + 1
+    counts = np.bincount(codes[first], minlength=k)
+    sums = np.bincount(codes[first], weights=y[first], minlength=k)
+    prior = y[first].mean() if first.any() else 0.5
+    rate = (sums + prior) / (counts + 1.0)  # one pseudo-row at the prior: unseen codes score the prior
+    labels = y[second] > 0.5
+    n1, n0 = int(labels.sum()), int((~labels).sum())
+    auc = (rankdata(rate[codes[second]])[labels].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
+    return float(max(auc, 1.0 - auc))
+
+
+def screen_features(table: pd.DataFrame, target: str, positive_label: Any, sensitive: list[str],
+                    seed: int = 0) -> FeatureScreen:
+    """Screen every column but ``target`` (module docstring); ``kept`` keeps the table's column order."""
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(len(table), size=min(len(table), SAMPLE_ROWS), replace=False))
+    sample = table.iloc[rows]
+    y = encode_labels(sample[target], positive_label).astype(float)
+    first = rng.random(len(sample)) < 0.5
+    kept, notes = [], []
+    for column in table.columns:  # one vectorised pass per column
+        if column == target:
+            continue
+        note = None if column in sensitive else _shape_note(column, table[column], sample[column])
+        if note is None:
+            codes = _codes(sample[column])
+            auc = _held_out_auc(codes, y, first)
+            levels = int(codes.max()) + 1
+            if auc >= LEAK_AUC and column not in sensitive:
+                reason = "near_duplicate" if levels <= DUPLICATE_LEVELS else "leakage"
+                what = "a recoding of the target" if reason == "near_duplicate" else "leaks the target"
+                note = {"reason": reason, "detail": f"predicts {target!r} alone with AUC {auc:.3f} on held-out rows: "
+                                                    f"{what}, probably known only after the outcome"}
+            elif auc >= FLAG_AUC:
+                notes.append({"column": column, "action": "flagged", "reason": "leakage",
+                              "detail": f"predicts {target!r} alone with AUC {auc:.3f} on held-out rows: check it is "
+                                        "known before the outcome"})
+        if note is None:
+            kept.append(column)
+        else:
+            notes.append({"column": column, "action": "excluded", **note})
+    return FeatureScreen(kept, notes)

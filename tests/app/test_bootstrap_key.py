@@ -1,0 +1,30 @@
+"""The bootstrap admin key (issue 19.1): no weak key anywhere, none missing outside the embedded defaults."""
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from app.auth import bootstrap_key_problem, new_key
+
+
+@pytest.mark.parametrize("key, embedded, problem", [
+    (None, False, "is not set"),
+    ("", False, "is not set"),
+    ("change-me", True, "too short"),
+    ("change-me", False, "too short"),
+    ("a" * 64, True, "too weak"),
+    ("abcabcabcabcabcabcabcabcabcabcabcabc", False, "too weak"),
+    ("correct horse battery staple 0123456789", False, "spaces"),
+    ("fsk_" + "\x00" * 40, False, "non-printable"),
+    ("fsk_é" + secrets.token_hex(20), False, "non-ASCII"),
+])
+def test_weak_or_missing_keys_are_refused(key, embedded, problem):
+    assert problem in bootstrap_key_problem(key, embedded)
+
+
+def test_generated_keys_pass_and_missing_is_fine_on_the_embedded_defaults():
+    assert bootstrap_key_problem(None, embedded=True) is None
+    assert bootstrap_key_problem(new_key(), embedded=False) is None
+    assert bootstrap_key_problem(secrets.token_urlsafe(32), embedded=False) is None
+    assert bootstrap_key_problem(f"fsk_test_{secrets.token_hex(16)}", embedded=False) is None  # the test stacks'

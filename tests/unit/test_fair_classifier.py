@@ -1,0 +1,108 @@
+"""fairsolve.FairClassifier: scikit-learn's estimator checks, the sklearn tools it must work in,
+fairness actually enforced, and the same model as the service's run for the same spec and seed."""
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from fairsolve import FairClassifier
+from solvers import ProblemSpec, run
+from solvers.splitting import split_indices
+
+from tests.unit.conftest import planted_problem_data
+
+DP = {"type": "demographic_parity", "tolerance": 0.02}
+
+# Skipped by scikit-learn itself, not by us: check_array_api_input (needs SCIPY_ARRAY_API=1 and an
+# array-API estimator; the solvers take numpy/pandas and convert to torch themselves).
+ESTIMATOR_CHECK_SKIPS = {"check_array_api_input"}
+
+
+@parametrize_with_checks([FairClassifier(constraints=[DP], solver="ssg", max_iter=500)])
+def test_sklearn_estimator_checks(estimator, check):
+    if check.func.__name__ in ESTIMATOR_CHECK_SKIPS:
+        pytest.skip("array API input is not supported (see ESTIMATOR_CHECK_SKIPS)")
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def planted_frame():
+    X, y, s = planted_problem_data(n=1500, seed=3)
+    return pd.DataFrame(X[:, :4], columns=["a", "b", "c", "d"]), y, s
+
+
+def test_constraint_is_enforced_and_reported(planted_frame):
+    X, y, s = planted_frame
+    free = FairClassifier(solver="ssg", max_iter=1000).fit(X, y, sensitive_features=s)
+    fair = FairClassifier(constraints=[DP], solver="ssg", max_iter=1000).fit(X, y, sensitive_features=s)
+    gap_free, gap_fair = free.metrics_["demographic_parity"], fair.metrics_["demographic_parity"]
+    assert gap_free > 0.2 and gap_fair < 0.5 * gap_free
+    assert fair.fairness_ == [{"constraint": "demographic_parity", "tolerance": 0.02, "train": gap_fair,
+                               "kept": gap_fair <= 0.02 + 1e-12}]
+    frame = fair.metric_frame(X, y, s)
+    assert list(frame.index) == ["0", "1"] and frame["n"].sum() == len(X)
+    assert abs(frame["selection_rate"].max() - frame["selection_rate"].min() - gap_fair) < 1e-9
+    proba = fair.predict_proba(X)
+    assert proba.shape == (len(X), 2) and np.allclose(proba.sum(1), 1)
+    assert ((fair.decision_function(X) > 0) == (fair.predict(X) == 1)).all()
+
+
+def test_pipeline_clone_grid_search_and_cross_val(planted_frame):
+    X, y, s = planted_frame
+    pipe = make_pipeline(StandardScaler(), FairClassifier(constraints=[DP], solver="ssg", max_iter=300))
+    pipe.fit(X, y, fairclassifier__sensitive_features=s)
+    assert pipe.score(X, y) > 0.6
+    copy = clone(pipe)
+    assert copy.get_params()["fairclassifier__constraints"] == [DP] and not hasattr(copy[-1], "model_")
+    search = GridSearchCV(FairClassifier(constraints=[DP], solver="ssg", max_iter=300),
+                          {"tolerance": [0.01, 0.3]}, cv=3).fit(X, y, sensitive_features=s)
+    assert search.best_params_["tolerance"] in (0.01, 0.3) and len(search.cv_results_["mean_test_score"]) == 2
+    assert search.best_estimator_.tolerances_ == [search.best_params_["tolerance"]]
+    scores = cross_val_score(FairClassifier(solver="ssg", max_iter=300), X, y, cv=3, params={"sensitive_features": s})
+    assert scores.shape == (3,) and (scores > 0.6).all()
+
+
+def test_raw_dataframe_with_categories_and_missing_values():
+    rng = np.random.default_rng(0)
+    n = 400
+    job = rng.choice(["clerk", "engineer", "nurse"], n)
+    hours = rng.normal(40, 8, n)
+    hours[::17] = np.nan
+    sex = rng.choice(["F", "M"], n)
+    y = np.where((job == "engineer") | (rng.random(n) < 0.2), "yes", "no")
+    X = pd.DataFrame({"job": job, "hours": hours, "sex": sex})
+    clf = FairClassifier(constraints=[DP], solver="ssg", max_iter=300).fit(X, y, sensitive_features="sex")
+    assert list(clf.classes_) == ["no", "yes"] and set(clf.predict(X)) <= {"no", "yes"}
+    assert "hours__missing" in clf.model_.encoder.feature_names and clf.model_.groups == ["F", "M"]
+    unseen = X.head(3).assign(job=["pilot", "clerk", None])
+    assert clf.predict_proba(unseen).shape == (3, 2)
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"constraints": [{"type": "demographic_parityy", "tolerance": 0.1}]}, "constraints.0"),
+    ({"constraints": [{"type": "demographic_parity", "tolerance": -1}]}, "constraints.0.tolerance"),
+    ({"solver": "nope"}, "solver.name"),
+    ({"solver": "ssg", "solver_params": {"eta": -1}}, "solver.params"),
+    ({"model": "forest"}, "model.type"),
+])
+def test_bad_parameters_name_the_field(params, field):
+    X, y = np.random.default_rng(0).normal(size=(40, 2)), np.arange(40) % 2
+    with pytest.raises(ValueError, match=f"^{field}"):
+        FairClassifier(**({"solver": "ssg"} | params)).fit(X, y, sensitive_features=np.arange(40) % 2)
+
+
+def test_same_model_as_the_service_run_for_the_same_spec_and_seed(planted_frame):
+    X, y, s = planted_frame
+    table = X.assign(s=s, label=y)
+    spec = ProblemSpec(target="label", positive_label=1, sensitive=["s"], features=list(X.columns),
+                       constraints=[DP], solver={"name": "ssg"}, max_iterations=400, seed=5, device="cpu")
+    out = run(table, spec)
+    train, _, test = split_indices(2 * s + y, spec.split.test, spec.split.validation, spec.split.seed)
+    clf = FairClassifier(constraints=[DP], solver="ssg", max_iter=400, random_state=5)
+    clf.fit(X.iloc[train], y[train], sensitive_features=s[train])
+    assert np.allclose(clf.predict_proba(X.iloc[out.predictions["row"]])[:, 1], out.predictions["score"], atol=1e-6)
+    assert clf.metrics_["demographic_parity"] == pytest.approx(out.metrics["train"]["demographic_parity"])

@@ -1,0 +1,22 @@
+"""bench.promise's summary: kept shares, largest excess and the accuracy cost against the best violating model."""
+from bench.promise import job_key, summarise
+
+
+def _job(method: str, seed: int, gap: float, accuracy: float, tolerance: float = 0.02) -> tuple[str, dict]:
+    key = job_key("d", "demographic_parity", tolerance, "linear", seed, method)
+    return key, {"dataset": "d", "constraint": "demographic_parity", "tolerance": tolerance, "model": "linear",
+                 "seed": seed, "method": method, "test_gap": gap, "test_accuracy": accuracy, "time_s": 1.0}
+
+
+def test_summary_counts_kept_jobs_excess_and_the_cost_against_the_best_violating_model():
+    jobs = dict([_job("auto", 0, 0.015, 0.80), _job("auto", 1, 0.035, 0.82),
+                 _job("ssg", 0, 0.05, 0.83), _job("ssg", 1, 0.01, 0.79), _job("plada", 0, 0.03, 0.85)])
+    jobs["x"] = {**_job("plada", 1, 0, 0)[1], "error": "diverged"}
+    jobs["x"].pop("test_gap")
+    summary = summarise(jobs)
+    auto, plada = summary["by_method"]["auto"], summary["by_method"]["plada"]
+    assert auto["jobs"] == 2 and auto["kept_share"] == 0.5 and abs(auto["max_excess"] - 0.015) < 1e-12
+    assert plada["errors"] == 1 and plada["kept_share"] == 0.0  # an error keeps nothing
+    # seed 0: best violating 0.85 (plada) vs auto 0.80; seed 1: auto itself violates at 0.82 -> cost 0
+    assert summary["auto_cells_with_a_violating_model"] == 2
+    assert abs(summary["auto_median_cost_vs_best_violating"] - 0.025) < 1e-12

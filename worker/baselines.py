@@ -1,0 +1,55 @@
+"""Celery task ``compute_baseline(baseline_id)``: the unconstrained (``erm``) model of a baseline row
+(:mod:`app.baselines`) on its dataset and split, stored as per-split accuracy, balanced accuracy, AUC
+and the exact fairness report of the spec's constraints.
+
+Delivery is at-least-once and the ERM solve is deterministic, so a redelivered or duplicate message
+simply computes the same result again; a finished row (succeeded or failed) is never recomputed.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+
+from sqlalchemy import update
+
+from app.db import session_scope
+from app.models import Baseline, Dataset, utcnow
+from app.settings import get_settings
+from app.storage import load_table
+from solvers import ProblemSpec, run
+from worker.celery_app import celery_app
+from worker.tasks import promise_fields
+
+log = logging.getLogger(__name__)
+SCALARS = ("accuracy", "balanced_accuracy", "roc_auc")
+
+
+def summarize(out) -> dict:
+    """What the job page shows of the unconstrained run: scalars per split and the fairness report."""
+    return {"metrics": {split: {k: block.get(k) for k in SCALARS} for split, block in out.metrics.items()},
+            "fairness": promise_fields(out)["fairness"], "iterations": out.iterations, "solver_time_s": out.solver_time_s,
+            "stop_reason": out.stop_reason}
+
+
+@celery_app.task(name="fairsolve.compute_baseline")
+def compute_baseline(baseline_id: str) -> str:
+    with session_scope() as s:
+        claimed = s.execute(update(Baseline).where(Baseline.id == baseline_id,
+                                                   Baseline.status.in_(("queued", "running")))
+                            .values(status="running")).rowcount == 1
+        if not claimed:
+            return "skipped"
+        row = s.get(Baseline, baseline_id)
+        spec, dataset = ProblemSpec.model_validate(row.spec), s.get(Dataset, row.dataset_id)
+        s.expunge(dataset)
+    try:
+        path = get_settings().storage_dir / "datasets" / dataset.stored_name
+        out = run(load_table(path, dataset.format, dataset.read_options, dataset.sha256), spec)
+        values = {"status": "succeeded", "result": summarize(out), "error": None}
+    except Exception as exc:  # a failed baseline is shown as such; it never fails a job
+        log.error("baseline %s failed:\n%s", baseline_id, traceback.format_exc())
+        values = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+    with session_scope() as s:
+        s.execute(update(Baseline).where(Baseline.id == baseline_id).values(finished_at=utcnow(), **values))
+    return values["status"]
