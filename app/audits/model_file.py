@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from safetensors import SafetensorError, safe_open
 
+from app.schemas import problem_fields
 from app.strict_json import strict_loads
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
@@ -27,9 +28,8 @@ class ModelError(ValueError):
 
 
 def problem_spec(job_spec: dict) -> ProblemSpec:
-    """A job's stored spec as the solver library's :class:`ProblemSpec`: the stored spec also carries what the API
-    adds (``dataset_id``, ``feature_screen``), which the strict spec does not take."""
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k in ProblemSpec.model_fields})
+    """A job's stored spec (the API body, plus the notes stored beside it) as the library's :class:`ProblemSpec`."""
+    return ProblemSpec.model_validate(problem_fields(job_spec))
 
 
 def read_metadata(path: Path) -> dict[str, str]:

@@ -156,16 +156,22 @@ def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentC
 
 @router.get("/{dataset_id}/feature-screen")
 def feature_screen(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller,
-                   target: str = Query(..., max_length=255), positive_label: str = Query(..., max_length=1000),
+                   target: str | None = Query(None, max_length=255),
+                   positive_label: str | None = Query(None, max_length=1000),
                    sensitive: list[str] = Query([], max_length=50)) -> dict[str, Any]:
     """What ``features: null`` would use for this target: ``kept`` columns and ``notes`` (column, excluded or
-    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.feature_screen`)."""
+    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.feature_screen`).
+    ``target`` and ``positive_label`` are required (checked after the dataset is found: another owner's is a 404)."""
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     names = {c["name"] for c in dataset.columns}
-    for loc, name in (("target", target), *(("sensitive", s) for s in sensitive)):
-        if name not in names:
-            raise HTTPException(status_code=422, detail=[{"loc": ["query", loc], "msg": f"unknown column {name!r}",
-                                                          "type": "value_error"}])
+    problems = [(loc, "field required") for loc, value in (("target", target), ("positive_label", positive_label))
+                if value is None]
+    problems += [(loc, f"unknown column {name!r}") for loc, name in (("target", target), *(("sensitive", s)
+                                                                      for s in sensitive))
+                 if name is not None and name not in names]
+    if problems:
+        raise HTTPException(status_code=422, detail=[{"loc": ["query", loc], "msg": msg, "type": "value_error"}
+                                                     for loc, msg in problems])
     screen = dataset_screen(settings, dataset, target, positive_label, sensitive)
     return {"kept": screen.kept, "notes": screen.notes}
 
@@ -176,7 +182,8 @@ def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
                                                             "and alerts (without it they answer 409)")) -> None:
     """Delete a dataset and its file. Jobs trained on it always refuse (409: delete them first); audits that
     read it refuse too, naming them with their runs and alerts, unless ``?cascade=true`` deletes them along."""
-    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
+    # FOR UPDATE: a submit holding the row (FOR KEY SHARE) commits its job first, and the check below sees it
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller, lock=True)
     if db.scalar(select(exists().where(Job.dataset_id == dataset_id))):
         raise HTTPException(status_code=409, detail="dataset_id: jobs refer to this dataset; delete them first")
     if not cascade:
