@@ -64,7 +64,7 @@ class OneRow:
     def __init__(self, row):
         self.row = row
 
-    def get(self, model, key, **_):
+    def get(self, model, key, **options):
         return self.row
 
 
