@@ -245,6 +245,16 @@ class ProblemSpec(Strict):
         return [c for c in columns if c != self.target]
 
 
+# A stored job spec is the API body: the ProblemSpec plus what the service adds (the dataset, and the notes of
+# the ``features: null`` screen, app.feature_screening); these keys are not the problem's.
+SERVICE_KEYS = frozenset({"dataset_id", "feature_screen"})
+
+
+def job_problem_spec(job_spec: dict) -> ProblemSpec:
+    """A stored job spec (the API body, with :data:`SERVICE_KEYS`) as the :class:`ProblemSpec` it solves."""
+    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k not in SERVICE_KEYS})
+
+
 class SpecError(Exception):
     """A spec that does not fit the table; ``loc`` is the path of the bad field."""
 

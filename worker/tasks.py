@@ -38,6 +38,7 @@ from app.settings import get_settings
 from app.storage import load_table
 from solvers import ProblemSpec, SolverDiverged, SpecError, StoppedInSetup, run
 from solvers import checkpoint as ckpt
+from solvers.spec import job_problem_spec
 from worker.celery_app import celery_app
 from worker.persistence import PersistingObserver
 
@@ -46,7 +47,7 @@ TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
 def problem_spec(job_spec: dict) -> ProblemSpec:
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
+    return job_problem_spec(job_spec)
 
 
 def checkpoint_path(job_id: str) -> Path:

@@ -17,7 +17,7 @@ from safetensors import SafetensorError, safe_open
 from app.strict_json import strict_loads
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
-from solvers.spec import MAX_PARAMETERS
+from solvers.spec import MAX_PARAMETERS, job_problem_spec
 
 FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
 
@@ -28,7 +28,7 @@ class ModelError(ValueError):
 
 def problem_spec(job_spec: dict) -> ProblemSpec:
     """A job's stored spec (the API body) as the solver library's :class:`ProblemSpec`."""
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k != "dataset_id"})
+    return job_problem_spec(job_spec)
 
 
 def read_metadata(path: Path) -> dict[str, str]:
