@@ -171,6 +171,19 @@ def _train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem
     )
 
 
+def continuation_of(result: SolveResult, data: Prepared, spec: ProblemSpec, problem: Problem, deadline: float,
+                    observer: Observer | None = None, validation: Problem | None = None) -> Continuation:
+    """How :func:`keep_promise` continues the solve that gave ``result``: the train split of ``data`` under
+    tightened families, the spec's solver and seed, within ``deadline`` (a ``time.monotonic()`` value)."""
+    return Continuation(
+        families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
+        solve=lambda p, m, obs, iterations, limit: solve(p, spec.solver, obs, max_iterations=iterations,
+                                                         time_limit_s=limit, seed=spec.seed, validation=validation,
+                                                         model=m),
+        max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
+        iterations=result.iterations, solver_time_s=result.solver_time_s)
+
+
 def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continuation: Continuation,
                  problem: Problem) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
     """After the solve: the Seldonian loop when ``spec.guarantee`` is set, else, when ``spec.exact_enforcement``
@@ -246,13 +259,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")
-    continuation = Continuation(
-        families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
-        solve=lambda p, m, obs, iterations, limit: solve(p, spec.solver, obs, max_iterations=iterations,
-                                                         time_limit_s=limit, seed=spec.seed, validation=validation,
-                                                         model=m),
-        max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
-        iterations=result.iterations, solver_time_s=result.solver_time_s)
+    continuation = continuation_of(result, data, spec, problem, deadline, observer, validation)
     trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)
 
     logits = predict_scores(trained, X, problem.device)
