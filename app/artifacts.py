@@ -25,23 +25,26 @@ def artifact_path(stored_name: str) -> Path:
     return get_settings().storage_dir / "artifacts" / stored_name
 
 
-def _record(job_id: str, kind: str, path: Path) -> Artifact:
+def _record(job_id: str, kind: str, path: Path, root: Path) -> Artifact:
     data = path.read_bytes()
-    return Artifact(job_id=job_id, kind=kind, stored_name=f"{job_id}/{path.name}",
+    return Artifact(job_id=job_id, kind=kind, stored_name=path.relative_to(root).as_posix(),
                     media_type=MEDIA_TYPES[kind], size_bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
 
 
 def write_artifacts(job_id: str, state_dict: dict[str, torch.Tensor], predictions: pd.DataFrame,
-                    metadata: dict[str, str]) -> list[Artifact]:
+                    metadata: dict[str, str], folder: str | None = None) -> list[Artifact]:
+    """Write the files under ``artifacts/<job_id>[/<folder>]`` (the worker names the folder by its start, so a
+    superseded start never overwrites the files of the start that holds the job)."""
     from safetensors.torch import save_file
 
-    folder = get_settings().storage_dir / "artifacts" / job_id
+    folder = artifact_path(job_id if folder is None else f"{job_id}/{folder}")
     folder.mkdir(parents=True, exist_ok=True)
     weights = folder / FILE_NAMES["weights"]
     save_file({k: v.detach().cpu().contiguous() for k, v in state_dict.items()}, str(weights), metadata=metadata)
     preds = folder / FILE_NAMES["predictions"]
     predictions.to_parquet(preds, index=False)
-    return [_record(job_id, "weights", weights), _record(job_id, "predictions", preds)]
+    stored = artifact_path("")
+    return [_record(job_id, "weights", weights, stored), _record(job_id, "predictions", preds, stored)]
 
 
 def read_predictions(artifact: Artifact) -> pd.DataFrame:

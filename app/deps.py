@@ -120,20 +120,27 @@ CurrentCaller = Annotated[Caller, Depends(current_caller)]
 AdminCaller = Annotated[Caller, Depends(admin_caller)]
 
 
-def find(db: Session, model: type[T], key: str) -> T | None:
-    """``db.get``, with a key PostgreSQL cannot hold (a NUL character) answered as no row."""
-    return db.get(model, key) if "\x00" not in key else None
+#: ``SELECT ... FOR KEY SHARE``: the row cannot be deleted until the transaction ends (what a new row
+#: referring to it needs); concurrent readers and other referrers are not blocked.
+KEEP = {"read": True, "key_share": True}
 
 
-def owned(db: Session, model: type[T], key: str, caller: Caller) -> T | None:
+def find(db: Session, model: type[T], key: str, lock: bool | dict | None = None) -> T | None:
+    """``db.get``, with a key PostgreSQL cannot hold (a NUL character) answered as no row; ``lock``: its
+    ``with_for_update`` (``True``: FOR UPDATE, :data:`KEEP`: FOR KEY SHARE; ignored by SQLite)."""
+    return db.get(model, key, with_for_update=lock) if "\x00" not in key else None
+
+
+def owned(db: Session, model: type[T], key: str, caller: Caller, lock: bool | dict | None = None) -> T | None:
     """The row if it exists and belongs to the caller; None for a missing row and for another owner's alike."""
-    row = find(db, model, key)
+    row = find(db, model, key, lock)
     return row if row is not None and row.owner == caller.owner else None
 
 
-def get_or_404(db: Session, model: type[T], key: str, what: str, caller: Caller) -> T:
+def get_or_404(db: Session, model: type[T], key: str, what: str, caller: Caller,
+               lock: bool | dict | None = None) -> T:
     """:func:`owned`, or a 404 that reads the same whether the row is missing or another owner's."""
-    row = owned(db, model, key, caller)
+    row = owned(db, model, key, caller, lock)
     if row is None:
         raise HTTPException(status_code=404, detail=f"{what} {key!r} not found")
     return row

@@ -4,7 +4,9 @@ The record is written in the same transaction as the resources the request creat
 request either created them and its record, or neither. A retry with the same key and the
 same body is answered with the stored status and body (``Idempotent-Replayed: true``) and
 queues nothing; the same key with a different body is a 422. Two concurrent first requests
-race on the unique ``(owner, key)``: the loser rolls back and replays the winner's response.
+race on the unique ``(owner, key)``: the loser rolls back and replays the winner's response. Any other
+integrity error at commit (a row the request refers to was deleted meanwhile) is a 409, never a replay: a
+request is answered from a record only when that record exists.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from app.auth import Caller
 from app.models import IdempotencyRecord
 
 MAX_KEY_LENGTH = 255
+KEY_CONSTRAINT = "uq_idempotency_owner_key"
 IdempotencyKey = Annotated[str | None, Header(description="Retries with this key return the first response and "
                                                           "queue nothing new.")]
 
@@ -54,6 +57,12 @@ def replay(db: Session, caller: Caller, key: str | None, route: str, digest: str
     return JSONResponse(record.response, status_code=record.status_code, headers={"Idempotent-Replayed": "true"})
 
 
+def lost_key_race(exc: IntegrityError) -> bool:
+    """The violated constraint is the unique ``(owner, key)`` (PostgreSQL names it, SQLite names its columns)."""
+    text = str(exc.orig)
+    return KEY_CONSTRAINT in text or "idempotency_records.key" in text
+
+
 class Submission:
     """One POST that may carry an ``Idempotency-Key``: replay a stored response, or commit a new one."""
 
@@ -71,7 +80,11 @@ class Submission:
                                           request_sha256=self.digest, status_code=status_code, response=response))
         try:
             self.db.commit()
-        except IntegrityError:  # a concurrent request with the same key committed first
+        except IntegrityError as exc:
             self.db.rollback()
-            return self.replayed()
+            if self.key is not None and lost_key_race(exc):
+                if (winner := self.replayed()) is not None:  # a concurrent request with the same key won
+                    return winner
+            raise HTTPException(status_code=409, detail="a resource this request refers to was changed or deleted "
+                                                        "while it was stored; nothing was created") from exc
         return None

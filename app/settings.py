@@ -59,6 +59,12 @@ class Settings(BaseSettings):
                                  description="A running job whose heartbeat is older than this is re-queued.")
     max_attempts: int = Field(3, validation_alias="FAIRSOLVE_MAX_ATTEMPTS",
                               description="Starts of a job before a lost worker fails it.")
+    resend_every_s: float = Field(30.0, gt=0, validation_alias="FAIRSOLVE_RESEND_EVERY_S",
+                                  description="How often Celery beat looks for queued jobs whose message is in "
+                                  "no queue of the broker (a send that failed, a broker restarted without its data).")
+    resend_grace_s: float = Field(60.0, gt=0, validation_alias="FAIRSOLVE_RESEND_GRACE_S",
+                                  description="A queued job's message is looked for only this long after it was "
+                                  "committed for sending (the time a send takes, with margin).")
     reap_every_s: float = Field(30.0, validation_alias="FAIRSOLVE_REAP_EVERY_S",
                                 description="How often Celery beat looks for jobs whose worker vanished.")
 

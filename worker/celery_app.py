@@ -35,6 +35,7 @@ celery_app.conf.update(
     timezone="UTC",
     enable_utc=True,
     beat_schedule={"reap-stale-jobs": {"task": "fairsolve.reap_stale_jobs", "schedule": settings.reap_every_s},
+                   "resend-lost-jobs": {"task": "fairsolve.resend_lost_jobs", "schedule": settings.resend_every_s},
                    "trigger-due-audits": {"task": "fairsolve.trigger_due_audits",
                                           "schedule": settings.audit_trigger_every_s}},
     task_routes={name: {"queue": HOUSEKEEPING_QUEUE}

@@ -13,6 +13,14 @@ Every ``checkpoint_every_s`` seconds the solver hands over its whole state
 database holds every iterate up to the checkpoint), then replaces the job's checkpoint
 file atomically. A redelivered job resumes from it (``worker.tasks``).
 
+Fencing: an observer made with ``fence`` = the job's ``starts`` when this start began writes only while the
+job is still ``running`` under that start (``UPDATE jobs ... WHERE starts = :fence AND status = 'running'``,
+first statement of every write transaction, so the rows of a fenced write are never inserted). A start that
+lost the job (re-queued by the reaper and started again elsewhere) gets :class:`StaleAttempt` at its next
+write and in the solver's thread at its next iteration. Its checkpoints go to a file of its own start, named
+in the job's progress (``checkpoint_start``, ``checkpoint_iteration``) by the same guarded write: a stale
+start can neither replace nor remove the checkpoint another start resumes from.
+
 ``exact_every`` (``FAIRSOLVE_EXACT_TRACE_EVERY``) asks the solver for the exact constraint values every
 that many iterations; they are stored in the row's ``exact`` column (None on other rows).
 """
@@ -35,10 +43,15 @@ from solvers import checkpoint as ckpt
 from solvers.observer import IterationRecord, Observer
 
 
+class StaleAttempt(RuntimeError):
+    """This start of the job was superseded (fenced off): it must stop without writing anything more."""
+
+
 class PersistingObserver(Observer):
     def __init__(self, job_id: str, sessions: sessionmaker[Session], *, flush_s: float = 1.0,
                  flush_rows: int = 1000, checkpoint_path: Path | None = None, checkpoint_every_s: float = 30.0,
-                 resumed_from: int = 0, exact_every: int = 0) -> None:
+                 resumed_from: int = 0, exact_every: int = 0, fence: int | None = None,
+                 checkpoint_start: int | None = None) -> None:
         self.job_id = job_id
         self.sessions = sessions
         self.flush_s = flush_s
@@ -62,6 +75,8 @@ class PersistingObserver(Observer):
         self.last_iteration_at: float | None = None
         self.checkpoint_path, self.checkpoint_every_s = checkpoint_path, checkpoint_every_s
         self.checkpoint_iteration = self.resumed_from = resumed_from
+        self.fence, self.checkpoint_start = fence, checkpoint_start  # the start writing; the start whose file
+        self._flush_lock = threading.Lock()  # one write at a time: progress and rows committed in order
         self._last_checkpoint = time.monotonic()
         self._polled_at = -float("inf")
 
@@ -108,17 +123,33 @@ class PersistingObserver(Observer):
             return
         self._polled_at = now
         with self.sessions() as session, session.begin():
-            session.execute(update(Job).where(Job.id == self.job_id).values(heartbeat_at=utcnow()))
+            self._write_job(session, heartbeat_at=utcnow())
             if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):
                 self._stop = "cancelled"
+
+    def _write_job(self, session: Session, **values) -> None:
+        """The fenced UPDATE of the job row (the first statement of every write); :class:`StaleAttempt` when
+        another start holds the job."""
+        owned = Job.id == self.job_id
+        if self.fence is not None:
+            owned &= (Job.starts == self.fence) & (Job.status == "running")
+        written = session.execute(update(Job).where(owned).values(**values))
+        if self.fence is not None and written.rowcount != 1:
+            raise StaleAttempt(f"job {self.job_id}: start {self.fence} was superseded")
 
     def checkpoint_due(self) -> bool:
         return self.checkpoint_path is not None and time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s
 
     def on_checkpoint(self, checkpoint: ckpt.Checkpoint) -> None:
-        self.flush()  # every iterate up to the checkpoint is stored before the checkpoint names it
+        """Save this start's file, then name it in the job with every iterate up to it (one guarded write)."""
         ckpt.save(self.checkpoint_path, checkpoint)
-        self.checkpoint_iteration = checkpoint.iteration
+        with self._lock:
+            self.checkpoint_iteration, self.checkpoint_start = checkpoint.iteration, self.fence
+        try:
+            self.flush()
+        except StaleAttempt:
+            self.checkpoint_path.unlink(missing_ok=True)  # never named: nobody resumes from it
+            raise
         self._last_checkpoint = time.monotonic()
 
     def _write_loop(self) -> None:
@@ -143,17 +174,17 @@ class PersistingObserver(Observer):
 
     def flush(self) -> None:
         """Write buffered rows and progress in one transaction; pick up a cancel request."""
-        with self._lock:
-            rows, self.buffer = self.buffer, []
-            progress = self.progress()
-        with self.sessions() as session, session.begin():
-            if rows:
-                session.execute(insert(TrajectoryPoint), rows)
-            session.execute(update(Job).where(Job.id == self.job_id)
-                            .values(progress=progress, heartbeat_at=utcnow()))
-            if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):
-                self._stop = "cancelled"
-        self.rows_written += len(rows)
+        with self._flush_lock:
+            with self._lock:
+                rows, self.buffer = self.buffer, []
+                progress = self.progress()
+            with self.sessions() as session, session.begin():
+                self._write_job(session, progress=progress, heartbeat_at=utcnow())
+                if rows:
+                    session.execute(insert(TrajectoryPoint), rows)
+                if session.scalar(select(Job.cancel_requested).where(Job.id == self.job_id)):
+                    self._stop = "cancelled"
+            self.rows_written += len(rows)
 
     def progress(self) -> dict[str, Any]:
         last = self.last
@@ -162,7 +193,8 @@ class PersistingObserver(Observer):
                 "samples_seen": last.samples_seen if last else 0,
                 "constraint_names": self.constraint_names, "device": self.device,
                 "first_iteration_at": self.first_iteration_at, "last_iteration_at": self.last_iteration_at,
-                "checkpoint_iteration": self.checkpoint_iteration, "resumed_from": self.resumed_from}
+                "checkpoint_iteration": self.checkpoint_iteration, "checkpoint_start": self.checkpoint_start,
+                "resumed_from": self.resumed_from}
 
     def iterations_to_target(self, vtol: float = 1e-3, rtol: float = 1e-3) -> int | None:
         """First iteration k from which on max_violation ≤ vtol and |F_k − F_final| ≤ rtol·max(1, |F_final|):

@@ -11,7 +11,15 @@ Delivery rules of ``run_job(job_id, attempt)`` (at-least-once delivery made safe
   predecessor when it ends, with an atomic ``waiting → queued`` update, so each is
   sent once, whatever the redeliveries;
 * ``reap_stale_jobs`` (Celery beat) re-queues ``running`` jobs whose heartbeat
-  stopped (a worker killed without redelivery) as a new attempt.
+  stopped (a worker killed without redelivery) as a new attempt;
+* fencing: each start of a job holds the job's ``starts`` count as its fence token, and every
+  write it makes — heartbeat, trajectory, checkpoint reference, the final status — is an
+  ``UPDATE ... WHERE starts = :fence AND status = 'running'`` (``worker.persistence``). A start
+  that was paused past the stale period and superseded exits at its next write without
+  touching the job, its successors or the checkpoint the newer start resumes from; its own
+  checkpoint and artifact files (named by its start) are removed;
+* ``resend_lost_jobs`` (Celery beat) sends again the message of a ``queued`` job that has
+  none in the broker (a failed send, a broker restarted without its data; ``app.queue``).
 """
 
 from __future__ import annotations
@@ -19,53 +27,71 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import shutil
 import socket
 import traceback
 from datetime import timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from safetensors.torch import load_file
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 
 from app.artifacts import artifact_path, write_artifacts
+from app.audits.model_file import problem_spec
 from app.baselines import ensure_baseline, send_baseline
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
-from app.queue import send_job
+from app.queue import send_job, task_id
 from app.settings import get_settings
 from app.storage import load_table
 from solvers import ProblemSpec, SolverDiverged, SpecError, StoppedInSetup, run
 from solvers import checkpoint as ckpt
-from solvers.spec import job_problem_spec
 from worker.celery_app import celery_app
-from worker.persistence import PersistingObserver
+from worker.broker_messages import live_task_ids
+from worker.persistence import PersistingObserver, StaleAttempt
 
 log = logging.getLogger(__name__)
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
-def problem_spec(job_spec: dict) -> ProblemSpec:
-    return job_problem_spec(job_spec)
+def checkpoint_path(job_id: str, start: int) -> Path:
+    """The checkpoint file of one start of a job (a start never writes another start's file)."""
+    return get_settings().storage_dir / "checkpoints" / f"{job_id}.{start}.safetensors"
 
 
-def checkpoint_path(job_id: str) -> Path:
-    return get_settings().storage_dir / "checkpoints" / f"{job_id}.safetensors"
+def remove_checkpoints(job_id: str) -> None:
+    """The job ended: every start's checkpoint is spent."""
+    for path in (get_settings().storage_dir / "checkpoints").glob(f"{job_id}.*.safetensors"):
+        path.unlink(missing_ok=True)
 
 
-def _saved_checkpoint(job_id: str) -> ckpt.Checkpoint | None:
-    path = checkpoint_path(job_id)
-    if not path.exists():
+def _saved_checkpoint(job: Job) -> ckpt.Checkpoint | None:
+    """The checkpoint the job's progress names (written by the start that held the job), if readable."""
+    start, iteration = job.progress.get("checkpoint_start"), job.progress.get("checkpoint_iteration")
+    if not start or not iteration:
         return None
     try:
-        return ckpt.load(path)
-    except Exception:  # a damaged file: start over rather than fail the job
-        log.warning("job %s: unreadable checkpoint; restarting from iteration 0", job_id)
+        saved = ckpt.load(checkpoint_path(job.id, start))
+    except Exception:  # a missing or damaged file: start over rather than fail the job
+        log.warning("job %s: unreadable checkpoint; restarting from iteration 0", job.id)
         return None
+    return saved if saved.iteration == iteration else None
 
 
-def _start(job_id: str, attempt: int) -> tuple[ProblemSpec, Dataset, dict | None, ckpt.Checkpoint | None] | None:
+class Started(NamedTuple):
+    spec: ProblemSpec
+    dataset: Dataset
+    initial_state: dict | None
+    resume: ckpt.Checkpoint | None
+    fence: int  # the job's ``starts`` after this start: every later write of this start is guarded by it
+    resume_start: int | None  # the start whose checkpoint file ``resume`` was read from
+
+
+def _start(job_id: str, attempt: int) -> Started | None:
     """Mark the job running (or cancelled if asked before start); None when there is nothing to do.
 
     A job started again (redelivered, or re-queued by the reaper) resumes from its checkpoint when
@@ -83,17 +109,20 @@ def _start(job_id: str, attempt: int) -> tuple[ProblemSpec, Dataset, dict | None
         if job.cancel_requested:
             job.status, job.finished_at = "cancelled", utcnow()
             return None
-        resume = _saved_checkpoint(job_id) if job.starts else None
+        resume = _saved_checkpoint(job) if job.starts else None
         after = resume.iteration if resume is not None else 0
         s.execute(delete(TrajectoryPoint).where(TrajectoryPoint.job_id == job_id, TrajectoryPoint.iteration > after))
         s.execute(delete(Artifact).where(Artifact.job_id == job_id))
         job.status, job.started_at, job.attempts, job.heartbeat_at = "running", utcnow(), attempt, utcnow()
+        resume_start = job.progress.get("checkpoint_start") if resume is not None else None
+        job.progress = {**job.progress, "checkpoint_start": resume_start, "checkpoint_iteration": after}
         job.starts += 1
-        job.worker = f"{socket.gethostname()}"
+        job.worker = f"{socket.gethostname()}:{os.getpid()}"
         job.error = None
         dataset = s.get(Dataset, job.dataset_id)
         s.expunge(dataset)
-        return problem_spec(job.spec), dataset, _warm_start_weights(s, job), resume
+        return Started(problem_spec(job.spec), dataset, _warm_start_weights(s, job), resume, job.starts,
+                       resume_start)
 
 
 def _warm_start_weights(s, job: Job) -> dict | None:
@@ -104,12 +133,16 @@ def _warm_start_weights(s, job: Job) -> dict | None:
     return load_file(str(artifact_path(art.stored_name))) if art is not None else None
 
 
-def _finish(job_id: str, **values) -> None:
+def held(job_id: str, fence: int):
+    """The SQL condition that this start still holds the job."""
+    return (Job.id == job_id) & (Job.starts == fence) & (Job.status == "running")
+
+
+def _finish(job_id: str, fence: int, **values) -> None:
+    """End the job as this start, or raise :class:`StaleAttempt` when another start holds it."""
     with session_scope() as s:
-        job = s.get(Job, job_id)
-        for key, value in values.items():
-            setattr(job, key, value)
-        job.finished_at = utcnow()
+        if s.execute(update(Job).where(held(job_id, fence)).values(finished_at=utcnow(), **values)).rowcount != 1:
+            raise StaleAttempt(f"job {job_id}: start {fence} was superseded")
 
 
 @celery_app.task(name="fairsolve.run_job")
@@ -117,11 +150,12 @@ def run_job(job_id: str, attempt: int = 1) -> str:
     token = job_id_var.set(job_id)  # every log line of this job carries its id
     try:
         outcome = _run(job_id, attempt)
-        if outcome != "skipped":
-            checkpoint_path(job_id).unlink(missing_ok=True)  # the job ended: its checkpoint is spent
+        if outcome in TERMINAL:
+            remove_checkpoints(job_id)
+        if outcome != "stale":  # a superseded start leaves the successors to the start that holds the job
+            release_successors(job_id)
         return outcome
     finally:
-        release_successors(job_id)
         job_id_var.reset(token)
 
 
@@ -132,7 +166,8 @@ def release_successors(job_id: str) -> None:
             return
         waiting = list(s.scalars(select(Job.id).where(Job.warm_start_from == job_id, Job.status == "waiting")))
         released = [jid for jid in waiting if s.execute(
-            update(Job).where(Job.id == jid, Job.status == "waiting").values(status="queued")).rowcount == 1]
+            update(Job).where(Job.id == jid, Job.status == "waiting")
+            .values(status="queued", dispatched_at=utcnow())).rowcount == 1]
     for jid in released:
         send_job(jid, queue_of(jid))
 
@@ -157,12 +192,48 @@ def reap_stale_jobs() -> list[str]:
                 s.execute(update(Job).where(guard).values(
                     status="failed", finished_at=utcnow(),
                     error=f"worker lost: no heartbeat for {settings.stale_after_s:g} s after {job.attempts} attempts"))
-            elif s.execute(update(Job).where(guard).values(status="queued")).rowcount == 1:
+            elif s.execute(update(Job).where(guard).values(status="queued", dispatched_at=utcnow())).rowcount == 1:
                 requeued.append((job.id, job.queue, job.attempts + 1))
     for job_id, queue, attempt in requeued:
         log.warning("job %s: heartbeat lost; re-queued as attempt %s", job_id, attempt)
         send_job(job_id, queue, attempt)
     return [r[0] for r in requeued]
+
+
+@celery_app.task(name="fairsolve.resend_lost_jobs")
+def resend_lost_jobs() -> list[str]:
+    """Send again the next attempt of every ``queued`` job whose message is in no queue of the broker
+    (``worker.broker_messages``) ``FAIRSOLVE_RESEND_GRACE_S`` after it was committed for sending: a send
+    that failed while the broker was down, a message lost with a broker restarted without its data.
+
+    Candidates are read first, the broker after, and each re-send is claimed with one guarded UPDATE
+    (still queued at the same attempt and dispatch time), so a job started or re-dispatched meanwhile is
+    left alone."""
+    settings = get_settings()
+    cutoff = utcnow() - timedelta(seconds=settings.resend_grace_s)
+    dispatched = func.coalesce(Job.dispatched_at, Job.created_at)
+    with session_scope() as s:
+        candidates = s.execute(select(Job.id, Job.queue, Job.attempts, Job.dispatched_at)
+                               .where(Job.status == "queued", dispatched < cutoff)).all()
+    if not candidates:
+        return []
+    live = live_task_ids({row.queue for row in candidates})
+    if live is None:  # a broker that cannot be read (embedded SQLAlchemy transport)
+        return []
+    lost = [row for row in candidates if task_id(row.id, row.attempts + 1) not in live]
+    resent = []
+    for row in lost:
+        with session_scope() as s:
+            claimed = s.execute(update(Job).where(
+                Job.id == row.id, Job.status == "queued", Job.attempts == row.attempts,
+                (Job.dispatched_at == row.dispatched_at) if row.dispatched_at is not None
+                else Job.dispatched_at.is_(None)).values(dispatched_at=utcnow())).rowcount == 1
+        if claimed:
+            log.warning("job %s: queued with no message in the broker; sending attempt %s again",
+                        row.id, row.attempts + 1)
+            send_job(row.id, row.queue, row.attempts + 1)
+            resent.append(row.id)
+    return resent
 
 
 def json_ready(value):
@@ -203,54 +274,71 @@ def _run(job_id: str, attempt: int) -> str:
     started = _start(job_id, attempt)
     if started is None:
         return "skipped"
-    spec, dataset, initial_state, resume = started
+    try:
+        return _train(job_id, attempt, started)
+    except StaleAttempt:
+        log.warning("job %s: start %s was superseded (paused past the stale period?); exiting without writing",
+                    job_id, started.fence)
+        checkpoint_path(job_id, started.fence).unlink(missing_ok=True)
+        shutil.rmtree(artifact_folder(job_id, started.fence), ignore_errors=True)
+        return "stale"
+
+
+def artifact_folder(job_id: str, fence: int) -> Path:
+    return artifact_path(f"{job_id}/{fence}")
+
+
+def _train(job_id: str, attempt: int, started: Started) -> str:
+    """Solve, then store the outcome as this start (:class:`StaleAttempt` once another start holds the job)."""
+    spec, dataset, initial_state, resume, fence, resume_start = started
     resumed_from = resume.iteration if resume is not None else 0
     log.info("job started: solver %s, attempt %s%s", spec.solver.name, attempt,
              f", resuming after iteration {resumed_from}" if resume is not None else "")
     settings = get_settings()
-    path = checkpoint_path(job_id)
+    path = checkpoint_path(job_id, fence)
     path.parent.mkdir(parents=True, exist_ok=True)
     observer = PersistingObserver(job_id, session_factory(), flush_s=settings.trajectory_flush_s,
                                   flush_rows=settings.trajectory_flush_rows, checkpoint_path=path,
                                   checkpoint_every_s=settings.checkpoint_every_s, resumed_from=resumed_from,
-                                  exact_every=settings.exact_trace_every)
+                                  exact_every=settings.exact_trace_every, fence=fence,
+                                  checkpoint_start=resume_start)
     request_baseline(job_id)
+    ending = None  # (status, error) when the solve produced no model
     try:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
-        path = settings.storage_dir / "datasets" / dataset.stored_name
-        table = load_table(path, dataset.format, dataset.read_options, dataset.sha256)
+        table = load_table(settings.storage_dir / "datasets" / dataset.stored_name, dataset.format,
+                           dataset.read_options, dataset.sha256)
         out = run(table, spec, observer, initial_state=initial_state, resume=resume)
         observer.close()
+    except StaleAttempt:
+        raise
     except SpecError as exc:
-        observer.close()
-        _finish(job_id, status="failed", error=f"{'.'.join(map(str, exc.loc))}: {exc.msg}")
-        return "failed"
+        ending = "failed", f"{'.'.join(map(str, exc.loc))}: {exc.msg}"
     except StoppedInSetup as exc:  # cancelled, or out of time, before the first iteration
-        observer.close()
-        if exc.reason == "cancelled":
-            _finish(job_id, status="cancelled")
-            return "cancelled"
-        _finish(job_id, status="failed", error=f"time limit of {spec.time_limit_s} s reached during set-up, "
-                                               f"after {exc.elapsed_s:.3g} s (before the first iteration)")
-        return "failed"
+        ending = ("cancelled", None) if exc.reason == "cancelled" else (
+            "failed", f"time limit of {spec.time_limit_s} s reached during set-up, after {exc.elapsed_s:.3g} s "
+                      "(before the first iteration)")
     except SolverDiverged as exc:  # the trajectory holds the finite iterates; the message names the step size
-        observer.close()
-        _finish(job_id, status="failed", error=str(exc))
-        return "failed"
+        ending = "failed", str(exc)
     except Exception as exc:  # a solver error fails the job, never the worker
         log.error("job %s failed:\n%s", job_id, traceback.format_exc())
+        ending = "failed", f"{type(exc).__name__}: {exc}"
+    if ending is not None:
         try:
             observer.close()
+        except StaleAttempt:
+            raise
         except Exception:  # pragma: no cover - the original error matters more
             pass
-        _finish(job_id, status="failed", error=f"{type(exc).__name__}: {exc}")
-        return "failed"
+        status, error = ending
+        _finish(job_id, fence, status=status, error=error)
+        return status
 
     artifacts = write_artifacts(job_id, out.state_dict, out.predictions, metadata={
         "job_id": job_id, "model": json.dumps(spec.model.model_dump()),
         "feature_names": json.dumps(out.feature_names), "groups": json.dumps(out.groups),
-        "encoder": json.dumps(out.encoder)})  # the API streams the audit model file from these weights
+        "encoder": json.dumps(out.encoder)}, folder=str(fence))  # the API streams the audit model file from these
     status = "cancelled" if out.stop_reason == "cancelled" else "succeeded"
     result = {"iterations": out.iterations, "solver_time_s": out.solver_time_s, "stop_reason": out.stop_reason,
               "constraint_names": out.constraint_names, "tolerances": out.tolerances, "groups": out.groups,
@@ -261,10 +349,11 @@ def _run(job_id: str, attempt: int) -> str:
     if out.stop_reason == "time_limit":  # a model and its metrics exist: usable, audited and charted like any other
         result["message"] = (f"time limit of {spec.time_limit_s:g} s reached after {out.iterations} of "
                              f"{spec.max_iterations} iterations; the model is the last iterate")
-    with session_scope() as s:
+    with session_scope() as s:  # the guarded update first: a superseded start adds no artifact rows
+        if s.execute(update(Job).where(held(job_id, fence)).values(
+                status=status, error=None, metrics=out.metrics, result=result, device=out.device,
+                finished_at=utcnow(), progress=observer.progress())).rowcount != 1:
+            raise StaleAttempt(f"job {job_id}: start {fence} was superseded")
         s.add_all(artifacts)
-        job = s.get(Job, job_id)
-        job.status, job.error, job.metrics, job.result = status, None, out.metrics, result
-        job.device, job.finished_at, job.progress = out.device, utcnow(), observer.progress()
     log.info("job %s after %s iterations in %.2f s", status, out.iterations, out.solver_time_s)
     return status

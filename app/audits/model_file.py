@@ -15,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from safetensors import SafetensorError, safe_open
 
 from app.strict_json import strict_loads
+from app.schemas import problem_fields
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
-from solvers.spec import MAX_PARAMETERS, job_problem_spec
+from solvers.spec import MAX_PARAMETERS
 
 FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
 
@@ -27,8 +28,8 @@ class ModelError(ValueError):
 
 
 def problem_spec(job_spec: dict) -> ProblemSpec:
-    """A job's stored spec (the API body) as the solver library's :class:`ProblemSpec`."""
-    return job_problem_spec(job_spec)
+    """A job's stored spec (the API body, plus the notes stored beside it) as the library's :class:`ProblemSpec`."""
+    return ProblemSpec.model_validate(problem_fields(job_spec))
 
 
 def read_metadata(path: Path) -> dict[str, str]:

@@ -23,8 +23,9 @@ from app.settings import Settings
 from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, iter_chunks, profile_upload, remove_quietly,
                          stream_to_disk)
 from app.table_profile import TableProfile
+from app.upload_route import UploadRoute
 
-router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"])
+router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"], route_class=UploadRoute)
 
 
 def dataset_path(settings, dataset: Dataset):
@@ -51,10 +52,21 @@ def upload_limiter(slots: int) -> anyio.CapacityLimiter:
     return anyio.CapacityLimiter(slots)
 
 
+def looks_like_json(path: Path) -> bool:
+    """JSON (or JSON lines): the first character after a byte-order mark and white space is ``{`` or ``[``, which
+    no CSV header begins with. Parsed as CSV such a file was "malformed CSV", or worse, a table of fragments."""
+    with open(path, "rb") as fh:
+        head = fh.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    return head[:1] in (b"{", b"[")
+
+
 def receive(file, tmp: Path, settings: Settings, asked: dict[str, Any]
             ) -> tuple[StoredFile, str, dict[str, Any], TableProfile]:
     """Stream the upload to ``tmp`` and profile it with the reading options ``asked`` (seconds for a large file)."""
     stored = stream_to_disk(file, tmp, settings.max_upload_bytes)
+    if looks_like_json(tmp):
+        raise DatasetError("file: this is JSON, which is not accepted: upload a CSV file (a header row, then one row "
+                           "per record) or a Parquet file")
     fmt, options, profile = profile_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
                                                             settings.max_upload_bytes), asked)
     return stored, fmt, options, profile
@@ -170,7 +182,8 @@ def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
                                                             "and alerts (without it they answer 409)")) -> None:
     """Delete a dataset and its file. Jobs trained on it always refuse (409: delete them first); audits that
     read it refuse too, naming them with their runs and alerts, unless ``?cascade=true`` deletes them along."""
-    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
+    # FOR UPDATE: a submit holding the row (FOR KEY SHARE) commits its job first, and the check below sees it
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller, lock=True)
     if db.scalar(select(exists().where(Job.dataset_id == dataset_id))):
         raise HTTPException(status_code=409, detail="dataset_id: jobs refer to this dataset; delete them first")
     if not cascade:

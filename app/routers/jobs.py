@@ -15,13 +15,13 @@ from app.admission import check_active_jobs, check_caps
 from app.artifacts import artifact_path
 from app.auth import Caller
 from app.baselines import baselines_for
-from app.strict_json import StrictJSONRoute
-from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
+from app.deps import DB, KEEP, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.feature_screening import screened
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
-from app.queue import enqueue_job, queue_for
+from app.queue import dispatch, queue_for
 from app.schemas import BaselineOut, JobCreate, JobOut, TrajectoryOut, json_response
 from app.spec_table import spec_table
+from app.strict_json import StrictJSONRoute
 from solvers import SpecError, check_spec_against_table
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], route_class=StrictJSONRoute)
@@ -57,8 +57,11 @@ def job_out(db: Session, job: Job) -> dict:
 
 
 def owned_dataset(db: Session, dataset_id: str, caller: Caller, loc: tuple) -> Dataset:
-    """The caller's dataset, or a 422 naming the field (another owner's dataset is not found)."""
-    dataset = owned(db, Dataset, dataset_id, caller)
+    """The caller's dataset, or a 422 naming the field (another owner's dataset is not found).
+
+    The row is held (FOR KEY SHARE) until the request commits: a concurrent DELETE waits, then sees the
+    new jobs and answers 409; a DELETE that came first makes this request find no dataset."""
+    dataset = owned(db, Dataset, dataset_id, caller, lock=KEEP)
     if dataset is None:
         raise spec_error(loc, f"dataset {dataset_id!r} not found")
     return dataset
@@ -89,12 +92,7 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
     db.add(job)
     if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
         return replayed
-    try:
-        enqueue_job(job)
-    except Exception as exc:
-        job.status, job.error, job.finished_at = "failed", f"broker unavailable: {exc}", utcnow()
-        db.commit()
-        raise HTTPException(status_code=503, detail="the job queue is unavailable; try again later") from exc
+    dispatch([job])  # stored and queued: if the broker is down, the reconciler sends it (app.queue)
     return JSONResponse(response, status_code=status.HTTP_202_ACCEPTED)
 
 

@@ -14,14 +14,14 @@ from app.charts import sweeps as sweep_charts
 from app.charts.labels import figure_json
 from app import idempotency
 from app.admission import check_active_jobs, check_caps
-from app.strict_json import StrictJSONRoute
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.feature_screening import screened
 from app.models import Dataset, Job, Sweep, new_id
-from app.queue import enqueue_job, queue_for
+from app.queue import dispatch, queue_for
 from app.routers.charts import figure_response
 from app.routers.jobs import owned_dataset, spec_error
 from app.spec_table import spec_table
+from app.strict_json import StrictJSONRoute
 from app.sweeps import report
 from app.sweeps.grid import GridError, SweepCreate, expand, grid_size
 from app.sweeps.summary import direction, pareto_front, summarize
@@ -73,11 +73,8 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
         response["feature_screen"] = screen.notes
     if (replayed := submission.commit(status.HTTP_202_ACCEPTED, response)) is not None:
         return replayed
-    try:
-        for job in (j for jobs in chains.values() for j in jobs if j.status == "queued"):
-            enqueue_job(job)  # chain heads; the rest are released by their predecessor (worker.tasks)
-    except Exception as exc:
-        raise HTTPException(status_code=503, detail="the job queue is unavailable; try again later") from exc
+    # chain heads; the rest are released by their predecessor (worker.tasks); unsent ones by the reconciler
+    dispatch(j for jobs in chains.values() for j in jobs if j.status == "queued")
     return JSONResponse(response, status_code=status.HTTP_202_ACCEPTED)
 
 

@@ -68,6 +68,36 @@ def test_a_cancel_request_is_seen_and_a_write_error_surfaces(sessions):
         broken.on_iteration(record(2))
 
 
+def test_a_superseded_start_writes_nothing(sessions, tmp_path):
+    """Fencing: once another start holds the job (``starts`` moved on), this start's next write — rows,
+    heartbeat, checkpoint reference — is refused as a whole and its own checkpoint file is removed."""
+    from solvers import checkpoint as ckpt
+    from worker.persistence import StaleAttempt
+
+    with sessions() as s, s.begin():
+        s.execute(update(Job).values(status="running", starts=1, attempts=1))
+    path = tmp_path / "j.1.safetensors"
+    obs = PersistingObserver("j", sessions, flush_s=60, fence=1, checkpoint_path=path)
+    obs.on_start({"max_iterations": 10})
+    obs.on_iteration(record(1))
+    obs.on_checkpoint(ckpt.Checkpoint(iteration=1, samples_seen=10, elapsed_s=0.1))
+    with sessions() as s:
+        assert s.get(Job, "j").progress["checkpoint_start"] == 1 and rows(sessions) == 1
+    with sessions() as s, s.begin():  # the reaper re-queued it and a second start began
+        s.execute(update(Job).values(starts=2))
+    obs.on_iteration(record(2))
+    with pytest.raises(StaleAttempt):
+        obs.on_checkpoint(ckpt.Checkpoint(iteration=2, samples_seen=20, elapsed_s=0.2))
+    assert not path.exists() and rows(sessions) == 1
+    with sessions() as s:
+        assert s.get(Job, "j").progress["checkpoint_iteration"] == 1
+    with pytest.raises(StaleAttempt):
+        obs.close()
+    setup = PersistingObserver("j", sessions, fence=1)  # in set-up too: the heartbeat poll is fenced
+    with pytest.raises(StaleAttempt):
+        setup.should_stop()
+
+
 def test_a_cancel_request_is_seen_during_set_up_before_the_writer_starts(sessions):
     """Set-up (before ``on_start``) has no writer thread: ``should_stop`` reads the flag and beats the heartbeat."""
     obs = PersistingObserver("j", sessions)

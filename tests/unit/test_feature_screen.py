@@ -74,11 +74,12 @@ def test_held_out_auc_is_roc_auc():
 
 
 def test_a_stored_job_spec_with_its_screen_is_the_problem_spec():
-    from solvers.spec import ProblemSpec, job_problem_spec
+    from app.schemas import problem_fields
+    from solvers.spec import ProblemSpec
 
     stored = {"dataset_id": "d1", "target": "y", "positive_label": 1, "sensitive": ["s"], "features": ["x"],
               "feature_screen": [{"column": "id", "action": "excluded", "reason": "identifier", "detail": "..."}]}
-    spec = job_problem_spec(stored)
-    assert isinstance(spec, ProblemSpec) and spec.features == ["x"]
+    spec = ProblemSpec.model_validate(problem_fields(stored))
+    assert spec.features == ["x"]
     with pytest.raises(ValueError):  # the API body itself still refuses unknown keys
         ProblemSpec.model_validate({k: v for k, v in stored.items() if k != "dataset_id"})
