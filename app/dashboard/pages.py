@@ -31,6 +31,7 @@ from app.charts.labels import figure_json
 from app.dashboard import promise, stats
 from app.deps import DB, AppSettings, caller_cache, current_caller, get_or_404
 from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
+from app.read_options import cache_key
 from app.routers.datasets import dataset_path, dataset_summary
 from app.routers.jobs import job_out
 from app.routers.sweeps import default_axes, sweep_jobs
@@ -263,7 +264,7 @@ def dataset_page(request: Request, dataset_id: str, db: DB, settings: AppSetting
     if sensitive is not None:
         try:
             counts = stats.stored_pair_counts(str(dataset_path(settings, dataset)), dataset.format,
-                                              dataset.read_options.get("delimiter"), dataset.sha256, sensitive, label)
+                                              cache_key(dataset.read_options), dataset.sha256, sensitive, label)
         except stats.TooManyValues as exc:
             error, counts = str(exc), None
         if counts is not None:

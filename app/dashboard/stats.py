@@ -13,6 +13,7 @@ by their counts. The counts (not the table) of the last few (file, sensitive, la
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -48,10 +49,12 @@ def pair_counts(chunks: Iterable[pd.DataFrame], sensitive: str, label: str | Non
 
 
 @lru_cache(maxsize=32)
-def stored_pair_counts(path: str, fmt: str, delimiter: str | None, sha256: str, sensitive: str,
+def stored_pair_counts(path: str, fmt: str, options: str, sha256: str, sensitive: str,
                        label: str | None) -> pd.DataFrame:
-    """:func:`pair_counts` of a stored dataset (cached by content hash; callers must not mutate it)."""
-    return pair_counts(iter_chunks(Path(path), fmt, {"delimiter": delimiter} if delimiter else {}), sensitive, label)
+    """:func:`pair_counts` of a stored dataset read with its reading options (``options``:
+    :func:`app.read_options.cache_key`; cached by content hash; callers must not mutate it)."""
+    read = {k: v for k, v in json.loads(options).items() if v is not None}
+    return pair_counts(iter_chunks(Path(path), fmt, read), sensitive, label)
 
 
 def label_values(counts: pd.DataFrame) -> list[str]:
