@@ -197,6 +197,23 @@ def _train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem
     )
 
 
+def continuation_of(result: SolveResult, data: Prepared, spec: ProblemSpec, problem: Problem, deadline: float,
+                    observer: Observer | None = None, seen: Problem | None = None,
+                    traced: Problem | None = None) -> Continuation:
+    """How :func:`keep_promise` continues the solve that gave ``result``: the train split of ``data`` under
+    tightened families, with :func:`continuation_solver` (auto's pick, else the spec's solver) and the spec's
+    seed, within ``deadline`` (a ``time.monotonic()`` value). ``seen``: the validation rows the solver may use
+    (None under a guarantee); ``traced``: the validation rows of the exact trace of model changes."""
+    continue_with = continuation_solver(spec.solver, result.tried)
+    return Continuation(
+        families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
+        solve=lambda p, m, obs, iterations, limit: solve(p, continue_with, obs, max_iterations=iterations,
+                                                         time_limit_s=limit, seed=spec.seed, validation=seen, model=m),
+        max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
+        describe=_describer(problem, traced, observer), iterations=result.iterations,
+        solver_time_s=result.solver_time_s)
+
+
 def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continuation: Continuation,
                  problem: Problem) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
     """After the solve: the Seldonian loop when ``spec.guarantee`` is set, else, when ``spec.exact_enforcement``
@@ -276,14 +293,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")
-    continue_with = continuation_solver(spec.solver, result.tried)
-    continuation = Continuation(
-        families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
-        solve=lambda p, m, obs, iterations, limit: solve(p, continue_with, obs, max_iterations=iterations,
-                                                         time_limit_s=limit, seed=spec.seed, validation=seen, model=m),
-        max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
-        describe=_describer(problem, validation, observer), iterations=result.iterations,
-        solver_time_s=result.solver_time_s)
+    continuation = continuation_of(result, data, spec, problem, deadline, observer, seen, validation)
     trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)
 
     logits = predict_scores(trained, X, problem.device)
