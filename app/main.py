@@ -21,6 +21,7 @@ from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestC
 from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
 from app.storage import clear_stale
+from app.upload_route import RequireMultipart
 from app.url_guard import RefuseNul
 from app.routers import audits, charts, datasets, health, jobs, keys, models, solvers, sweeps
 
@@ -76,6 +77,7 @@ def create_app() -> FastAPI:
     for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(RequireMultipart)  # an upload that is not multipart is told so, not its size
     app.add_middleware(AuthBeforeBody)  # no byte of a body is read (nor its size judged) for an unknown caller
     app.add_middleware(RefuseNul)  # before authentication: nothing is read for a URL no route can take
     app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too

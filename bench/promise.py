@@ -195,6 +195,9 @@ def summarise(jobs: dict[str, dict]) -> dict[str, Any]:
                          "max_excess": max(excess) if excess else None,
                          "mean_test_accuracy": statistics.fmean(r["test_accuracy"] for r in done) if done else None,
                          "median_time_s": statistics.median(r["time_s"] for r in done) if done else None}
+        asked = [r["guarantee"] for r in done if r.get("guarantee")]
+        if asked:
+            table[method]["guarantee_met_share"] = sum(bool(g.get("met")) for g in asked) / len(asked)
     out: dict[str, Any] = {"by_method": table}
     cells: dict[tuple, list[dict]] = {}
     for job in jobs.values():
@@ -235,6 +238,9 @@ def write_report(jobs: dict[str, dict], head: dict | None) -> None:
     for method, s in summary["by_method"].items():
         md.append(f"| {method} | {s['jobs']} | {s['errors']} | {_pct(s['kept_share'])} | {_num(s['max_excess'])} | "
                   f"{_num(s['mean_test_accuracy'])} | {_num(s['median_time_s'], 2)} s |")
+    md += [f"\n{method}: the guarantee was met (bound ≤ tolerance on validation) in "
+           f"{_pct(s['guarantee_met_share'])} of its jobs." for method, s in summary["by_method"].items()
+           if "guarantee_met_share" in s]
     md += ["", "Median test-accuracy cost against the most accurate model of the same cell that violates on test: "
            f"auto {_num(summary['auto_median_cost_vs_best_violating'])} "
            f"({summary['auto_cells_with_a_violating_model']} cells), auto+guarantee "

@@ -265,6 +265,8 @@ class _Resource:
             self.data = answer
             if bar is not None:
                 bar.n = self._done(answer)
+                if bar.total is not None and bar.n > bar.total:  # a job continued past max_iterations (enforcement)
+                    bar.total = bar.n
                 bar.set_postfix_str(answer["status"], refresh=False)
                 bar.refresh()
 

@@ -3,7 +3,8 @@
     clf = FairClassifier(constraints=[{"type": "demographic_parity", "tolerance": 0.05}], solver="ssg")
     clf.fit(X, y, sensitive_features=A).predict(X_new)
 
-``fit`` does what a job does on its train split (:mod:`solvers.api`): groups from
+``fit`` does what a job does on its train split (:mod:`solvers.api`, the solve and the exact
+enforcement after it): groups from
 ``sensitive_features`` (several columns → their observed intersections, ``group_rules`` as in a
 job), y = 1 for ``classes_[1]`` (the larger label, scikit-learn's convention), the job's
 :class:`~solvers.encoding.TableEncoder` fitted on X (one-hot categoricals, standardised numbers,
@@ -23,6 +24,7 @@ metrics of any data as a DataFrame (a MetricFrame-like view).
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -90,14 +92,15 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         Overrides every constraint's tolerance (for grid searches).
     group_rules : dict, optional
         Sensitive column → ``{"values": ...}`` / ``{"ranges": ...}`` as in a job.
-    max_iter, time_limit_s, random_state, device
-        The job's ``max_iterations``, ``time_limit_s``, ``seed`` and ``device``.
+    max_iter, time_limit_s, random_state, device, exact_enforcement
+        The job's ``max_iterations``, ``time_limit_s``, ``seed``, ``device`` and ``exact_enforcement`` (after
+        the solve, the exact constraint enforced on the training data as the service does).
     """
 
     def __init__(self, constraints: list[dict] | None = None, solver: str = "auto", solver_params: dict | None = None,
                  model: str | dict = "linear", objective: str = "logistic", tolerance: float | None = None,
                  group_rules: dict | None = None, max_iter: int = 2000, time_limit_s: float = 600.0,
-                 random_state: int = 0, device: str = "cpu") -> None:
+                 random_state: int = 0, device: str = "cpu", exact_enforcement: bool = True) -> None:
         self.constraints = constraints
         self.solver = solver
         self.solver_params = solver_params
@@ -109,6 +112,7 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         self.time_limit_s = time_limit_s
         self.random_state = random_state
         self.device = device
+        self.exact_enforcement = exact_enforcement
 
     def problem_spec(self, sensitive: list[str]) -> ProblemSpec:
         """The parameters as the service's job spec (ValueError naming the bad field, with the API's message)."""
@@ -121,7 +125,8 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
                 target="__label__", positive_label=1, sensitive=sensitive, constraints=constraints,
                 solver={"name": self.solver, "params": dict(self.solver_params or {})}, model=model,
                 objective=self.objective, group_rules=self.group_rules or {}, max_iterations=self.max_iter,
-                time_limit_s=self.time_limit_s, seed=self.random_state, device=self.device)
+                time_limit_s=self.time_limit_s, seed=self.random_state, device=self.device,
+                exact_enforcement=self.exact_enforcement)
             check_solver_supports(spec)
         except ValidationError as err:
             first = err.errors()[0]
@@ -132,10 +137,8 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any, sensitive_features: Any = None) -> "FairClassifier":
         """Train on every row of X (the job's train split), groups from ``sensitive_features``."""
-        from solvers.api import solve
+        from solvers.api import Prepared, _train_problem, continuation_of, keep_promise, solve
         from solvers.encoding import TableEncoder, build_groups
-        from solvers.models import ball_domain, model_factory
-        from solvers.problem import Problem
 
         from .model import FairModel
 
@@ -160,15 +163,16 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         if sensitive_features is None:
             group_names = [SINGLE_GROUP]
         encoder = TableEncoder(list(X.columns)).fit(X)
-        problem = Problem(X=encoder.transform(X), y=y01, group=group, group_names=list(group_names),
-                          model_factory=model_factory(spec.model), model_type=spec.model.type,
-                          objective=spec.objective, constraints=[c.build() for c in spec.constraints],
-                          device=spec.device, domain=ball_domain(spec.model))
+        data = Prepared(group, list(group_names), y01, {"train": np.arange(len(X))}, encoder, encoder.transform(X))
+        deadline = time.monotonic() + spec.time_limit_s
+        problem = _train_problem(data, spec, [c.build() for c in spec.constraints])
         result = solve(problem, spec.solver, max_iterations=spec.max_iterations, time_limit_s=spec.time_limit_s,
                        seed=spec.seed)
-        self.model_ = FairModel(encoder, result.model.cpu().eval(), classes=self.classes_, spec=spec,
+        continuation = continuation_of(result, data, spec, problem, deadline)
+        trained, self.enforcement_, _ = keep_promise(result, spec, data, continuation, problem)
+        self.model_ = FairModel(encoder, trained.cpu().eval(), classes=self.classes_, spec=spec,
                                 groups=list(group_names))
-        self.n_iter_ = int(result.iterations)
+        self.n_iter_ = int(continuation.iterations)
         self.status_, self.stop_reason_ = result.status, result.stop_reason
         self.tried_ = list(result.tried)  # auto's portfolio: every solve it ran
         self.constraint_names_, self.tolerances_ = problem.constraint_names, problem.tolerances

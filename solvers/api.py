@@ -158,6 +158,23 @@ def setup_check(observer: Observer | None, started: float, time_limit_s: float) 
     return time_limit_s - elapsed
 
 
+def _describer(problem: Problem, validation: Problem | None, observer: Observer | None):
+    """model ↦ (F, G rows against the user's tolerances, exact trace or None) on the train split, for the
+    trajectory record of a model change outside a solver (:meth:`Continuation.record_change`)."""
+    from .exact_trace import ExactTracer
+
+    every = observer.exact_trace_every() if observer is not None else 0
+    tracer = ExactTracer.for_problem(problem, validation, 1, 1) if every > 0 else None
+
+    @torch.no_grad()
+    def describe(model: nn.Module) -> tuple[float, list[float], dict | None]:
+        evaluation = problem.evaluate(model)
+        return (float(evaluation.objective), [float(g) for g in evaluation.constraints],
+                tracer(model) if tracer is not None else None)
+
+    return describe
+
+
 def continuation_solver(solver: SolverSpec, tried: list[dict[str, Any]]) -> SolverSpec:
     """The solver that continues a solve for exact enforcement or the guarantee: the named one, or for
     ``auto`` the candidate it selected (its solver and params), not a second portfolio."""
@@ -167,7 +184,7 @@ def continuation_solver(solver: SolverSpec, tried: list[dict[str, Any]]) -> Solv
     return solver if selected is None else SolverSpec(name=selected["solver"], params=selected["params"])
 
 
-SURROGATE_MET = 1e-3  # max_j G_j on the train split up to which a solve counts as surrogate-feasible
+SURROGATE_MET = 0.1  # G_j ≤ this · ε_j + 1e-3 on the train split for every row j: the solve met its surrogate
 
 
 def _train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem:
@@ -180,10 +197,28 @@ def _train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem
     )
 
 
+def continuation_of(result: SolveResult, data: Prepared, spec: ProblemSpec, problem: Problem, deadline: float,
+                    observer: Observer | None = None, seen: Problem | None = None,
+                    traced: Problem | None = None) -> Continuation:
+    """How :func:`keep_promise` continues the solve that gave ``result``: the train split of ``data`` under
+    tightened families, with :func:`continuation_solver` (auto's pick, else the spec's solver) and the spec's
+    seed, within ``deadline`` (a ``time.monotonic()`` value). ``seen``: the validation rows the solver may use
+    (None under a guarantee); ``traced``: the validation rows of the exact trace of model changes."""
+    continue_with = continuation_solver(spec.solver, result.tried)
+    return Continuation(
+        families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
+        solve=lambda p, m, obs, iterations, limit: solve(p, continue_with, obs, max_iterations=iterations,
+                                                         time_limit_s=limit, seed=spec.seed, validation=seen, model=m),
+        max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
+        describe=_describer(problem, traced, observer), iterations=result.iterations,
+        solver_time_s=result.solver_time_s)
+
+
 def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continuation: Continuation,
                  problem: Problem) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
     """After the solve: the Seldonian loop when ``spec.guarantee`` is set, else, when ``spec.exact_enforcement``
-    and the surrogate is met on the train split (max_j G_j ≤ ``SURROGATE_MET``), exact enforcement there
+    and the surrogate is met on the train split (G_j ≤ ``SURROGATE_MET`` · ε_j + 10⁻³ for every row j), exact
+    enforcement there
     (:mod:`solvers.fairness`); nothing after a cancellation, without constraints or for ``erm`` (the
     unconstrained baseline, e.g. a sweep's reference job). Returns (model, enforcement, guarantee)."""
     model, device = result.model, problem.device
@@ -205,8 +240,9 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
         return model, None, None
     X_tr, y_tr, g_tr = rows("train")
     with torch.no_grad():
-        surrogate = problem.constraint_values(model(problem.X)).max().item()
-    if not surrogate <= SURROGATE_MET:  # the solver did not meet its own surrogate: reported, not enforced
+        rows_g = problem.constraint_values(model(problem.X)).double().cpu().numpy()
+    surrogate = float(rows_g.max())
+    if not np.all(rows_g <= SURROGATE_MET * np.asarray(problem.tolerances) + 1e-3):  # reported, not enforced
         return model, {"method": "none", "surrogate_met": False,
                        "surrogate_max_violation": surrogate if np.isfinite(surrogate) else None}, None
     model, enforcement = enforce_exact(model, continuation, tolerances(continuation.families), X_tr, y_tr, g_tr,
@@ -257,13 +293,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")
-    continue_with = continuation_solver(spec.solver, result.tried)
-    continuation = Continuation(
-        families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
-        solve=lambda p, m, obs, iterations, limit: solve(p, continue_with, obs, max_iterations=iterations,
-                                                         time_limit_s=limit, seed=spec.seed, validation=seen, model=m),
-        max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
-        iterations=result.iterations, solver_time_s=result.solver_time_s)
+    continuation = continuation_of(result, data, spec, problem, deadline, observer, seen, validation)
     trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)
 
     logits = predict_scores(trained, X, problem.device)

@@ -28,8 +28,8 @@ SCALARS = ("accuracy", "balanced_accuracy", "roc_auc")
 def summarize(out) -> dict:
     """What the job page shows of the unconstrained run: scalars per split and the fairness report."""
     return {"metrics": {split: {k: block.get(k) for k in SCALARS} for split, block in out.metrics.items()},
-            "fairness": promise_fields(out)["fairness"], "iterations": out.iterations, "solver_time_s": out.solver_time_s,
-            "stop_reason": out.stop_reason}
+            "fairness": promise_fields(out)["fairness"], "iterations": out.iterations,
+            "solver_time_s": out.solver_time_s, "stop_reason": out.stop_reason}
 
 
 @celery_app.task(name="fairsolve.compute_baseline")

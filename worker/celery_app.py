@@ -5,7 +5,7 @@ Delivery is at-least-once: tasks are acknowledged after they finish
 (``task_reject_on_worker_lost``); a worker takes one task at a time. Job state
 lives in the database, not in Celery's result backend, so no backend is configured.
 Queues: ``cpu`` (default) and ``gpu`` (jobs with ``device: "cuda"``), and ``housekeeping`` for beat's periodic
-tasks (the reaper of stale jobs, the audit trigger): a worker of its own consumes it, so a long job never
+tasks (the reaper of stale jobs, the re-sender of lost jobs, the audit trigger): a worker of its own consumes it, so a long job never
 holds them up (``make run``'s launcher and docker-compose start one).
 """
 
@@ -21,6 +21,12 @@ from app.settings import get_settings
 settings = get_settings()
 HOUSEKEEPING_QUEUE = "housekeeping"
 
+BEAT_SCHEDULE = {
+    "reap-stale-jobs": {"task": "fairsolve.reap_stale_jobs", "schedule": settings.reap_every_s},
+    "resend-lost-jobs": {"task": "fairsolve.resend_lost_jobs", "schedule": settings.resend_every_s},
+    "trigger-due-audits": {"task": "fairsolve.trigger_due_audits", "schedule": settings.audit_trigger_every_s},
+}
+
 celery_app = Celery("fairsolve", broker=settings.broker_url,
                     include=["worker.tasks", "worker.audits", "worker.baselines"])
 celery_app.conf.update(
@@ -34,12 +40,8 @@ celery_app.conf.update(
     broker_transport_options=settings.broker_transport_options,  # visibility timeout, key prefix
     timezone="UTC",
     enable_utc=True,
-    beat_schedule={"reap-stale-jobs": {"task": "fairsolve.reap_stale_jobs", "schedule": settings.reap_every_s},
-                   "resend-lost-jobs": {"task": "fairsolve.resend_lost_jobs", "schedule": settings.resend_every_s},
-                   "trigger-due-audits": {"task": "fairsolve.trigger_due_audits",
-                                          "schedule": settings.audit_trigger_every_s}},
-    task_routes={name: {"queue": HOUSEKEEPING_QUEUE}
-                 for name in ("fairsolve.reap_stale_jobs", "fairsolve.trigger_due_audits")},
+    beat_schedule=BEAT_SCHEDULE,
+    task_routes={entry["task"]: {"queue": HOUSEKEEPING_QUEUE} for entry in BEAT_SCHEDULE.values()},  # every beat task
 )
 
 QUEUE_FOR_DEVICE = {"cuda": "gpu", "cpu": "cpu", "auto": "cpu"}

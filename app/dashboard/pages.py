@@ -153,7 +153,7 @@ def progress_of(job: dict) -> dict[str, Any]:
 
 TEMPLATES.env.filters.update(num=fmt_num, time=fmt_time, bytes=fmt_bytes,
                              pretty=lambda v: json.dumps(v, indent=2, sort_keys=True, default=str))
-TEMPLATES.env.globals.update(progress_of=progress_of, ACTIVE=ACTIVE)
+TEMPLATES.env.globals.update(progress_of=progress_of, ACTIVE=ACTIVE, job_verdict=promise.job_verdict)
 
 
 def safe_next(target: str | None) -> str:
@@ -262,8 +262,8 @@ def dataset_page(request: Request, dataset_id: str, db: DB, settings: AppSetting
     labels, groups = [], None
     if sensitive is not None:
         try:
-            counts = stats.stored_pair_counts(str(dataset_path(settings, dataset)), dataset.format,
-                                              dataset.read_options.get("delimiter"), dataset.sha256, sensitive, label)
+            counts = stats.stored_pair_counts(dataset_path(settings, dataset), dataset.format, dataset.read_options,
+                                              dataset.sha256, sensitive, label)
         except stats.TooManyValues as exc:
             error, counts = str(exc), None
         if counts is not None:

@@ -18,6 +18,16 @@ def verdict(kept: bool | None) -> str:
     return "undefined" if kept is None else "pass" if kept else "fail"
 
 
+def job_verdict(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The jobs list's summary: how many constraints keep their tolerance on test, and ``pass`` when all do
+    (``fail`` otherwise); None for a job without a fairness report."""
+    report = (result or {}).get("fairness") or []
+    if not report:
+        return None
+    kept = sum(e.get("kept_on_test") is True for e in report)
+    return {"kept": kept, "total": len(report), "verdict": verdict(kept == len(report))}
+
+
 def constraint_rows(result: dict[str, Any] | None) -> list[dict[str, Any]]:
     """One row per constraint: type, tolerance, verdict, per split (value, ci, kept) and the test upper bound."""
     rows = []

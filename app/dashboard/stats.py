@@ -13,6 +13,7 @@ by their counts. The counts (not the table) of the last few (file, sensitive, la
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from app.read_options import cache_key
 from app.storage import iter_chunks
 from app.table_profile import weighted_quantiles
 
@@ -47,11 +49,17 @@ def pair_counts(chunks: Iterable[pd.DataFrame], sensitive: str, label: str | Non
     return merged if merged is not None else pd.DataFrame({"s": [], "l": pd.Series([], dtype="string"), "n": []})
 
 
-@lru_cache(maxsize=32)
-def stored_pair_counts(path: str, fmt: str, delimiter: str | None, sha256: str, sensitive: str,
+def stored_pair_counts(path: Path, fmt: str, options: dict[str, Any], sha256: str, sensitive: str,
                        label: str | None) -> pd.DataFrame:
-    """:func:`pair_counts` of a stored dataset (cached by content hash; callers must not mutate it)."""
-    return pair_counts(iter_chunks(Path(path), fmt, {"delimiter": delimiter} if delimiter else {}), sensitive, label)
+    """:func:`pair_counts` of a stored dataset read with its reading ``options`` (cached by content hash and
+    options; callers must not mutate it)."""
+    return _cached_pair_counts(str(path), fmt, cache_key(options), sha256, sensitive, label)
+
+
+@lru_cache(maxsize=32)
+def _cached_pair_counts(path: str, fmt: str, options: str, sha256: str, sensitive: str, label: str | None) -> pd.DataFrame:
+    read = {k: v for k, v in json.loads(options).items() if v is not None}
+    return pair_counts(iter_chunks(Path(path), fmt, read), sensitive, label)
 
 
 def label_values(counts: pd.DataFrame) -> list[str]:

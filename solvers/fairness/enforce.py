@@ -8,7 +8,10 @@ set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
 
 1. **tighten**: τ_j ← max(0, τ_j − (v_j − t_j)) for every violated j (τ the surrogate tolerances, starting at
    t), and continue the same solver from the current model (:class:`.continuation.Continuation`);
-   at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left and some τ_j can still decrease;
+   when no τ_j can decrease any more (all at 0), the round instead divides the temperature T of the violated
+   rate families' surrogate σ(f/T) by ``COOLING`` (down to ``MIN_TEMPERATURE``; a smaller T is closer to the
+   indicator); at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left; a round that leaves the worst excess
+   max_j (v_j − t_j) larger is undone and ends the tightening;
 2. **threshold**: if still violated, for a linear model and one violated rate constraint (demographic
    parity or equal opportunity), add a per-group score offset b_g (:func:`group_offsets`) so the exact
    train rates of the groups lie in one band of width t, the band of best train accuracy; it is applied only when the offset is a linear
@@ -16,8 +19,8 @@ set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
    is one-hot encoded among the features), by adding v to the model's weights and bias — the model stays
    a plain linear model. It is kept only if no other constraint's exact train value rises above its target.
 
-``enforcement`` (in the job result) says which was used: method ``none`` (already kept), ``tightened``,
-``threshold``, ``tightened+threshold``; with the exact train values before/after, the surrogate
+``enforcement`` (in the job result) says which was used: method ``none`` (already kept), ``tightened``
+(``tightened+cooled`` when the temperature was lowered), ``threshold``, or both joined by ``+``; with the exact train values before/after, the surrogate
 tolerances and ``met``.
 """
 from __future__ import annotations
@@ -31,6 +34,8 @@ import torch
 from .exact import exact_gaps
 
 MAX_TIGHTEN_ROUNDS = 3
+COOLING = 4.0            # a round whose tolerance cannot move divides the rate families' temperature by this
+MIN_TEMPERATURE = 0.01
 _THRESHOLD_FAMILIES = ("demographic_parity", "equal_opportunity")
 _BAND_GRID = 401         # candidate lower ends c of the band [c, c + t]
 _LINEAR_RTOL = 1e-6      # offset representable: max |Xv + v₀ − b_g| ≤ rtol · (1 + max |b|)
@@ -137,24 +142,34 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
 
     before = values = exact(model)
     surrogate = targets.copy()
+    temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
     used: list[str] = []
     rounds = 0
     while not (values <= targets).all() and rounds < MAX_TIGHTEN_ROUNDS:
         excess = np.where(values > targets, values - targets, 0.0)
         tighter = np.maximum(0.0, surrogate - excess)
-        if np.allclose(tighter, surrogate) and (surrogate[excess > 0] == 0).all() and rounds > 0:
-            break
+        cooler = temperature
+        if np.allclose(tighter, surrogate):  # the tolerance cannot move: sharpen σ(f/T) of the violated families
+            cooler = np.where((excess > 0) & (temperature > MIN_TEMPERATURE),
+                              np.maximum(temperature / COOLING, MIN_TEMPERATURE), temperature)
+            if np.array_equal(cooler, temperature, equal_nan=True):
+                break
         previous = copy.deepcopy(model)
-        result = continuation.resolve(model, tighter)
+        result = continuation.resolve(model, tighter, cooler)
         if result is None:
             break
         if not all(torch.isfinite(p).all() for p in result.model.parameters()):
             model = previous  # a continuation that diverged is undone
             break
-        model, surrogate, rounds = result.model, tighter, rounds + 1
-        values = exact(model)
+        after = exact(result.model)
+        if _worst_excess(after, targets) > _worst_excess(values, targets):  # worse than before: undone, stop
+            model = previous
+            break
+        model, surrogate, temperature, rounds, values = result.model, tighter, cooler, rounds + 1, after
     if rounds:
-        used.append("tightened")
+        start_temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
+        used.append("tightened" if np.array_equal(temperature, start_temperature, equal_nan=True)
+                    else "tightened+cooled")
     threshold = None
     if not (values <= targets).all():
         previous = copy.deepcopy(model)
@@ -166,6 +181,7 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
             else:
                 values = corrected
                 used.append("threshold")
+                continuation.record_change(model, "threshold")
     record = {
         "method": "+".join(used) if used else "none",
         "met": bool((values <= targets).all()),
@@ -173,11 +189,17 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
         "exact_train_before": [_num(v) for v in before],
         "exact_train_after": [_num(v) for v in values],
         "surrogate_tolerances": surrogate.tolist(),
+        "temperatures": [_num(t) for t in temperature],
         "tighten_rounds": rounds,
     }
     if threshold is not None:
         record["threshold"] = threshold
     return model, record
+
+
+def _worst_excess(values: np.ndarray, targets: np.ndarray) -> float:
+    """max_j (v_j − t_j), undefined values counted as +inf."""
+    return float(np.max(np.where(np.isfinite(values), values - targets, np.inf)))
 
 
 def _accepted(corrected: np.ndarray, values: np.ndarray, targets: np.ndarray) -> np.ndarray | None:

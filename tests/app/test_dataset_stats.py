@@ -64,7 +64,7 @@ class OneRow:
     def __init__(self, row):
         self.row = row
 
-    def get(self, model, key):
+    def get(self, model, key, **options):  # with_for_update: a lock the fake has no use for
         return self.row
 
 

@@ -18,7 +18,7 @@ class FakeSession:
     def __init__(self, row=None, error: Exception | None = None):
         self.row, self.error = row, error
 
-    def get(self, model, key):
+    def get(self, model, key, **options):
         if self.error:
             raise self.error
         return self.row

@@ -57,6 +57,10 @@ def test_job_page_shows_badges_warning_and_baseline(web_stack, owner_key, datase
     assert {"demographic_parity exact (train)", "demographic_parity exact (validation)"} <= set(names)
     shot(page, tmp_path, "job-promise")
 
+    page.goto(web_stack.url + "/jobs")  # the list sums it up: one of two constraints kept
+    listed = page.locator(f'tr[data-job-id="{job["id"]}"] [data-field=verdict]')
+    assert listed.inner_text() == "1 / 2 kept" and "badge-fail" in listed.get_attribute("class")
+
 
 def test_job_form_defaults_to_auto_and_asks_for_the_guarantee(web_stack, owner_key, dataset, page):  # noqa: F811
     sign_in(page, web_stack, owner_key, f"/jobs/new?dataset_id={dataset['id']}")

@@ -88,7 +88,7 @@ def test_nothing_stays_queued_without_a_message(outage):
         assert {j["status"] for j in jobs.values()} == {"succeeded"}, {i: j["error"] for i, j in jobs.items()}
         assert all(j["starts"] == 1 for j in jobs.values()), [j["starts"] for j in jobs.values()]
         assert jobs[busy]["result"]["stop_reason"] == "time_limit"
-        assert "sending attempt 1 again" in (stack.home / "worker.log").read_text()
+        assert "sending attempt 1 again" in (stack.home / "housekeeping.log").read_text()  # beat's reconciler
         again = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=20), headers=key)
         assert again.json() == submitted.json()
     with httpx.Client(base_url=stack.url) as anonymous:

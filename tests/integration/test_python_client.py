@@ -47,7 +47,8 @@ def test_bad_keyword_arguments_raise_the_apis_message(client, dataset):
 def test_job_metrics_charts_model_and_the_estimator(client, dataset, frame, capsys):
     assert dataset["n_rows"] == len(frame) and {c["name"] for c in dataset["columns"]} == set(frame.columns)
     job = client.submit(dataset, **SPEC).wait()
-    assert job.status == "succeeded" and "200/200" in capsys.readouterr().err  # tqdm's bar reached the end
+    done = job.data["progress"]["iteration"]  # 200, or more after the exact enforcement's continuation
+    assert job.status == "succeeded" and f"{done}/{done}" in capsys.readouterr().err  # tqdm's bar reached the end
 
     metrics = job.metrics()
     assert list(metrics.index) == ["train", "validation", "test"] and 0.5 < metrics.loc["test", "accuracy"] <= 1
@@ -56,7 +57,7 @@ def test_job_metrics_charts_model_and_the_estimator(client, dataset, frame, caps
     rates = groups["demographic_parity"]
     assert rates.max() - rates.min() == pytest.approx(metrics.loc["test", "demographic_parity"])
     assert {"equalized_odds.tpr", "equalized_odds.fpr"} <= set(groups.columns)
-    assert isinstance(job.chart("trajectory"), go.Figure) and len(job.trajectory()) == 200
+    assert isinstance(job.chart("trajectory"), go.Figure) and len(job.trajectory()) >= 200
 
     predictions = job.predictions()
     model = job.model()

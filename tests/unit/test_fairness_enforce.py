@@ -66,3 +66,18 @@ def test_the_unconstrained_baseline_is_never_enforced(loose):
     spec = _spec(True).model_copy(update={"solver": ProblemSpec.model_fields["solver"].annotation(name="unconstrained")})
     out = run(loose, spec)
     assert out.enforcement is None and out.guarantee is None
+
+
+def test_the_trajectory_continues_through_the_enforcement(loose):
+    from solvers import RecordingObserver
+
+    observer = RecordingObserver(exact_every=50)
+    out = run(loose, _spec(True), observer)
+    its = [r.iteration for r in observer.records]
+    assert its == list(range(1, out.iterations + 1)) and out.iterations > 400  # one trajectory, numbered on
+    last = observer.records[-1]
+    assert last.exact is not None and last.exact["train"][0] == pytest.approx(out.fairness[0]["train"]["value"])
+    assert last.exact["validation"][0] == pytest.approx(out.fairness[0]["validation"]["value"])
+    assert last.max_violation == max(0.0, *last.constraints)
+    if "threshold" in out.enforcement["method"]:
+        assert out.enforcement["threshold"] and last.duals is None  # the correction is the last iterate

@@ -201,7 +201,7 @@ def test_run_end_to_end_with_new_families(table, constraint):
                        objective="truncated_logistic" if constraint["type"] == "minority_rate" else "logistic",
                        model={"type": "linear", "ball": "l1", "radius": 5.0}, max_iterations=30, device="cpu")
     out = run(table, spec)
-    assert out.status == "completed" and out.iterations == 30
+    assert out.status == "completed" and out.iterations >= 30  # more when the exact enforcement continued
     json.dumps(out.metrics)
     assert len(out.constraint_names) == len(out.tolerances) >= 1
     assert all(name.startswith(constraint["type"]) for name in out.constraint_names)

@@ -71,3 +71,15 @@ def test_held_out_auc_is_roc_auc():
     rate = (sums + y[first].mean()) / (counts + 1)
     auc = roc_auc_score(y[~first], rate[codes[~first]])
     assert _held_out_auc(codes, y, first) == pytest.approx(max(auc, 1 - auc), abs=1e-12)
+
+
+def test_a_stored_job_spec_with_its_screen_is_the_problem_spec():
+    from app.schemas import problem_fields
+    from solvers.spec import ProblemSpec
+
+    stored = {"dataset_id": "d1", "target": "y", "positive_label": 1, "sensitive": ["s"], "features": ["x"],
+              "feature_screen": [{"column": "id", "action": "excluded", "reason": "identifier", "detail": "..."}]}
+    spec = ProblemSpec.model_validate(problem_fields(stored))
+    assert spec.features == ["x"]
+    with pytest.raises(ValueError):  # the API body itself still refuses unknown keys
+        ProblemSpec.model_validate({k: v for k, v in stored.items() if k != "dataset_id"})
