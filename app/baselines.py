@@ -19,9 +19,9 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.audits.model_file import STORED_ONLY
 from app.models import Baseline, new_id, utcnow
 from app.queue import queue_for
+from app.schemas import problem_fields
 from worker.celery_app import celery_app
 
 COMPUTE_BASELINE = "fairsolve.compute_baseline"
@@ -40,9 +40,9 @@ def baseline_key(job_spec: dict[str, Any]) -> str:
 
 def baseline_spec(job_spec: dict[str, Any]) -> dict[str, Any]:
     """The job's spec with the ``erm`` solver (paper defaults), at most ``MAX_ITERATIONS`` iterations and
-    ``MAX_TIME_S`` seconds, seed 0, and no guarantee: the plain model on the same split."""
-    spec = {k: v for k, v in job_spec.items() if k not in STORED_ONLY and k != "guarantee"}
-    spec.update(solver={"name": "erm", "params": {}}, seed=0,
+    ``MAX_TIME_S`` seconds, seed 0, no guarantee and no exact enforcement: the plain model on the same split."""
+    spec = {k: v for k, v in problem_fields(job_spec).items() if k != "guarantee"}
+    spec.update(solver={"name": "erm", "params": {}}, seed=0, exact_enforcement=False,
                 max_iterations=min(int(job_spec.get("max_iterations", MAX_ITERATIONS)), MAX_ITERATIONS),
                 time_limit_s=min(float(job_spec.get("time_limit_s", MAX_TIME_S)), MAX_TIME_S))
     return spec

@@ -2,20 +2,25 @@
 the job stored with the kept columns as its ``features`` and the notes (which column, excluded or
 flagged, why) in its spec's ``feature_screen`` and in the submission's answer.
 
-A dataset never changes, so a screen is kept per dataset, target, positive label and sensitive
-columns (the last :data:`CACHED`); the table itself comes through :func:`app.storage.load_table`'s cache.
+The API never holds the table: the whole-column counts come from the upload's profile and the rows
+screened are a uniform sample of about :data:`~solvers.feature_screen.SAMPLE_ROWS`, drawn chunk by chunk
+as the file is read. A dataset never changes, so a screen is kept per dataset, target, positive label and
+sensitive columns (the last :data:`CACHED`).
 """
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
 
+import numpy as np
+import pandas as pd
+
 from app.models import Dataset
 from app.settings import Settings
-from app.storage import load_table
+from app.storage import iter_chunks
 from solvers import ProblemSpec, SpecError
 from solvers.encoding import normalise_scalar
-from solvers.feature_screen import FeatureScreen, screen_features
+from solvers.feature_screen import SAMPLE_ROWS, ColumnStats, FeatureScreen, screen_features
 
 CACHED = 64
 _screens: OrderedDict[tuple, FeatureScreen] = OrderedDict()
@@ -32,8 +37,14 @@ def dataset_screen(settings: Settings, dataset: Dataset, target: str, positive_l
         if key in _screens:
             _screens.move_to_end(key)
             return _screens[key]
-    table = load_table(dataset_path(settings, dataset), dataset.format, dataset.read_options, dataset.sha256)
-    screen = screen_features(table, target, positive_label, sensitive)
+    path = dataset_path(settings, dataset)
+    keep = min(1.0, 1.2 * SAMPLE_ROWS / max(dataset.n_rows, 1))  # a little over: the screen samples it again
+    rng = np.random.default_rng(0)
+    sample = pd.concat([chunk[rng.random(len(chunk)) < keep]
+                        for chunk in iter_chunks(path, dataset.format, dataset.read_options)], ignore_index=True)
+    stats = {c["name"]: ColumnStats(c["n_distinct"], dataset.n_rows - c["n_missing"], c["dtype"])
+             for c in dataset.columns}
+    screen = screen_features(sample, target, positive_label, sensitive, stats)
     with _lock:
         _screens[key] = screen
         if len(_screens) > CACHED:

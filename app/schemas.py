@@ -39,6 +39,12 @@ class DatasetDetail(DatasetOut):
     summary: dict[str, Any] = Field(description="Per-column summary statistics.")
 
 
+def problem_fields(job_spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored job spec's :class:`ProblemSpec` fields: without ``dataset_id`` and the notes stored beside the spec
+    at submission (e.g. ``feature_screen``), which a strict ProblemSpec refuses."""
+    return {k: v for k, v in job_spec.items() if k in ProblemSpec.model_fields}
+
+
 class JobCreate(ProblemSpec):
     """A job: a dataset and the problem to solve on it (see ``GET /api/v1/solvers``)."""
 

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
-from sqlalchemy import select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.models import ApiKey, DashboardSession, utcnow
@@ -41,9 +41,13 @@ def is_session_token(credential: str | None) -> bool:
 
 
 def open_session(db: Session, key_id: str, ttl_s: float) -> str:
-    """Store a new session of key ``key_id`` valid for ``ttl_s`` seconds; return its id (for the cookie only)."""
+    """Store a new session of key ``key_id`` valid for ``ttl_s`` seconds; return its id (for the cookie only).
+    The key's ended sessions (expired or signed out) are deleted meanwhile, so the table stays small."""
     token = SESSION_PREFIX + secrets.token_urlsafe(32)
     now = utcnow()
+    db.execute(delete(DashboardSession).where(DashboardSession.key_id == key_id,
+                                              or_(DashboardSession.expires_at <= now,
+                                                  DashboardSession.revoked_at.is_not(None))))
     db.add(DashboardSession(token_hash=token_hash(token), key_id=key_id, created_at=now,
                             expires_at=now + timedelta(seconds=ttl_s)))
     db.commit()

@@ -187,7 +187,8 @@ def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits, newline: s
                 if not name:
                     raise DatasetError(f"file: column {i} of the header (line 1) has no name")
                 if name in seen:
-                    raise DatasetError(f"file: duplicate column name {name[:100]!r} in the header (line 1)")
+                    raise DatasetError(f"file: duplicate column name {name[:100]!r} in the header (line 1); "
+                                       "give column_names to name every column")
                 seen.add(name)
             width, rows = len(names), 0 if has_header(options) else 1
             for row in reader:

@@ -44,6 +44,18 @@ class FairSolveError(RuntimeError):
         self.status_code, self.message, self.detail = status_code, message, detail
 
 
+def _frame_file(frame: pd.DataFrame, name: str) -> tuple[str, bytes]:
+    """A DataFrame as Parquet (types kept), or as CSV when a column mixes types Parquet cannot hold."""
+    import pyarrow as pa
+
+    buffer = io.BytesIO()
+    try:
+        frame.to_parquet(buffer, index=False)
+        return f"{name}.parquet", buffer.getvalue()
+    except (pa.ArrowException, TypeError, ValueError):
+        return f"{name}.csv", frame.to_csv(index=False).encode()
+
+
 def _message(detail: Any) -> str:
     """The API's ``detail`` as one line: validation errors as ``loc: msg`` joined by ``; ``."""
     if isinstance(detail, list):
@@ -100,9 +112,7 @@ class Client:
 
         ``header=False`` / ``column_names`` / ``missing_values`` are the upload's reading options (CSV)."""
         if isinstance(data, pd.DataFrame):
-            buffer = io.BytesIO()
-            data.to_parquet(buffer, index=False)
-            filename, content = f"{name or 'frame'}.parquet", buffer.getvalue()
+            filename, content = _frame_file(data, name or "frame")
         else:
             path = Path(data)
             filename, content = path.name, path.read_bytes()

@@ -16,8 +16,8 @@ So for the same rows, spec and seed the model equals the service's job (see the 
 checks fit that way). ``tolerance`` overrides every constraint's tolerance, so a grid search over
 tolerances is ``GridSearchCV(clf, {"tolerance": [...]})``.
 
-``fairness_`` lists, per constraint, its exact metric on the training data against its tolerance
-(the shape of the service's ``RunOutput.fairness``, computed on the train split); ``metrics_`` is
+``fairness_`` lists, per constraint, its exact value on the training data with its 95 % CI and whether
+the tolerance is kept (the service's ``RunOutput.fairness`` entries, ``train`` only); ``metrics_`` is
 the service's full metric dictionary on the training data; :meth:`metric_frame` gives per-group
 metrics of any data as a DataFrame (a MetricFrame-like view).
 """
@@ -170,9 +170,10 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
                                 groups=list(group_names))
         self.n_iter_ = int(result.iterations)
         self.status_, self.stop_reason_ = result.status, result.stop_reason
+        self.tried_ = list(result.tried)  # auto's portfolio: every solve it ran
         self.constraint_names_, self.tolerances_ = problem.constraint_names, problem.tolerances
         self.metrics_ = self._metrics(X, y01, group, list(group_names), spec, problem.constraints)
-        self.fairness_ = self._fairness(self.metrics_)
+        self.fairness_ = self._fairness(X, y01, group, list(group_names), problem.constraints)
         return self
 
     def _metrics(self, X: pd.DataFrame, y01: np.ndarray, group: np.ndarray, group_names: list[str], spec: ProblemSpec,
@@ -184,16 +185,15 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         counts = np.bincount(group, minlength=len(group_names))
         return evaluate_split(spec, constraints, y01, logits, group, group_names, counts)
 
-    def _fairness(self, metrics: dict[str, Any]) -> list[dict[str, Any]]:
-        """Per constraint: its exact metric on the training data, the tolerance and whether it is kept."""
-        out = []
-        for name, tolerance in zip(self.constraint_names_, self.tolerances_):
-            key = name.split("#")[0].split("[")[0]
-            value = metrics.get(key)
-            value = value if isinstance(value, (int, float)) else None
-            out.append({"constraint": name, "tolerance": float(tolerance), "train": value,
-                        "kept": None if value is None else bool(value <= tolerance + 1e-12)})
-        return out
+    def _fairness(self, X: pd.DataFrame, y01: np.ndarray, group: np.ndarray, group_names: list[str],
+                  constraints: list) -> list[dict[str, Any]]:
+        """The service's fairness entries (:func:`solvers.fairness.report.fairness_entries`) on the training data:
+        per constraint its exact value, 95 % CI and ``kept`` under ``train`` (no validation or test split here)."""
+        from solvers.fairness.report import fairness_entries
+
+        logits = self.model_.decision_function(X)
+        return fairness_entries(constraints, y01, logits, group, group_names, {"train": np.arange(len(y01))},
+                                seed=self.random_state)
 
     def _check_X(self, X: Any) -> pd.DataFrame:
         check_is_fitted(self, "model_")

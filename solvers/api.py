@@ -158,6 +158,15 @@ def setup_check(observer: Observer | None, started: float, time_limit_s: float) 
     return time_limit_s - elapsed
 
 
+def continuation_solver(solver: SolverSpec, tried: list[dict[str, Any]]) -> SolverSpec:
+    """The solver that continues a solve for exact enforcement or the guarantee: the named one, or for
+    ``auto`` the candidate it selected (its solver and params), not a second portfolio."""
+    if solver.entry.name != "auto":
+        return solver
+    selected = next((t for t in tried if t.get("selected")), None)
+    return solver if selected is None else SolverSpec(name=selected["solver"], params=selected["params"])
+
+
 SURROGATE_MET = 1e-3  # max_j G_j on the train split up to which a solve counts as surrogate-feasible
 
 
@@ -175,10 +184,10 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
                  problem: Problem) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
     """After the solve: the Seldonian loop when ``spec.guarantee`` is set, else, when ``spec.exact_enforcement``
     and the surrogate is met on the train split (max_j G_j ≤ ``SURROGATE_MET``), exact enforcement there
-    (:mod:`solvers.fairness`); nothing after a cancellation or without constraints.
-    Returns (model, enforcement, guarantee)."""
+    (:mod:`solvers.fairness`); nothing after a cancellation, without constraints or for ``erm`` (the
+    unconstrained baseline, e.g. a sweep's reference job). Returns (model, enforcement, guarantee)."""
     model, device = result.model, problem.device
-    if not continuation.families or result.stop_reason == "cancelled":
+    if not continuation.families or result.stop_reason == "cancelled" or spec.solver.entry.name == "erm":
         return model, None, None
     X, y, group, names = data.X, data.y, data.group, data.group_names
 
@@ -198,7 +207,8 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     with torch.no_grad():
         surrogate = problem.constraint_values(model(problem.X)).max().item()
     if not surrogate <= SURROGATE_MET:  # the solver did not meet its own surrogate: reported, not enforced
-        return model, {"method": "none", "surrogate_met": False, "surrogate_max_violation": surrogate}, None
+        return model, {"method": "none", "surrogate_met": False,
+                       "surrogate_max_violation": surrogate if np.isfinite(surrogate) else None}, None
     model, enforcement = enforce_exact(model, continuation, tolerances(continuation.families), X_tr, y_tr, g_tr,
                                        names, lambda m: scores(m, X_tr))
     return model, enforcement, None
@@ -239,18 +249,19 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     if initial_state is not None:
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
     remaining = setup_check(observer, started, spec.time_limit_s)
+    seen = None if spec.guarantee is not None else validation  # the Seldonian test's rows stay unseen
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
-                   time_limit_s=remaining, seed=spec.seed, validation=validation, model=model, resume=resume)
+                   time_limit_s=remaining, seed=spec.seed, validation=seen, model=model, resume=resume)
     if result.status == "diverged":
         raise SolverDiverged(result.message)
     if not all(torch.isfinite(p).all() for p in result.model.parameters()):
         raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
                              f"{result.iterations} iterations; lower its step size")
+    continue_with = continuation_solver(spec.solver, result.tried)
     continuation = Continuation(
         families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
-        solve=lambda p, m, obs, iterations, limit: solve(p, spec.solver, obs, max_iterations=iterations,
-                                                         time_limit_s=limit, seed=spec.seed, validation=validation,
-                                                         model=m),
+        solve=lambda p, m, obs, iterations, limit: solve(p, continue_with, obs, max_iterations=iterations,
+                                                         time_limit_s=limit, seed=spec.seed, validation=seen, model=m),
         max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
         iterations=result.iterations, solver_time_s=result.solver_time_s)
     trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)

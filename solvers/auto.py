@@ -59,7 +59,7 @@ from torch import nn
 from .algorithms import SolveResult, run_algorithm
 from .catalog import ALGORITHMS
 from .catalog.auto import DEFAULT_PORTFOLIO, AutoConfig
-from .metrics import group_fairness
+from .fairness.exact import exact_gaps
 from .observer import IterationRecord, Observer
 from .problem import Problem
 
@@ -128,33 +128,6 @@ def portfolio(config: AutoConfig, model_type: str, families: list[str]) -> list[
     return out
 
 
-def exact_values(families, y: np.ndarray, logits: np.ndarray, group: np.ndarray, group_names: list[str]) -> np.ndarray:
-    """Each family's exact value on one split (max over its rows), comparable to its tolerance.
-
-    TEMPORARY until :mod:`solvers.fairness.exact` (honest's) is on main: the rate families from
-    :func:`solvers.metrics.group_fairness`, any other family from its ``metrics`` entry."""
-    try:
-        from .fairness.exact import exact_gaps  # noqa: PLC0415
-    except ImportError:
-        pass
-    else:
-        return exact_gaps(families, y, logits, group, group_names)
-    from .metrics import loss_gap  # noqa: PLC0415
-
-    rates = group_fairness(y, (logits > 0).astype(int), group, list(group_names))
-    out = []
-    for family in families:
-        if family.name in rates:
-            value = rates[family.name]
-        elif family.name in ("loss_gap", "intersectional"):
-            value = loss_gap(y, logits, group, list(group_names), family.config.loss, family.config.min_group_fraction,
-                             "gap")["gap"]
-        else:
-            value = (family.exact_metrics(y, logits, group, list(group_names)) or {}).get(family.name)
-        out.append(np.nan if value is None else float(value))
-    return np.asarray(out, dtype=float)
-
-
 def triviality(y: np.ndarray, logits: np.ndarray, group: np.ndarray, n_groups: int) -> str | None:
     """"near_constant" when a group's predicted-positive rate is outside [:data:`MIN_GROUP_RATE`,
     1 − :data:`MIN_GROUP_RATE`] (groups present on the split), "weak" when the balanced accuracy is below
@@ -203,6 +176,9 @@ class _Continuous(Observer):
 
     def should_stop(self) -> str | None:
         return self.inner.should_stop()
+
+    def exact_trace_every(self) -> int:  # the candidates' records carry the exact traces the caller asked for
+        return self.inner.exact_trace_every()
 
 
 @dataclass
@@ -270,8 +246,8 @@ class _Portfolio:
         judge, train = self._scores(model, self.judge), self._scores(model, self.train)
         if not (np.isfinite(judge).all() and np.isfinite(train).all()):
             return "diverged"
-        gaps = exact_values(self.families, self.judge.y, judge, self.judge.group, names)
-        train_gaps = exact_values(self.families, self.train.y, train, self.train.group, names)
+        gaps = exact_gaps(self.families, self.judge.y, judge, self.judge.group, names)
+        train_gaps = exact_gaps(self.families, self.train.y, train, self.train.group, names)
         row.gaps = gaps
         pred = judge > 0
         row.entry.update({

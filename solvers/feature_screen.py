@@ -20,6 +20,11 @@ Every column except the target is screened; the rules, in order (the first that 
 
 Each note says the column, ``action`` (``excluded`` / ``flagged``), ``reason`` and a sentence ``detail``.
 Sensitive columns are never excluded (the job names them), only screened for leakage.
+
+Counts (distinct and present values, the column's kind) are of the whole column: taken from ``stats``
+when given (the API passes its upload profile and a sample read chunk by chunk, so it never holds the
+table), else computed from ``table``. The text rules and the leakage check read at most
+:data:`SAMPLE_ROWS` rows of ``table``.
 """
 from __future__ import annotations
 
@@ -46,6 +51,34 @@ DATE_PATTERN = (r"^\s*(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{
                 r"([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?\s*$")
 
 
+@dataclass(frozen=True)
+class ColumnStats:
+    """Whole-column counts: distinct non-missing values, non-missing values, and the kind
+    (``integer``, ``float``, ``boolean``, ``datetime`` or ``string``, as the upload profile names them)."""
+
+    n_distinct: int
+    n_present: int
+    kind: str
+
+
+def kind_of(s: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return "boolean"
+    if pd.api.types.is_integer_dtype(s.dtype):
+        return "integer"
+    if pd.api.types.is_float_dtype(s.dtype):
+        return "float"
+    if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        return "datetime"
+    return "string"
+
+
+def column_stats(table: pd.DataFrame) -> dict[str, ColumnStats]:
+    """:class:`ColumnStats` of every column of a whole table."""
+    return {c: ColumnStats(int(table[c].nunique(dropna=True)), int(table[c].notna().sum()), kind_of(table[c]))
+            for c in table.columns}
+
+
 @dataclass
 class FeatureScreen:
     kept: list[str]
@@ -56,34 +89,29 @@ class FeatureScreen:
         return [n["column"] for n in self.notes if n["action"] == "excluded"]
 
 
-def _is_text(s: pd.Series) -> bool:
-    return pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)
-
-
-def _shape_note(column: str, s: pd.Series, sample: pd.Series) -> dict[str, Any] | None:
-    """The constant / date / identifier / free-text rules on one column (full column for counts, sample for text)."""
-    present = s.dropna()
-    distinct = int(present.nunique())
+def _shape_note(stats: ColumnStats, sample: pd.Series) -> dict[str, Any] | None:
+    """The constant / date / identifier / free-text rules on one column (whole-column ``stats``, sampled text)."""
+    distinct, present = stats.n_distinct, stats.n_present
+    observed = sample.dropna()
+    example = repr(str(observed.iloc[0])[:40]) if len(observed) else "?"
     if distinct <= 1:
-        what = "every value is missing" if present.empty else f"a single value ({str(present.iloc[0])[:40]!r})"
+        what = "every value is missing" if present == 0 else f"a single value ({example})"
         return {"reason": "constant", "detail": f"{what}: it cannot inform the model"}
-    text = _is_text(s)
-    values = sample.dropna().astype(str) if text else None
-    if pd.api.types.is_datetime64_any_dtype(s.dtype) or (
-            text and len(values) and values.str.match(DATE_PATTERN).mean() >= DATE_SHARE):
-        return {"reason": "date", "detail": f"dates ({distinct} distinct, e.g. {str(present.iloc[0])[:30]!r}): "
+    text = stats.kind == "string"
+    values = observed.astype(str) if text else None
+    if stats.kind == "datetime" or (text and len(values) and values.str.match(DATE_PATTERN).mean() >= DATE_SHARE):
+        return {"reason": "date", "detail": f"dates ({distinct} distinct, e.g. {example}): "
                                             "encoded as categories they only memorise rows"}
-    identifier = {"reason": "identifier", "detail": f"{distinct} distinct values in {len(present)} rows: an "
+    identifier = {"reason": "identifier", "detail": f"{distinct} distinct values in {present} rows: an "
                                                     "identifier (unique per row) cannot generalise"}
-    if (text or pd.api.types.is_integer_dtype(s.dtype)) and distinct > MIN_ID_DISTINCT \
-            and distinct >= ID_SHARE * len(present):
+    if stats.kind in ("string", "integer") and distinct > MIN_ID_DISTINCT and distinct >= ID_SHARE * present:
         return identifier
     if text and distinct > MIN_TEXT_DISTINCT and len(values):
         words = values.str.split().str.len().mean()
         if words >= TEXT_WORDS:
             return {"reason": "free_text", "detail": f"free text ({distinct} distinct values averaging {words:.1f} "
                                                      "words): one column per sentence once encoded"}
-        if distinct >= NAME_SHARE * len(present):
+        if distinct >= NAME_SHARE * present:
             return identifier
     return None
 
@@ -98,9 +126,7 @@ def _codes(s: pd.Series) -> np.ndarray:
 
 def _held_out_auc(codes: np.ndarray, y: np.ndarray, first: np.ndarray) -> float:
     """max(a, 1 − a) for a = ROC AUC on the second half of the target's per-code mean learnt on the first half
-    (Mann–Whitney: a = (R₁ − n₁(n₁ + 1)/2) / (n₁ n₀), R₁ the positives' rank sum, ties at their mean rank)."""
-    from scipy.stats import rankdata
-
+    (a = P(s₊ > s₋) + ½ P(s₊ = s₋) over positive / negative pairs, counted per distinct score)."""
     second = ~first
     if y[second].min() == y[second].max():
         return 0.5
@@ -110,14 +136,18 @@ def _held_out_auc(codes: np.ndarray, y: np.ndarray, first: np.ndarray) -> float:
     prior = y[first].mean() if first.any() else 0.5
     rate = (sums + prior) / (counts + 1.0)  # one pseudo-row at the prior: unseen codes score the prior
     labels = y[second] > 0.5
-    n1, n0 = int(labels.sum()), int((~labels).sum())
-    auc = (rankdata(rate[codes[second]])[labels].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
+    scores, index = np.unique(rate[codes[second]], return_inverse=True)
+    positives = np.bincount(index, weights=labels, minlength=len(scores))
+    negatives = np.bincount(index, weights=~labels, minlength=len(scores))
+    below = np.cumsum(negatives) - negatives  # negatives scored strictly lower
+    auc = float((positives * (below + 0.5 * negatives)).sum() / (positives.sum() * negatives.sum()))
     return float(max(auc, 1.0 - auc))
 
 
 def screen_features(table: pd.DataFrame, target: str, positive_label: Any, sensitive: list[str],
-                    seed: int = 0) -> FeatureScreen:
+                    stats: dict[str, ColumnStats] | None = None, seed: int = 0) -> FeatureScreen:
     """Screen every column but ``target`` (module docstring); ``kept`` keeps the table's column order."""
+    stats = column_stats(table) if stats is None else stats
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(len(table), size=min(len(table), SAMPLE_ROWS), replace=False))
     sample = table.iloc[rows]
@@ -127,7 +157,7 @@ def screen_features(table: pd.DataFrame, target: str, positive_label: Any, sensi
     for column in table.columns:  # one vectorised pass per column
         if column == target:
             continue
-        note = None if column in sensitive else _shape_note(column, table[column], sample[column])
+        note = None if column in sensitive else _shape_note(stats[column], sample[column])
         if note is None:
             codes = _codes(sample[column])
             auc = _held_out_auc(codes, y, first)

@@ -23,7 +23,10 @@ MAX_COLUMNS = 10_000       # features listed
 MAX_SENSITIVE = 16         # sensitive columns (their groups multiply)
 MAX_GROUPS = 1000          # named groups of one group rule
 MAX_RULE_VALUES = 100_000  # raw values of one group rule, all its groups together
-MAX_CONSTRAINTS = 64
+MAX_CONSTRAINTS = 64       # constraint families of one spec (each yields up to one row per group)
+MAX_HIDDEN_LAYERS = 16     # an MLP's hidden layers ...
+MAX_HIDDEN_WIDTH = 4096    # ... of at most this many units ...
+MAX_PARAMETERS = 10_000_000  # ... and this many parameters (float32: 40 MB, and as much per copy an algorithm keeps)
 
 Name = Annotated[str, Field(max_length=MAX_NAME)]
 Scalar = Annotated[str, Field(max_length=MAX_VALUE)] | int | float | bool
@@ -33,12 +36,6 @@ class Strict(BaseModel):
     """A request body part: a key it does not know (e.g. ``max_iteration``) is an error naming it."""
 
     model_config = ConfigDict(extra="forbid")
-
-# Size caps, checked before anything is allocated (issue 19: a spec of a few bytes must not cost gigabytes).
-MAX_HIDDEN_LAYERS = 16
-MAX_HIDDEN_WIDTH = 4096
-MAX_PARAMETERS = 10_000_000   # float32: 40 MB of weights (and as much per copy an algorithm keeps)
-MAX_CONSTRAINTS = 64          # constraint families of one spec (each yields up to one row per group)
 
 
 def _describe_error(err: ValidationError) -> str:
@@ -200,7 +197,7 @@ class GuaranteeSpec(Strict):
     confidence: float = Field(0.95, ge=0.5, lt=1.0, description="Probability 1 − α with which every constraint "
                               "of the accepted model holds on the data distribution (union bound over the "
                               "constraints, their groups and the candidates tested).")
-    max_tests: int = Field(4, ge=1, le=20, description="Most candidates tested on the validation split; each "
+    max_tests: int = Field(2, ge=1, le=20, description="Most candidates tested on the validation split; each "
                            "test runs at level α / max_tests so that the accepted one keeps the stated confidence.")
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from safetensors import SafetensorError, safe_open
 
 from app.strict_json import strict_loads
+from app.schemas import problem_fields
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
 from solvers.spec import MAX_PARAMETERS
@@ -26,13 +27,9 @@ class ModelError(ValueError):
     """The model cannot be loaded or applied; the message says why."""
 
 
-#: keys a stored job spec carries beside the problem: the dataset, and the submission's feature screen notes
-STORED_ONLY = frozenset({"dataset_id", "feature_screen"})
-
-
 def problem_spec(job_spec: dict) -> ProblemSpec:
-    """A job's stored spec (the API body, plus :data:`STORED_ONLY` notes) as the library's :class:`ProblemSpec`."""
-    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k not in STORED_ONLY})
+    """A job's stored spec (the API body, plus the notes stored beside it) as the library's :class:`ProblemSpec`."""
+    return ProblemSpec.model_validate(problem_fields(job_spec))
 
 
 def read_metadata(path: Path) -> dict[str, str]:

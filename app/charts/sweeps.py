@@ -31,7 +31,8 @@ def _label(point: dict) -> str:
 
 def pareto(summary: dict, x: str, y: str, split: str = "test") -> go.Figure:
     """One curve per solver over its tolerances, error bars = 95% CI over seeds; click data = job ids."""
-    done = [p for p in summary["points"] if p["succeeded"] and _stat(p, split, x).get("mean") is not None]
+    done = [p for p in summary["points"] if p["succeeded"]
+            and all(_stat(p, split, axis).get("mean") is not None for axis in (x, y))]
     if not done:
         raise NoData(f"no succeeded job has {split} metrics {x!r} and {y!r} yet")
     fig = go.Figure()

@@ -13,6 +13,7 @@ from app.charts.registry import ChartContext, chart
 @chart("trajectory")
 def trajectory_chart(ctx: ChartContext) -> go.Figure:
     traj = ctx.trajectory()
+    traj["final"] = (ctx.job.result or {}).get("fairness") or []
     return trajectory_figure(traj, f"Trajectory — job {ctx.job.id[:8]} ({ctx.job.spec['solver']['name']})")
 
 
@@ -22,7 +23,10 @@ def trajectory_figure(traj: dict[str, Any], title: str) -> go.Figure:
 
     Beside each surrogate, the constraint's exact metric (indicator-based, what the user's tolerance is
     about) on the train and validation splits at the traced iterations, labelled "exact (train)" and
-    "exact (validation)": a surrogate under its tolerance line with the exact metric above it is not met."""
+    "exact (validation)": a surrogate under its tolerance line with the exact metric above it is not met.
+    ``traj["final"]`` (the job's fairness report, when it has one) adds the returned model's exact values as
+    markers at the last iteration: after exact enforcement (a threshold correction) they differ from the
+    last iterate's."""
     points = traj["points"]
     tols = traj["tolerances"]
     n_constraints = len(points[0]["constraints"]) if points else 0
@@ -44,6 +48,8 @@ def trajectory_figure(traj: dict[str, Any], title: str) -> go.Figure:
                 label = {"annotation_text": f"tolerance {tol:g}"} if show else {}  # None would read "new text"
                 fig.add_hline(y=tol, line={"dash": "dash", "color": "#d62728"}, row=2, col=col, **label)
         add_exact_traces(fig, traj, col, "iteration" if col == 1 else "elapsed_s")
+        if points:
+            add_final_markers(fig, traj.get("final") or [], col, x[-1])
         fig.add_trace(go.Scatter(x=x, y=[p["max_violation"] for p in points], name="max violation",
                                  mode="lines", line={"color": "#d62728"}, showlegend=show,
                                  legendgroup="violation"), row=3, col=col)
@@ -69,3 +75,18 @@ def add_exact_traces(fig: go.Figure, traj: dict[str, Any], col: int, x_key: str)
             fig.add_trace(go.Scatter(x=[p[x_key] for p in exact], y=ys, name=f"{name} exact ({split})",
                                      mode="lines+markers", line=line, marker={"size": 4}, showlegend=col == 1,
                                      legendgroup=f"{name} exact ({split})"), row=2, col=col)
+
+
+FINAL_SYMBOL = {"train": "diamond", "validation": "star"}
+
+
+def add_final_markers(fig: go.Figure, report: list[dict[str, Any]], col: int, x: float) -> None:
+    """The returned model's exact value per constraint and split ("<type> final model (train)"), at ``x``."""
+    for entry in report:
+        for split, symbol in FINAL_SYMBOL.items():
+            value = (entry.get(split) or {}).get("value")
+            if value is None:
+                continue
+            name = f"{entry.get('type')} final model ({split})"
+            fig.add_trace(go.Scatter(x=[x], y=[value], name=name, mode="markers", legendgroup=name,
+                                     marker={"symbol": symbol, "size": 10}, showlegend=col == 1), row=2, col=col)

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 from fastapi import APIRouter, HTTPException, Query, Response, status
-from fastapi.responses import FileResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from starlette.background import BackgroundTask
 
+from app.audits.export import BLOCK, AuditFile, audit_file
 from app.audits.metrics import describe_metrics
 from app.audits.model_file import ModelError, model_columns, problem_spec
 from app.audits.runs import new_run, next_run_at, start_run
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
-from app.audits.export import audit_file
 from app.audits.sources import SourceError, check_source
 from app.artifacts import artifact_path
-from app.strict_json import StrictJSONRoute
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
 from app.routers.models import model_path
 from app.storage import read_table, remove_quietly
+from app.strict_json import StrictJSONRoute
 from solvers import SpecError
 
 router = APIRouter(tags=["audits"], route_class=StrictJSONRoute)
@@ -207,13 +209,18 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
     art = weights_of(db, job_id)
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
-    filename = f"{job_id}-audit-model.safetensors"
     streamed = audit_file(job.id, job.spec, artifact_path(art.stored_name))
-    if streamed is not None:
-        return StreamingResponse(streamed.chunks, media_type="application/octet-stream",
-                                 headers={"Content-Disposition": f'attachment; filename="{filename}"',
-                                          "Content-Length": str(streamed.size)})
-    # weights written before the worker stored the encoder: refit it on the dataset (torch and the table, uncached)
+    if streamed is None:  # weights written before the worker stored the encoder: refit it on the dataset
+        streamed = refitted_audit_file(job, art, db, settings)
+    return StreamingResponse(streamed.chunks, media_type="application/octet-stream",
+                             headers={"Content-Disposition": f'attachment; filename="{job_id}-audit-model.safetensors"',
+                                      "Content-Length": str(streamed.size)})
+
+
+def refitted_audit_file(job: Job, art: Artifact, db: Session, settings) -> AuditFile:
+    """The audit model file with the encoder refitted on the job's dataset (torch and the table, uncached),
+    written to a temporary file that is removed at once: the open handle streams it, and nothing is left
+    behind when the client goes away mid-stream."""
     from app.audits.model import AuditModel
 
     dataset = db.get(Dataset, job.dataset_id)
@@ -224,9 +231,14 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
         raise HTTPException(status_code=409, detail=f"the job's spec no longer fits its dataset: {exc}") from exc
     tmp = settings.storage_dir / "tmp" / f"{new_id()}.audit-model"
     try:
-        model.save(tmp)  # streamed from disk, removed once sent: never a copy of the file in memory
-    except BaseException:
+        model.save(tmp)  # never a copy of the file in memory
+        handle = open(tmp, "rb")
+    finally:
         remove_quietly(tmp)
-        raise
-    return FileResponse(tmp, media_type="application/octet-stream", filename=filename,
-                        background=BackgroundTask(remove_quietly, tmp))
+
+    def chunks() -> Iterator[bytes]:
+        with handle:
+            while chunk := handle.read(BLOCK):
+                yield chunk
+
+    return AuditFile(os.fstat(handle.fileno()).st_size, chunks())

@@ -23,8 +23,9 @@ from app.settings import Settings
 from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, iter_chunks, profile_upload, remove_quietly,
                          stream_to_disk)
 from app.table_profile import TableProfile
+from app.upload_route import UploadRoute
 
-router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"])
+router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"], route_class=UploadRoute)
 
 
 def dataset_path(settings, dataset: Dataset):
@@ -51,10 +52,21 @@ def upload_limiter(slots: int) -> anyio.CapacityLimiter:
     return anyio.CapacityLimiter(slots)
 
 
+def looks_like_json(path: Path) -> bool:
+    """JSON (or JSON lines): the first character after a byte-order mark and white space is ``{`` or ``[``, which
+    no CSV header begins with. Parsed as CSV such a file was "malformed CSV", or worse, a table of fragments."""
+    with open(path, "rb") as fh:
+        head = fh.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    return head[:1] in (b"{", b"[")
+
+
 def receive(file, tmp: Path, settings: Settings, asked: dict[str, Any]
             ) -> tuple[StoredFile, str, dict[str, Any], TableProfile]:
     """Stream the upload to ``tmp`` and profile it with the reading options ``asked`` (seconds for a large file)."""
     stored = stream_to_disk(file, tmp, settings.max_upload_bytes)
+    if looks_like_json(tmp):
+        raise DatasetError("file: this is JSON, which is not accepted: upload a CSV file (a header row, then one row "
+                           "per record) or a Parquet file")
     fmt, options, profile = profile_upload(tmp, TableLimits(settings.max_upload_rows, settings.max_upload_columns,
                                                             settings.max_upload_bytes), asked)
     return stored, fmt, options, profile
@@ -144,16 +156,22 @@ def get_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentC
 
 @router.get("/{dataset_id}/feature-screen")
 def feature_screen(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller,
-                   target: str = Query(..., max_length=255), positive_label: str = Query(..., max_length=1000),
+                   target: str | None = Query(None, max_length=255),
+                   positive_label: str | None = Query(None, max_length=1000),
                    sensitive: list[str] = Query([], max_length=50)) -> dict[str, Any]:
     """What ``features: null`` would use for this target: ``kept`` columns and ``notes`` (column, excluded or
-    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.feature_screen`)."""
+    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.feature_screen`).
+    ``target`` and ``positive_label`` are required (checked after the dataset is found: another owner's is a 404)."""
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     names = {c["name"] for c in dataset.columns}
-    for loc, name in (("target", target), *(("sensitive", s) for s in sensitive)):
-        if name not in names:
-            raise HTTPException(status_code=422, detail=[{"loc": ["query", loc], "msg": f"unknown column {name!r}",
-                                                          "type": "value_error"}])
+    problems = [(loc, "field required") for loc, value in (("target", target), ("positive_label", positive_label))
+                if value is None]
+    problems += [(loc, f"unknown column {name!r}") for loc, name in (("target", target), *(("sensitive", s)
+                                                                      for s in sensitive))
+                 if name is not None and name not in names]
+    if problems:
+        raise HTTPException(status_code=422, detail=[{"loc": ["query", loc], "msg": msg, "type": "value_error"}
+                                                     for loc, msg in problems])
     screen = dataset_screen(settings, dataset, target, positive_label, sensitive)
     return {"kept": screen.kept, "notes": screen.notes}
 

@@ -15,13 +15,13 @@ from app.admission import check_active_jobs, check_caps
 from app.artifacts import artifact_path
 from app.auth import Caller
 from app.baselines import baselines_for
-from app.strict_json import StrictJSONRoute
 from app.deps import DB, KEEP, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.feature_screening import screened
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import dispatch, queue_for
 from app.schemas import BaselineOut, JobCreate, JobOut, TrajectoryOut, json_response
 from app.spec_table import spec_table
+from app.strict_json import StrictJSONRoute
 from solvers import SpecError, check_spec_against_table
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], route_class=StrictJSONRoute)

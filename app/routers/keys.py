@@ -9,9 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from app.auth import create_key, revoke
-from app.strict_json import StrictJSONRoute
 from app.deps import DB, AdminCaller, caller_cache, find
 from app.models import ApiKey
+from app.strict_json import StrictJSONRoute
 
 router = APIRouter(prefix="/api/v1/keys", tags=["keys"], route_class=StrictJSONRoute)
 

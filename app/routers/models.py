@@ -23,8 +23,9 @@ from app.models import UploadedModel, new_id
 from app.routers.datasets import printable
 from app.routers.jobs import spec_error
 from app.storage import DatasetError, remove_quietly, stream_to_disk
+from app.upload_route import UploadRoute
 
-router = APIRouter(prefix="/api/v1/models", tags=["models"])
+router = APIRouter(prefix="/api/v1/models", tags=["models"], route_class=UploadRoute)
 
 
 class ModelOut(BaseModel):

@@ -14,7 +14,6 @@ from app.charts import sweeps as sweep_charts
 from app.charts.labels import figure_json
 from app import idempotency
 from app.admission import check_active_jobs, check_caps
-from app.strict_json import StrictJSONRoute
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.feature_screening import screened
 from app.models import Dataset, Job, Sweep, new_id
@@ -22,6 +21,7 @@ from app.queue import dispatch, queue_for
 from app.routers.charts import figure_response
 from app.routers.jobs import owned_dataset, spec_error
 from app.spec_table import spec_table
+from app.strict_json import StrictJSONRoute
 from app.sweeps import report
 from app.sweeps.grid import GridError, SweepCreate, expand, grid_size
 from app.sweeps.summary import direction, pareto_front, summarize

@@ -2,7 +2,9 @@
 
 Per sweep point (solver, params, tolerance) the mean and a 95% confidence interval
 over seeds (Student t: mean ± t₀.₉₇₅,ₙ₋₁ · s/√n) of every numeric metric on test
-and validation, of the solver time and of the iterations; and the Pareto front
+and validation, of the solver time and of the iterations; the share of its succeeded jobs that keep every
+tolerance on the test split (exact metric ≤ tolerance for each constraint of the job's fairness report;
+None when no job has a report); and the Pareto front
 (non-dominated points by their means) for a pair of metrics whose directions are
 known: accuracy-like metrics are maximised, gaps and losses minimised.
 """
@@ -93,7 +95,15 @@ def _aggregate(members: list[Job]) -> dict[str, Any]:
         "solver_time_s": mean_ci([(j.result or {}).get("solver_time_s") for j in done]),
         "iterations": mean_ci([(j.result or {}).get("iterations") for j in done]),
         "iterations_to_target": mean_ci([(j.result or {}).get("iterations_to_target") for j in done]),
+        "kept_on_test": kept_share(done),
     }
+
+
+def kept_share(jobs: list[Job]) -> float | None:
+    """Share of ``jobs`` whose every constraint keeps its tolerance on the test split (jobs with a report)."""
+    reports = [(j.result or {}).get("fairness") for j in jobs]
+    kept = [all(e.get("kept_on_test") is True for e in r) for r in reports if r]
+    return sum(kept) / len(kept) if kept else None
 
 
 def pareto_front(points: list[dict[str, Any]], x: str, y: str, split: str = "test") -> list[dict[str, Any]]:

@@ -34,6 +34,9 @@ class _ContinuedObserver(Observer):
     def should_stop(self) -> str | None:
         return self.inner.should_stop()
 
+    def exact_trace_every(self) -> int:  # the continued stages carry the exact traces the caller asked for
+        return self.inner.exact_trace_every()
+
 
 @dataclass
 class Continuation:

@@ -14,7 +14,9 @@ second definition. With ŷ_i = 1{f_i > 0}:
   — the family's row G + ε with σ replaced by the indicator (:func:`solvers.metrics.minority_rate`);
 * ``auc_parity``: |AUĈ(G1,G1') − AUĈ(G2,G2')| of the family's variant, protected group vs the rest
   (:func:`solvers.auc.metrics.fairness_gap`, no bootstrap);
-* partial families: their exact pSP / pDP on the resolved interval (the family's ``exact_metrics``).
+* ``partial_statistical_parity`` / ``partial_demographic_parity``: exact pSP / pDP on the family's resolved
+  interval (:func:`solvers.partial.metrics.partial_sp` / ``partial_dp``, the values of its ``exact_metrics``);
+* any other family: the value its ``exact_metrics`` reports under its type name.
 
 A value that is undefined on the split (e.g. a TPR gap with no positive labels) is NaN, which no
 tolerance keeps (``nan <= ε`` is False). Cost: one pass of the shared group rates per call plus one
@@ -61,6 +63,15 @@ def _auc_value(family, y, logits, group, group_names) -> float:
                                family.config.variant))
 
 
+def _partial_value(family, y, logits, group, group_names) -> float:
+    from ..partial.metrics import partial_dp, partial_sp
+
+    k, interval = len(group_names), family.resolved_interval
+    if family.metric_key == "psp":
+        return _float(partial_sp(logits, group, interval, k, group_names)["value"])
+    return _float(partial_dp(logits, group, interval, family.config.threshold, k, group_names)["value"])
+
+
 def _own_exact_value(family, y, logits, group, group_names) -> float:
     return _float((family.exact_metrics(y, logits, group, list(group_names)) or {}).get(family.name))
 
@@ -70,6 +81,8 @@ _VALUE: dict[str, Callable[..., float]] = {
     "intersectional": _loss_gap_value,
     "minority_rate": _minority_value,
     "auc_parity": _auc_value,
+    "partial_statistical_parity": _partial_value,
+    "partial_demographic_parity": _partial_value,
 }
 
 

@@ -4,27 +4,33 @@ is ≤ its tolerance.
 
 **The bound.** Let α = 1 − confidence, R = ``max_tests`` and m the number of constraints. For a candidate
 model h the bound U_j(h) of constraint j is the one-sided upper bound of :mod:`.intervals` at level
-1 − α/(R m): for a rate gap the Clopper–Pearson construction with a union bound over the 2C one-sided events
-of its C defined cells (exact), for a loss / AUC gap the bootstrap quantile (asymptotic). So for a *fixed* h,
+1 − α/(R m): for a rate gap the exact Clopper–Pearson construction (two one-sided events at the true extreme
+cells, each at α/(2Rm)), for a loss / AUC gap the bootstrap quantile (asymptotic). So for a *fixed* h,
 P(∃ j: Δ_j(h) > U_j(h)) ≤ α/R, Δ_j(h) the constraint's value on the data distribution.
 
-**The loop.** Candidates h_1, h_2, ..., h_R: h_1 is the solver's model (exactly enforced on train, :mod:`.enforce`);
-h_{r+1} continues h_r (warm start) with every training target tightened,
+**The loop.** Candidates h_1, h_2, ... (at most 3R): h_1 is the solver's model, exactly enforced on train at
+τ_1 = ε (:mod:`.enforce`); h_{r+1} continues h_r (warm start) with every training target tightened,
 
-    τ_{r+1} = max(0, min(τ_r − ε/(2R), ε − w_r)),     τ_1 = ε,
+    τ_{r+1} = max(ε/10, min(τ_r − ε/(2R), ε − 1.25 w_r)),
 
-w_r = (U_j^train(h_r) − v_j^train(h_r))·√(n_train/n_val) the bound's width predicted from the *training* split
-only (the train bound's width rescaled to the validation size), then enforced exactly on train at τ_{r+1}. The
-first candidate with U_j(h_r) ≤ ε_j for all j is returned. The sequence h_1..h_R that the loop would produce if
-every test failed depends on the training data (and the split sizes) only, never on the validation rows, so by the
-union bound over the R tests (for solvers whose output rule selects an iterate on the validation split,
-``level_set`` and ``iqrc``, the candidates do see it and the statement is approximate):
+then enforced exactly on train at τ_{r+1}, with w_r = (U^train(h_r) − v^train(h_r))·√(n_train/n_val) the
+bound's width predicted from the *training* split (its own bound's width rescaled to the validation size).
+A candidate is *tested* — its validation bound compared with ε — only if, on the training split alone, it is not
+near-trivial (balanced accuracy ≥ 0.55, every group's predicted-positive rate ≥ 1 %, :func:`.report.trivial_reasons`:
+a constant classifier is fair but useless) and its predicted bound v^train + w ≤ ε. The first tested candidate
+with U_j(h) ≤ ε_j for all j is returned; at most R candidates are tested. Which candidates exist and which are
+tested depends on the training data and the split sizes only, never on the validation rows (the loop merely stops
+at the first pass; under a guarantee :func:`solvers.run` gives no solver the validation split — ``auto`` judges its
+portfolio, ``level_set`` / ``iqrc`` select their iterate on the training split), so by the union bound over the
+≤ R tests:
 
-    P(the returned model violates some constraint) ≤ Σ_r P(U(h_r) ≤ ε and Δ(h_r) > ε) ≤ R · α/R = α.
+    P(the returned model violates some constraint) ≤ Σ_{tested r} P(U(h_r) ≤ ε and Δ(h_r) > ε) ≤ R · α/R = α.
 
-If no candidate passes within R tests or the time budget, the job still succeeds with
-``guarantee = {"met": false, "best_bound", "message"}`` and the candidate with the smallest worst excess
-U_j − ε_j; it is *not* presented as fair (its report shows the bounds and a warning).
+If no tested candidate passes (within R tests, 3R candidates, the time budget, or when the targets reach their
+floor untested), the job still succeeds with
+``guarantee = {"met": false, "best_bound", "message"}`` and the non-trivial candidate with the smallest worst
+validation excess U_j − ε_j; it is *not* presented as fair (the message is also a warning of the job). When some
+w_j ≥ ε_j the test cannot pass even with a validation value of 0, and the message says so.
 """
 from __future__ import annotations
 
@@ -37,6 +43,12 @@ import torch
 from .enforce import enforce_exact
 from .exact import exact_gaps, tolerances
 from .intervals import upper_bounds
+from .report import split_trivial_reasons
+
+TARGET_FLOOR = 0.1    # training targets stay ≥ ε/10: a zero-width band admits only constant classifiers
+MARGIN = 1.25         # next training target ε − MARGIN · predicted width (a quarter width for the train →
+                      # validation difference)
+ROUNDS_PER_TEST = 3   # candidates trained per allowed test (untested ones cost no confidence)
 
 
 def guarantee_bounds(families: Sequence, y_val: np.ndarray, logits_val: np.ndarray, group_val: np.ndarray,
@@ -49,8 +61,10 @@ def guarantee_bounds(families: Sequence, y_val: np.ndarray, logits_val: np.ndarr
                         confidence=1.0 - (1.0 - confidence) / n_tests, seed=seed)
 
 
-def _next_targets(tau: np.ndarray, eps: np.ndarray, width: np.ndarray, rounds: int) -> np.ndarray:
-    return np.maximum(0.0, np.minimum(tau - eps / (2 * rounds), eps - np.nan_to_num(width, nan=0.0)))
+def _next_targets(tau: np.ndarray, eps: np.ndarray, width: np.ndarray, max_tests: int) -> np.ndarray:
+    """τ ← max(ε·TARGET_FLOOR, min(τ − ε/(2R), ε − MARGIN·w))."""
+    return np.maximum(TARGET_FLOOR * eps, np.minimum(tau - eps / (2 * max_tests),
+                                                     eps - MARGIN * np.nan_to_num(width, nan=0.0)))
 
 
 def seldonian(model, continuation, confidence: float, max_tests: int, train: tuple, val: tuple,
@@ -63,11 +77,14 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     X_tr, y_tr, g_tr = train
     X_val, y_val, g_val = val
     level = 1.0 - (1.0 - confidence) / max_tests
+    scale = np.sqrt(len(y_tr) / max(len(y_val), 1))
     tau = eps.copy()
     candidates: list[dict[str, Any]] = []
-    best = None  # (worst excess, model, enforcement, bounds)
-    enforcement = None
-    for r in range(max_tests):
+    accepted = None      # (model, enforcement, bounds) of the first tested candidate that passed
+    fallback = None      # (worst validation excess, model, enforcement, bounds) of the best non-trivial candidate
+    enforcement = too_wide = None
+    tests = 0
+    for r in range(ROUNDS_PER_TEST * max_tests):
         if r > 0:
             result = continuation.resolve(model, tau)
             if result is None or not all(torch.isfinite(p).all() for p in result.model.parameters()):
@@ -76,33 +93,62 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
         if enforce:
             model, enforcement = enforce_exact(model, continuation, tau, X_tr, y_tr, g_tr, group_names,
                                                lambda m: scores(m, X_tr))
+        # train-only decisions: near-trivial?, predicted bound, next targets
+        train_logits = scores(model, X_tr)
+        trivial = split_trivial_reasons(y_tr, train_logits, g_tr, group_names)
+        value = exact_gaps(families, y_tr, train_logits, g_tr, group_names)
+        width = scale * (upper_bounds(families, y_tr, train_logits, g_tr, group_names, confidence=level,
+                                      seed=seed) - value)
+        predicted = value + width
+        if np.any(width >= eps):  # even a validation value of 0 would fail the test: said in the message
+            too_wide = width
+        tested = not trivial and bool(np.all(predicted <= eps))
+        tests += tested
+        # validation: the test (when designated) and the bound reported for every candidate
         bounds = guarantee_bounds(families, y_val, scores(model, X_val), g_val, group_names, confidence,
                                   max_tests, seed)
         excess = float(np.max(np.where(np.isfinite(bounds), bounds - eps, np.inf)))
-        candidates.append({"targets": tau.tolist(), "bounds": [_num(b) for b in bounds]})
-        if best is None or excess < best[0]:
-            best = (excess, copy.deepcopy(model), enforcement, bounds)
-        if excess <= 0:
+        candidates.append({"targets": tau.tolist(), "predicted_bound": [_num(b) for b in predicted],
+                           "tested": tested, "bounds": [_num(b) for b in bounds], "near_trivial": trivial})
+        if not trivial and (fallback is None or excess < fallback[0]):
+            fallback = (excess, copy.deepcopy(model), enforcement, bounds)
+        if tested and excess <= 0:
+            accepted = (model, enforcement, bounds)
             break
-        train_logits = scores(model, X_tr)
-        value = exact_gaps(families, y_tr, train_logits, g_tr, group_names)
-        width = (upper_bounds(families, y_tr, train_logits, g_tr, group_names, confidence=level, seed=seed) - value)
-        tau = _next_targets(tau, eps, width * np.sqrt(len(y_tr) / max(len(y_val), 1)), max_tests)
-    excess, model, enforcement, bounds = best
-    met = excess <= 0
+        if tests >= max_tests:
+            break
+        tighter = _next_targets(tau, eps, width, max_tests)
+        if not tested and np.allclose(tighter, tau):  # nothing left to try below the floor
+            break
+        tau = tighter
+    met = accepted is not None
+    if met:
+        model, enforcement, bounds = accepted
+    elif fallback is not None:
+        _, model, enforcement, bounds = fallback
     pct = f"{100 * confidence:g} %"
     if met:
         message = (f"guarantee met: with probability ≥ {pct} every constraint holds on the data distribution "
-                   f"(one-sided bounds on the validation split ≤ tolerance, candidate {len(candidates)} of at most "
-                   f"{max_tests} tested)")
+                   f"(one-sided bounds on the validation split ≤ tolerance; test {tests} of at most {max_tests})")
     else:
-        message = (f"guarantee NOT met: no candidate's {pct} upper bound on the validation split was ≤ the tolerance "
-                   f"within {len(candidates)} test(s) and the time budget; the model returned has the smallest "
-                   f"bound but carries no guarantee (a tolerance this tight may need more validation data)")
+        message = (f"guarantee NOT met: no tested candidate's {pct} upper bound on the validation split was ≤ the "
+                   f"tolerance ({tests} test(s), {len(candidates)} candidate(s), within the time budget); the model "
+                   f"returned has the smallest validation bound but carries no guarantee")
+        if too_wide is not None:
+            message += (f"; the bound's width predicted for this validation split ({_fmt(too_wide)}) is at least the "
+                        f"tolerance ({_fmt(eps)}): more validation rows, a lower confidence or a looser tolerance "
+                        "is needed")
+    n_trivial = sum(bool(c["near_trivial"]) for c in candidates)
+    if n_trivial:
+        message += f"; {n_trivial} near-trivial candidate(s) were not accepted"
     guarantee = {"confidence": confidence, "met": bool(met), "best_bound": [_num(b) for b in bounds],
-                 "tolerances": eps.tolist(), "test_level": level, "max_tests": max_tests, "tests": len(candidates),
+                 "tolerances": eps.tolist(), "test_level": level, "max_tests": max_tests, "tests": tests,
                  "candidates": candidates, "message": message}
     return model, enforcement, guarantee
+
+
+def _fmt(values: np.ndarray) -> str:
+    return ", ".join(f"{v:.3f}" for v in values)
 
 
 def _num(x: float) -> float | None:

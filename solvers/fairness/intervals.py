@@ -2,22 +2,24 @@ r"""Confidence intervals and one-sided upper confidence bounds of the exact cons
 (:mod:`solvers.fairness.exact`) on one split, treating its rows as an i.i.d. sample.
 
 **Rate gaps** (``demographic_parity``, ``equal_opportunity``, ``equalized_odds``): the value is
-max_r (max_c p_{r,c} − min_c p_{r,c}) over rows r (DP: selection rates; EOpp: TPRs; EOdds: the TPR row
+Δ = max_r (max_c p_{r,c} − min_c p_{r,c}) over rows r (DP: selection rates; EOpp: TPRs; EOdds: the TPR row
 and the FPR row) of cell rates p_c = x_c / n_c (x_c positive predictions among the n_c samples of cell c).
-Each defined cell gets the exact binomial (Clopper–Pearson) interval [l_c, u_c] at level 1 − α/C (C defined
-cells of the family):  l_c = B⁻¹(α/(2C); x_c, n_c − x_c + 1),  u_c = B⁻¹(1 − α/(2C); x_c + 1, n_c − x_c).
-*Union bound*: the 2C one-sided events {p_c < l_c}, {p_c > u_c} each have probability ≤ α/(2C), so with
-probability ≥ 1 − α every p_c ∈ [l_c, u_c] at once, and then the true gap lies in
+Exact one-sided binomial (Clopper–Pearson) bounds at error a:  l_c(a) = B⁻¹(a; x_c, n_c − x_c + 1),
+u_c(a) = B⁻¹(1 − a; x_c + 1, n_c − x_c), so P(p_c < l_c(a)) ≤ a and P(p_c > u_c(a)) ≤ a.
 
-    [ max(0, max_c l_c − min_c u_c),  max_c u_c − min_c l_c ]     (per row; the family takes the max).
-
-This is both the two-sided CI and the one-sided upper bound at confidence 1 − α (conservative, exact:
-no normal approximation).
+* *Upper bound* U = max_r (max_c u_c(α/2) − min_c l_c(α/2)). The true Δ is attained by a fixed (unknown,
+  not data-dependent) row r* and cells c⁺ (its max), c⁻ (its min); Δ > U implies p_{c⁺} > u_{c⁺} or
+  p_{c⁻} < l_{c⁻}, so by the union bound over these two events P(Δ > U) ≤ α — no division by the number
+  of cells is needed.
+* *Lower bound* L = max(0, max_r (max_c l_c(α/(2C)) − min_c u_c(α/(2C)))) over the C defined cells: the cells
+  attaining the empirical max/min are data-dependent, so all 2C events are taken in the union bound:
+  P(Δ < L) ≤ α.
+* The two-sided CI at 1 − α is [L at α/2, U at α/2] (exact, conservative: no normal approximation).
 
 **Loss gaps, AUC gaps, minority rate** (and, by a plain replicate loop, any other family): percentile
-bootstrap over the split's rows — B resamples drawn as a (B, n) multiplicity matrix W (in chunks), the
-statistic evaluated for all replicates at once as weighted group sums W ℓ H (H the group one-hot) or, for AUC,
-weighted cumulative counts along the score order. CI = [q_{α/2}, q_{1−α/2}], upper bound = q_{1−α} of
+bootstrap over the split's rows — B resamples drawn as a (B, n) index matrix (in chunks), the statistic
+evaluated for all replicates at once: per-replicate group sums by one bincount into B·K bins (loss gaps),
+gathered means (minority rate), or, for AUC, multiplicity-weighted cumulative counts along the score order. CI = [q_{α/2}, q_{1−α/2}], upper bound = q_{1−α} of
 the replicate values (asymptotic, not exact).
 
 **Simultaneous upper bounds** (:func:`constraint_bounds`' ``upper``): with m constraints, each family's upper
@@ -36,7 +38,8 @@ from scipy.stats import beta
 from .exact import exact_gaps
 
 DEFAULT_BOOT = 1000
-_CHUNK_ENTRIES = 2_000_000  # replicate × row entries per bootstrap chunk (16 MB of float64)
+FALLBACK_BOOT = 200  # replicates of the families without a vectorised statistic (one exact metric per replicate)
+_CHUNK_ENTRIES = 1_000_000  # replicate × row entries per bootstrap chunk
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ def _json(x: float) -> float | None:
 
 # ---------------------------------------------------------------------------------------- Clopper–Pearson
 def clopper_pearson(hits: np.ndarray, n: np.ndarray, alpha: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact two-sided binomial interval at level 1 − α (elementwise); NaN where n = 0."""
+    """Exact one-sided binomial bounds (l, u) each at error ``alpha/2`` (so [l, u] is the two-sided interval at
+    level 1 − α), elementwise; NaN where n = 0."""
     hits, n = np.asarray(hits, dtype=float), np.asarray(n, dtype=float)
     half = np.asarray(alpha, dtype=float) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -86,38 +90,53 @@ def _rate_cells(name: str, y: np.ndarray, pred: np.ndarray, group: np.ndarray, k
     return hits, counts
 
 
-def rate_gap_bounds(hits: np.ndarray, counts: np.ndarray, alpha: float) -> tuple[float, float]:
-    """[lower, upper] of max_r (max_c p − min_c p) at confidence 1 − α (module docstring; union bound over
-    the defined cells). Rows with one defined cell have gap 0; with none, they are skipped (NaN if all are)."""
-    defined = counts > 0
-    n_cells = int(defined.sum())
-    if n_cells == 0:
-        return float("nan"), float("nan")
-    lo, hi = clopper_pearson(hits, counts, alpha / n_cells)
-    with np.errstate(invalid="ignore"):
-        top_hi, bottom_lo = np.where(defined, hi, -np.inf).max(1), np.where(defined, lo, np.inf).min(1)
-        top_lo, bottom_hi = np.where(defined, lo, -np.inf).max(1), np.where(defined, hi, np.inf).min(1)
+def _row_spread(lo: np.ndarray, hi: np.ndarray, defined: np.ndarray) -> np.ndarray:
+    """Per row with a defined cell: max_c hi − min_c lo over its defined cells (0 with a single cell)."""
     used = defined.any(1)
-    upper = np.where(defined.sum(1) > 1, top_hi - bottom_lo, 0.0)[used]
-    lower = np.where(defined.sum(1) > 1, np.maximum(top_lo - bottom_hi, 0.0), 0.0)[used]
-    return float(lower.max()), float(upper.max())
+    spread = np.where(defined, hi, -np.inf).max(1) - np.where(defined, lo, np.inf).min(1)
+    return np.where(defined.sum(1) > 1, spread, 0.0)[used]
+
+
+def rate_gap_upper(hits: np.ndarray, counts: np.ndarray, alpha: float) -> float:
+    """U with P(Δ > U) ≤ α (module docstring: two one-sided events at α/2 each); NaN with no defined cell."""
+    defined = counts > 0
+    if not defined.any():
+        return float("nan")
+    lo, hi = clopper_pearson(hits, counts, alpha)   # one-sided bounds at α/2 each
+    return float(_row_spread(lo, hi, defined).max())
+
+
+def rate_gap_lower(hits: np.ndarray, counts: np.ndarray, alpha: float) -> float:
+    """L with P(Δ < L) ≤ α (module docstring: union over the 2C one-sided events); NaN with no defined cell."""
+    defined = counts > 0
+    if not defined.any():
+        return float("nan")
+    lo, hi = clopper_pearson(hits, counts, alpha / defined.sum())
+    return float(max(0.0, _row_spread(hi, lo, defined).max()))  # max_c l_c − min_c u_c per row
 
 
 # ---------------------------------------------------------------------------------------------- bootstrap
-def replicate_weights(n: int, n_boot: int, seed: int):
-    """Yield (b, n) float64 multiplicity matrices of ``n_boot`` row resamples in total (chunks)."""
+def replicate_indices(n: int, n_boot: int, seed: int):
+    """Yield (b, n) int32 row indices of ``n_boot`` resamples with replacement in total (chunks of
+    about ``_CHUNK_ENTRIES`` entries)."""
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _CHUNK_ENTRIES // max(n, 1))
     done = 0
     while done < n_boot:
         b = min(per_chunk, n_boot - done)
-        idx = rng.integers(0, n, (b, n)) + (np.arange(b) * n)[:, None]
-        yield np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        yield rng.integers(0, n, (b, n), dtype=np.int32)
         done += b
 
 
+def _per_replicate_sums(idx: np.ndarray, values: np.ndarray, group: np.ndarray, k: int) -> np.ndarray:
+    """(b, k) Σ over each replicate's drawn rows of ``values`` by group: one bincount into b·k bins."""
+    b = len(idx)
+    cells = (group[idx] + k * np.arange(b)[:, None]).ravel()
+    return np.bincount(cells, weights=values[idx].ravel(), minlength=b * k).reshape(b, k)
+
+
 def _loss_gap_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """W ↦ per-replicate exact loss gap (one-/two-sided, groups kept by the split's size filter)."""
+    """idx ↦ per-replicate exact loss gap (one-/two-sided, groups kept by the split's size filter)."""
     import torch
 
     from ..objectives import per_sample_loss
@@ -126,30 +145,40 @@ def _loss_gap_statistic(family, y, logits, group, group_names) -> Callable[[np.n
     with torch.no_grad():
         losses = per_sample_loss(cfg.loss)(torch.as_tensor(logits), torch.as_tensor(y, dtype=torch.float64)).numpy()
     k = len(group_names)
-    onehot = np.eye(k)[group]
-    sizes = onehot.sum(0)
+    sizes = np.bincount(group, minlength=k)
     keep = (sizes > 0) & (sizes > cfg.min_group_fraction * len(y))
     one_sided = getattr(cfg, "mode", "one_sided") == "one_sided"
+    ones = np.ones(len(y))
 
-    def statistic(w: np.ndarray) -> np.ndarray:
-        n_g = w @ onehot
+    def statistic(idx: np.ndarray) -> np.ndarray:
+        n_g = _per_replicate_sums(idx, ones, group, k)
+        sums = _per_replicate_sums(idx, losses, group, k)
         with np.errstate(invalid="ignore", divide="ignore"):
-            group_loss = np.where(n_g > 0, ((w * losses) @ onehot) / n_g, np.nan)[:, keep]
+            group_loss = np.where(n_g > 0, sums / n_g, np.nan)[:, keep]
             if one_sided:
-                return np.nanmax(group_loss - ((w @ losses) / w.sum(1))[:, None], axis=1)
+                return np.nanmax(group_loss - (sums.sum(1) / idx.shape[1])[:, None], axis=1)
             return np.nanmax(group_loss, axis=1) - np.nanmin(group_loss, axis=1)
 
     return statistic
 
 
 def _minority_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """W ↦ c·P/n − P_min/n on each replicate (the mean of z_i = ŷ_i (c − 1{g_i = min}))."""
-    minority = group_names.index(family.minority) if family.bound else (
-        group_names.index(family.config.minority) if family.config.minority is not None
-        else int(np.argmin(np.where(np.bincount(group, minlength=len(group_names)) > 0,
-                                    np.bincount(group, minlength=len(group_names)), np.iinfo(np.int64).max))))
+    """idx ↦ c·P/n − P_min/n on each replicate (the mean of z_i = ŷ_i (c − 1{g_i = min}))."""
+    counts = np.bincount(group, minlength=len(group_names))
+    if family.bound:
+        minority = group_names.index(family.minority)
+    elif family.config.minority is not None:
+        minority = group_names.index(family.config.minority)
+    else:
+        minority = int(np.argmin(np.where(counts > 0, counts, np.iinfo(np.int64).max)))
     z = (logits > 0) * (family.config.c - (group == minority))
-    return lambda w: (w @ z) / w.sum(1)
+    return lambda idx: z[idx].mean(1)
+
+
+def _weights(idx: np.ndarray, n: int) -> np.ndarray:
+    """(b, n) multiplicities of the rows in each replicate."""
+    b = len(idx)
+    return np.bincount((idx + (n * np.arange(b))[:, None]).ravel(), minlength=b * n).reshape(b, n).astype(float)
 
 
 def weighted_auc(w: np.ndarray, scores: np.ndarray, in_g: np.ndarray, in_gp: np.ndarray) -> np.ndarray:
@@ -172,13 +201,14 @@ def weighted_auc(w: np.ndarray, scores: np.ndarray, in_g: np.ndarray, in_gp: np.
 
 
 def _auc_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """W ↦ |AUĈ(G1,G1') − AUĈ(G2,G2')| of the family's variant on each replicate."""
+    """idx ↦ |AUĈ(G1,G1') − AUĈ(G2,G2')| of the family's variant on each replicate."""
     from ..auc.metrics import GROUP_SETS, protected_index, set_mask
 
     protected = group == protected_index(list(group_names), family.config.protected)
     g1, g1p, g2, g2p = GROUP_SETS[family.config.variant]
 
-    def statistic(w: np.ndarray) -> np.ndarray:
+    def statistic(idx: np.ndarray) -> np.ndarray:
+        w = _weights(idx, len(y))
         first = weighted_auc(w, logits, set_mask(y, protected, g1), set_mask(y, protected, g1p))
         second = 0.5 if g2 is None else weighted_auc(w, logits, set_mask(y, protected, g2),
                                                      set_mask(y, protected, g2p))
@@ -188,10 +218,10 @@ def _auc_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarra
 
 
 def _replicate_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """Any other family: :func:`exact_gaps` on each replicate's rows (a loop over replicates)."""
-    def statistic(w: np.ndarray) -> np.ndarray:
-        rows = [np.repeat(np.arange(len(y)), wb.astype(np.int64)) for wb in w]
-        return np.asarray([exact_gaps([family], y[r], logits[r], group[r], group_names)[0] for r in rows])
+    """Any other family (partial fairness): :func:`exact_gaps` on each replicate's rows (a loop over the
+    replicates, at most ``FALLBACK_BOOT`` of them: :func:`bootstrap_values`)."""
+    def statistic(idx: np.ndarray) -> np.ndarray:
+        return np.asarray([exact_gaps([family], y[r], logits[r], group[r], group_names)[0] for r in idx])
 
     return statistic
 
@@ -202,14 +232,16 @@ RATE_FAMILIES = ("demographic_parity", "equal_opportunity", "equalized_odds")
 
 
 def bootstrap_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
-    """The family's exact value as a function of a (b, n) replicate-weight matrix (all ones = the split)."""
+    """The family's exact value as a function of (b, n) resample row indices (``arange(n)`` = the split)."""
     return _BOOTSTRAP.get(family.name, _replicate_statistic)(family, y, logits, group, list(group_names))
 
 
 def bootstrap_values(family, y, logits, group, group_names, n_boot: int = DEFAULT_BOOT, seed: int = 0) -> np.ndarray:
     """The family's exact value on ``n_boot`` row resamples of the split."""
     statistic = bootstrap_statistic(family, y, logits, group, group_names)
-    return np.concatenate([statistic(w) for w in replicate_weights(len(y), n_boot, seed)])
+    if family.name not in _BOOTSTRAP:
+        n_boot = min(n_boot, FALLBACK_BOOT)
+    return np.concatenate([statistic(idx) for idx in replicate_indices(len(y), n_boot, seed)])
 
 
 # -------------------------------------------------------------------------------------------- per family
@@ -231,8 +263,8 @@ def constraint_bounds(families: Sequence, y: np.ndarray, logits: np.ndarray, gro
             out.append(Bound(np.nan, np.nan, np.nan, np.nan, "none"))
         elif family.name in RATE_FAMILIES:
             hits, counts = _rate_cells(family.name, y, (logits > 0).astype(int), group, len(names))
-            lo, hi = rate_gap_bounds(hits, counts, alpha)
-            upper = rate_gap_bounds(hits, counts, alpha / m)[1]
+            lo, hi = rate_gap_lower(hits, counts, alpha / 2), rate_gap_upper(hits, counts, alpha / 2)
+            upper = rate_gap_upper(hits, counts, alpha / m)
             out.append(Bound(values[j], lo, hi, upper, "clopper_pearson"))
         else:
             reps = bootstrap_values(family, y, logits, group, names, n_boot, seed)

@@ -22,46 +22,66 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .intervals import DEFAULT_BOOT, constraint_bounds
+from .intervals import constraint_bounds
 
 MIN_BALANCED_ACCURACY = 0.55
 MIN_POSITIVE_RATE = 0.01
 SPLITS = ("train", "validation", "test")
+REPORT_BOOT = 500  # bootstrap replicates per split of the report's loss / AUC gaps (the guarantee uses 1000)
 
 
 def fairness_entries(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
                      group_names: Sequence[str], splits: Mapping[str, np.ndarray], *, confidence: float = 0.95,
-                     n_boot: int = DEFAULT_BOOT, seed: int = 0) -> list[dict[str, Any]]:
+                     n_boot: int = REPORT_BOOT, seed: int = 0) -> list[dict[str, Any]]:
     """One entry per family (module docstring); ``splits`` maps split name -> row positions."""
     per_split = {name: constraint_bounds(families, y[idx], logits[idx], group[idx], group_names,
                                          confidence=confidence, n_boot=n_boot, seed=seed)
                  for name, idx in splits.items()}
     entries = []
-    for j, family in enumerate(families):
-        test = per_split["test"][j]
-        entry = {"type": family.name, "tolerance": family.tolerance, "method": test.method}
+    for j, family in enumerate(families):  # without a test split (an estimator's training data): no test entries
+        test = per_split["test"][j] if "test" in per_split else None
+        method = (test or next(iter(per_split.values()))[j]).method
+        entry = {"type": family.name, "tolerance": family.tolerance, "method": method}
         for name in SPLITS:
             entry[name] = per_split[name][j].as_dict(family.tolerance) if name in per_split else None
-        entry["test_upper_95"] = float(test.upper) if np.isfinite(test.upper) else None
-        entry["kept_on_test"] = entry["test"]["kept"]
+        entry["test_upper_95"] = float(test.upper) if test is not None and np.isfinite(test.upper) else None
+        entry["kept_on_test"] = entry["test"]["kept"] if test is not None else None
         entries.append(entry)
     return entries
 
 
-def warnings_for(entries: Sequence[Mapping[str, Any]], metrics: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Human-readable warnings (module docstring) from the fairness entries and the split metrics."""
-    out: list[str] = []
-    test = metrics.get("test", {})
-    bal = test.get("balanced_accuracy")
-    if bal is not None and bal < MIN_BALANCED_ACCURACY:
-        out.append(f"near-trivial model: balanced accuracy on the test split is {bal:.3f} "
-                   f"(< {MIN_BALANCED_ACCURACY}); it barely separates the classes")
-    rates = test.get("demographic_parity_by_group") or {}
-    low = {g: r for g, r in rates.items() if r is not None and r < MIN_POSITIVE_RATE}
+def trivial_reasons(balanced_accuracy: float | None, positive_rates: Mapping[str, float | None]) -> list[str]:
+    """Why a model is near-trivial: balanced accuracy < ``MIN_BALANCED_ACCURACY``, groups whose
+    predicted-positive rate is < ``MIN_POSITIVE_RATE``; empty when neither."""
+    out = []
+    if balanced_accuracy is not None and balanced_accuracy < MIN_BALANCED_ACCURACY:
+        out.append(f"balanced accuracy {balanced_accuracy:.3f} (< {MIN_BALANCED_ACCURACY}), it barely separates "
+                   "the classes")
+    low = {g: r for g, r in positive_rates.items() if r is not None and r < MIN_POSITIVE_RATE}
     if low:
         listed = ", ".join(f"{g} {100 * r:.1f} %" for g, r in low.items())
-        out.append(f"near-trivial model: predicted-positive rate under {100 * MIN_POSITIVE_RATE:.0f} % "
-                   f"on the test split for group(s) {listed}")
+        out.append(f"predicted-positive rate under {100 * MIN_POSITIVE_RATE:.0f} % for group(s) {listed}")
+    return out
+
+
+def split_trivial_reasons(y: np.ndarray, logits: np.ndarray, group: np.ndarray,
+                          group_names: Sequence[str]) -> list[str]:
+    """:func:`trivial_reasons` of the predictions 1{f > 0} on one split (the metrics' own definitions)."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    from ..metrics import group_fairness
+
+    pred = (np.asarray(logits) > 0).astype(int)
+    both = 0 < np.sum(y) < len(y)
+    bal = float(balanced_accuracy_score(y, pred)) if both else None
+    return trivial_reasons(bal, group_fairness(y, pred, group, list(group_names))["demographic_parity_by_group"])
+
+
+def warnings_for(entries: Sequence[Mapping[str, Any]], metrics: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Human-readable warnings (module docstring) from the fairness entries and the split metrics."""
+    test = metrics.get("test", {})
+    out = [f"near-trivial model: {reason} on the test split"
+           for reason in trivial_reasons(test.get("balanced_accuracy"), test.get("demographic_parity_by_group") or {})]
     for entry in entries:
         val = entry.get("validation")
         if val is not None and not val["kept"]:

@@ -29,7 +29,8 @@ def test_the_baseline_runs_erm_within_its_caps_without_guarantee():
     spec = baseline_spec(SPEC)
     assert spec["solver"] == {"name": "erm", "params": {}} and spec["seed"] == 0
     assert spec["max_iterations"] == MAX_ITERATIONS and spec["time_limit_s"] == 60
-    assert "guarantee" not in spec and "dataset_id" not in spec
+    assert "guarantee" not in spec and "dataset_id" not in spec and spec["exact_enforcement"] is False
+    assert "feature_screen" not in baseline_spec(dict(SPEC, feature_screen=[{"column": "id"}]))
 
 
 def test_one_row_per_key_and_a_lost_message_is_sent_again_once(dataset_db):

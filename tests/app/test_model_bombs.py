@@ -37,7 +37,7 @@ def test_model_bombs_are_refused_before_allocating(tmp_path, build, message):
     path = tmp_path / "bomb.safetensors"
     model_file(path, **build)
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         with pytest.raises(ModelError) as err:
             AuditModel.load_checked(path)
@@ -45,7 +45,7 @@ def test_model_bombs_are_refused_before_allocating(tmp_path, build, message):
     finally:
         tracemalloc.stop()
     assert message in str(err.value)
-    assert time.perf_counter() - started < 2.0 and peak < 50 * 2 ** 20  # was 2.65 GB for the first shape
+    assert time.process_time() - started < 2.0 and peak < 50 * 2 ** 20  # was 2.65 GB for the first shape
 
 
 def test_a_model_within_the_caps_loads(tmp_path):

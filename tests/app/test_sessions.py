@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 from fastapi import HTTPException
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, func, select
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
 from app.auth import authenticate, create_key, revoke
-from app.models import Base
+from app.models import Base, DashboardSession
 from app.sessions import SESSION_COOKIE, check_same_origin, close_session, open_session, session_key
 
 
@@ -33,6 +33,7 @@ def test_a_session_maps_to_its_key_until_sign_out_expiry_or_revocation(db):
 
     assert session_key(db, open_session(db, row.id, ttl_s=-1)) is None  # expired
     live = open_session(db, row.id, ttl_s=60)
+    assert db.scalar(select(func.count()).select_from(DashboardSession)) == 1  # ended sessions were deleted
     revoke(row)
     db.commit()
     with pytest.raises(HTTPException) as exc:

@@ -84,3 +84,14 @@ def test_parquet_text_markers(tmp_path):
     options, prof = profile(path)
     schema = {c["name"]: c for c in prof.schema()}
     assert schema["job"]["n_missing"] == 2 and schema["x"]["n_missing"] == 1
+
+
+@pytest.mark.skipif(not (data_dir() / "compas-scores-two-years.csv").exists(), reason="no shared COMPAS file")
+def test_compas_duplicate_names_are_renamed_with_column_names():
+    path = data_dir() / "compas-scores-two-years.csv"
+    with pytest.raises(DatasetError, match="duplicate column name 'decile_score'.*give column_names"):
+        profile(path)
+    header = path.read_text().splitlines()[0].split(",")
+    names = [f"{n}_{i}" if header.count(n) > 1 else n for i, n in enumerate(header)]
+    options, prof = profile(path, column_names=names)
+    assert prof.n_rows == 7214 and list(prof.columns) == names

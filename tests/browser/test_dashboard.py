@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.datagen import planted_table
+from tests.datagen import compas_like_table, planted_table
 from tests.integration.test_job_flow import job_spec, upload
 
 pytestmark = pytest.mark.integration
@@ -324,3 +324,63 @@ def test_group_values_are_text_in_charts_not_links(web_stack, owner_key, page, t
         assert page.locator(f"#chart-{kind} svg a").count() == 0, kind
         assert page.locator(f"#chart-{kind} svg text [style*='font-weight: bold'], #chart-{kind} svg b").count() == 0
     shot(page, tmp_path, "markup-groups")
+def test_job_form_feature_picker_shows_the_screen(web_stack, owner_key, page, tmp_path):
+    with web_stack.client(owner_key) as client:
+        compas = upload(client, compas_like_table(800, seed=2), name="compas-like")
+    sign_in(page, web_stack, owner_key, f"/jobs/new?dataset_id={compas['id']}")
+    page.wait_for_selector("#job-form[data-ready=true]")
+    page.select_option("#f-target", "two_year_recid")
+    page.fill("#f-positive", "1")
+    for box in page.locator("#f-sensitive input").all():
+        box.set_checked(box.get_attribute("value") == "race")
+    page.locator("#f-positive").dispatch_event("change")
+    leak = page.locator('#f-features [data-column=is_recid] .warning[data-reason=near_duplicate]')
+    leak.wait_for()
+    assert "AUC" in leak.inner_text()
+    page.wait_for_selector("#f-features[data-state=ready]")
+    for column, reason in (("id", "identifier"), ("dob", "date"), ("c_charge_desc", "free_text"),
+                           ("type_of_assessment", "constant")):
+        row = page.locator(f"#f-features [data-column={column}]")
+        assert not row.locator("input").is_checked() and row.locator(".warning").get_attribute("data-reason") == reason
+    assert page.locator("#f-features [data-column=priors_count] input").is_checked()
+    assert page.locator("#f-features [data-column=priors_count] .warning").count() == 0
+    shot(page, tmp_path, "feature-picker")
+
+    page.locator("#f-features [data-column=age] input").set_checked(False)  # a pick is sent as the features
+    page.fill("#f-max-iterations", "10")
+    page.select_option("#f-device", "cpu")
+    page.click("#submit-job")
+    page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
+    spec = page.inner_text("#job-spec")
+    assert '"features": [' in spec and '"priors_count"' in spec and '"is_recid"' not in spec and '"age"' not in spec
+
+
+def test_upload_without_header_warns_then_reads_with_the_options(web_stack, owner_key, page, tmp_path):
+    frame = planted_table(200, seed=3)
+    frame["workclass"] = frame["workclass"].fillna("?")
+    csv = tmp_path / "noheader.csv"
+    frame.to_csv(csv, index=False, header=False)
+    sign_in(page, web_stack, owner_key, "/datasets")
+    page.fill("#upload-name", "noheader-raw")
+    page.set_input_files("#file-input", str(csv))
+    page.wait_for_url(re.compile(r"/datasets/[0-9a-f]{32}$"))  # a warned upload opens its page
+    warning = page.locator('#read-options .message.warning[data-field=header]')
+    assert "looks like data" in warning.inner_text() and "header=false" in warning.inner_text()
+    shot(page, tmp_path, "header-warning")
+
+    page.goto(web_stack.url + "/datasets")
+    page.click(".read-options summary")
+    page.select_option("#upload-header", "false")
+    page.fill("#upload-columns", ", ".join(frame.columns))
+    page.fill("#upload-name", "noheader-fixed")
+    page.set_input_files("#file-input", str(csv))
+    row = page.locator("#datasets-table tr", has_text="noheader-fixed")
+    row.wait_for()
+    assert "200" in row.inner_text()
+    row.locator("a", has_text="noheader-fixed").click()
+    page.wait_for_url(re.compile(r"/datasets/[0-9a-f]{32}$"))
+    assert page.locator("#read-options .message.warning").count() == 0
+    assert page.inner_text("#read-options [data-field=header]") == "no"
+    assert "?" in page.inner_text("#read-options [data-field=missing_values]")
+    workclass = page.locator("#schema-table tbody tr", has_text="workclass")
+    assert str(int((frame["workclass"] == "?").sum())) in workclass.inner_text()

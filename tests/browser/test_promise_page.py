@@ -1,9 +1,11 @@
 """The job page keeps the user's promise visible, in a real Chromium against a real stack: a pass / fail badge
 per constraint against its tolerance, the warnings, the unconstrained baseline beside the job, and the
-trajectory chart's exact-metric traces; the job form defaults to the auto solver when it exists."""
+trajectory chart's exact-metric traces, auto's tried table; the job form defaults to auto and asks for
+the guarantee."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -56,8 +58,63 @@ def test_job_page_shows_badges_warning_and_baseline(web_stack, owner_key, datase
     shot(page, tmp_path, "job-promise")
 
 
-def test_job_form_defaults_to_auto(web_stack, owner_key, dataset, page):  # noqa: F811
-    sign_in(page, web_stack, owner_key, "/jobs/new")
+def test_job_form_defaults_to_auto_and_asks_for_the_guarantee(web_stack, owner_key, dataset, page):  # noqa: F811
+    sign_in(page, web_stack, owner_key, f"/jobs/new?dataset_id={dataset['id']}")
     page.wait_for_selector("#job-form[data-ready=true]")
-    options = page.eval_on_selector_all("#f-solver option", "els => els.map((e) => e.value)")
-    assert page.input_value("#f-solver") == ("auto" if "auto" in options else "plada")
+    assert page.input_value("#f-solver") == "auto"
+    page.select_option("#f-target", "income")
+    page.fill("#f-positive", ">50K")
+    for box in page.locator("#f-sensitive input").all():
+        box.set_checked(box.get_attribute("value") == "sex")
+    page.fill("#f-max-iterations", "20")
+    page.fill("#f-time-limit", "20")
+    page.select_option("#f-device", "cpu")
+    page.check("#f-guarantee")
+    page.fill("#f-guarantee-confidence", "0.9")
+    page.click("#submit-job")
+    page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
+    with web_stack.client(owner_key) as client:
+        job_id = page.url.rsplit("/", 1)[1]
+        spec = client.get(f"/api/v1/jobs/{job_id}").json()["spec"]
+        client.post(f"/api/v1/jobs/{job_id}/cancel")  # only the submitted spec matters here
+    assert spec["solver"]["name"] == "auto" and spec["guarantee"]["confidence"] == 0.9
+
+
+def test_auto_job_shows_what_it_tried_and_traces_the_exact_metric(web_stack, owner_key, dataset, page,  # noqa: F811
+                                                                   tmp_path):
+    spec = job_spec(dataset["id"], max_iterations=400, time_limit_s=120,
+                    solver={"name": "auto", "params": {"portfolio": ["ssg", "penalty"], "iterations": 100,
+                                                       "refinements": 1, "refine_iterations": 50}})
+    with web_stack.client(owner_key) as client:
+        resp = client.post("/api/v1/jobs", json=spec)
+        assert resp.status_code == 202, resp.text
+        job = wait_for(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
+        traj = client.get(f"/api/v1/jobs/{job['id']}/trajectory").json()
+    assert job["status"] == "succeeded", job["error"]
+    tried = job["result"]["tried"]
+    assert len(tried) >= 2
+    assert traj["exact"] and all(p["validation"] is not None for p in traj["exact"])  # through the portfolio
+    sign_in(page, web_stack, owner_key, f"/jobs/{job['id']}")
+    rows = page.locator("#tried-table tbody tr")
+    assert rows.count() == len(tried)
+    assert [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())] == [t["solver"] for t in tried]
+    assert page.locator('#tried-table tr[data-selected="true"]').count() == sum(bool(t.get("selected")) for t in tried)
+    shot(page, tmp_path, "job-auto")
+
+
+def test_job_page_states_the_guarantee(web_stack, owner_key, dataset, page):  # noqa: F811
+    spec = job_spec(dataset["id"], solver={"name": "penalty", "params": {}}, max_iterations=100, time_limit_s=30,
+                    guarantee={"confidence": 0.9})
+    with web_stack.client(owner_key) as client:
+        resp = client.post("/api/v1/jobs", json=spec)
+        assert resp.status_code == 202, resp.text
+        job = wait_for(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
+    assert job["status"] == "succeeded", job["error"]
+    guarantee = job["result"]["guarantee"]
+    assert guarantee["confidence"] == 0.9
+    sign_in(page, web_stack, owner_key, f"/jobs/{job['id']}")
+    shown = page.locator("#job-guarantee")
+    assert shown.get_attribute("data-met") == str(guarantee["met"]).lower()
+    assert ("not met" in shown.inner_text()) == (not guarantee["met"])
+    if not guarantee["met"]:  # never a violating model presented as a fair one: the page says so in red
+        assert "error" in shown.get_attribute("class")

@@ -66,7 +66,7 @@ def test_an_unauthenticated_body_is_answered_401_before_it_is_read(postgres_stac
     chunked = raw_post(postgres_stack.url, {"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
                        b"100000\r\n{")
     assert chunked.startswith(b"HTTP/1.1 401"), chunked
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30  # far below the time 3 x 104 MiB would take to wait for
     # a known key may send a JSON body only up to the small body limit (not the 1 GiB upload limit)
     with postgres_stack.client() as client:
         big = client.post("/api/v1/jobs", content=b" " * (3 * MiB), headers={"content-type": "application/json"})
@@ -117,7 +117,7 @@ def test_sweep_grid_bomb_answers_422_fast(postgres_stack):
                     "grid": {"params": params, "tolerances": [0.01, 0.02, 0.05], "seeds": [0, 1, 2]}}
             started = time.monotonic()
             resp = client.post("/api/v1/sweeps", json=body)
-            assert time.monotonic() - started < 2
+            assert time.monotonic() - started < 10  # it took 36 s (and 2.3 GB); a loaded machine answers slowly
             assert resp.status_code == 422 and resp.json()["detail"][0]["loc"] == ["body", "grid"], resp.text
         long_list = client.post("/api/v1/sweeps", json={"base": job_spec("x"), "grid": {"seeds": list(range(1000))}})
         assert long_list.status_code == 422 and long_list.json()["detail"][0]["loc"][:3] == ["body", "grid", "seeds"]
@@ -222,3 +222,20 @@ def test_a_revoked_bootstrap_key_stays_revoked_after_a_restart(beat_stack):
     with beat_stack.client() as client:  # before: re-activated at every start
         assert client.get("/api/v1/jobs").status_code == 401
     assert "stays revoked" in beat_stack.log("api")
+
+
+def test_the_audit_model_export_is_streamed_and_leaves_nothing_behind(postgres_stack, tmp_path):
+    from app.audits.model import AuditModel
+
+    with postgres_stack.client() as client:
+        dataset = upload(client, planted_table(600))
+        job = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=20)).json()
+        postgres_stack.wait_job(client, job["id"], {"succeeded"})
+        with client.stream("GET", f"/api/v1/jobs/{job['id']}/audit-model") as resp:
+            assert resp.status_code == 200
+            content = b"".join(resp.iter_bytes())
+        assert int(resp.headers["content-length"]) == len(content)
+        assert "audit-model.safetensors" in resp.headers["content-disposition"]
+    (tmp_path / "m.safetensors").write_bytes(content)
+    assert AuditModel.load_checked(tmp_path / "m.safetensors").job_id == job["id"]
+    assert not list((postgres_stack.home / "storage" / "tmp").glob("*.audit-model"))

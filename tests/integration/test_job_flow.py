@@ -45,8 +45,8 @@ def test_upload_submit_trajectory_charts(stack):
         job = stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"})
         assert job["status"] == "succeeded", job["error"]
 
-        iterations = job["result"]["iterations"]
-        assert iterations == 300 and job["progress"]["iteration"] == 300
+        iterations = job["result"]["iterations"]  # 300, plus the exact enforcement's continuation if it ran
+        assert iterations >= 300 and job["progress"]["iteration"] == iterations
         test = job["metrics"]["test"]
         assert 0.5 < test["accuracy"] <= 1 and 0 <= test["demographic_parity"] <= 1
         rates = test["demographic_parity_by_group"]
@@ -72,7 +72,7 @@ def test_upload_submit_trajectory_charts(stack):
         counts = {t["name"].split(" (")[0]: sum(_values(t["customdata"])) for t in scores["data"]}
         assert counts == test["group_sizes"]
 
-        page = client.get(f"/api/v1/jobs/{job['id']}/charts/scores", params={"format": "html"})
+        page = client.get(f"/api/v1/jobs/{job['id']}/charts/scores", params={"format": "html", "plotly": "link"})
         assert page.status_code == 200 and 'src="/static/plotly.min.js"' in page.text
         js = client.get("/static/plotly.min.js")
         assert js.status_code == 200 and len(js.content) > 1_000_000

@@ -23,7 +23,7 @@ def wait_baseline(client, job_id: str, timeout: float = 120) -> dict:
 def test_exact_traces_promise_fields_and_shared_baseline(stack):
     with stack.client() as client:
         dataset = upload(client, planted_table(1500, seed=4), name="promise")
-        spec = job_spec(dataset["id"], max_iterations=200,
+        spec = job_spec(dataset["id"], max_iterations=200, exact_enforcement=False,  # returns the last iterate
                         constraints=[{"type": "demographic_parity", "tolerance": 0.05},
                                      {"type": "equalized_odds", "tolerance": 0.1}])
         resp = client.post("/api/v1/jobs", json=spec)
@@ -43,9 +43,9 @@ def test_exact_traces_promise_fields_and_shared_baseline(stack):
         assert its[0] == 1 and its[-1] == 200 and 2 < len(its) < 200  # every few iterations, not every one
         assert all(len(p["train"]) == 2 and len(p["validation"]) == 2 for p in exact)
         assert all(0 <= v <= 1 for p in exact for v in p["train"] + p["validation"])
-        final = job["metrics"]
-        assert exact[-1]["train"][0] == final["train"]["demographic_parity"]  # the same exact metric
-        assert exact[-1]["validation"][1] == final["validation"]["equalized_odds"]
+        metrics = job["metrics"]
+        assert exact[-1]["train"][0] == metrics["train"]["demographic_parity"]  # the same exact metric
+        assert exact[-1]["validation"][1] == metrics["validation"]["equalized_odds"]
         assert exact[-1]["train"][1] == result["fairness"][1]["train"]["value"]  # and the report's
         few = client.get(f"/api/v1/jobs/{job['id']}/trajectory", params={"max_points": 5}).json()["exact"]
         step = -(-len(its) // 4)  # every step-th traced iteration by rank, and the last
@@ -58,6 +58,9 @@ def test_exact_traces_promise_fields_and_shared_baseline(stack):
         trace = next(t for t in fig["data"] if t["name"] == "demographic_parity exact (validation)"
                      and t["xaxis"] in ("x3", "x"))  # the iteration column
         assert trace["x"] == its and trace["y"] == [p["validation"][0] for p in exact]
+        marker = next(t for t in fig["data"] if t["name"] == "equalized_odds final model (train)"
+                      and t["xaxis"] in ("x3", "x"))
+        assert marker["x"] == [200] and marker["y"] == [result["fairness"][1]["train"]["value"]]
 
         baseline = wait_baseline(client, job["id"])
         assert baseline["status"] == "succeeded", baseline["error"]

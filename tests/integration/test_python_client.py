@@ -142,3 +142,5 @@ def test_features_null_leaves_out_ids_dates_text_and_leaks(client):
     assert listed.data["spec"]["features"] == ["age", "is_recid"] and "feature_screen" not in listed.data["spec"]
     with pytest.raises(FairSolveError, match=r"query\.target: unknown column 'nope'"):
         client.feature_screen(dataset, "nope", 1)
+    with pytest.raises(FairSolveError, match=r"query\.target: field required; query\.positive_label: field required"):
+        client.request("GET", f"/api/v1/datasets/{dataset['id']}/feature-screen")

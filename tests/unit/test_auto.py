@@ -71,6 +71,15 @@ def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validat
     assert all(b >= a for a, b in zip(elapsed, elapsed[1:]))
 
 
+def test_the_exact_traces_reach_the_caller_through_the_portfolio():
+    train, val, _ = _problems(1500)
+    obs = RecordingObserver(exact_every=50)
+    solve(train, {"name": "auto", "params": {"portfolio": ["ssg", "penalty"]}}, obs, max_iterations=150,
+          validation=val)
+    traced = [r for r in obs.records if r.exact is not None]
+    assert len(traced) >= 4 and all(set(r.exact) == {"train", "validation"} for r in traced)
+
+
 def test_a_diverging_setting_is_detected_and_the_search_moves_on():
     train, val, _ = _problems(1500)
     params = {"portfolio": ["lagrangian"], "refinements": 0,
@@ -171,3 +180,17 @@ def test_where_the_surrogate_is_loose_auto_sharpens_it_until_the_exact_gap_is_ke
     assert _dp(result.model, X[:2800], y[:2800], s[:2800]) <= 0.03
     assert _dp(result.model, X[2800:], y[2800:], s[2800:]) <= 0.03
     assert family.config.temperature == 1.0 and family.tolerance == 0.03  # the user's again
+
+
+def test_with_a_guarantee_auto_chooses_on_the_training_rows_only():
+    """The Seldonian test of solvers.fairness.guarantee is valid for candidates that never saw validation."""
+    from tests.datagen import planted_table
+
+    spec = ProblemSpec.model_validate({
+        "target": "income", "positive_label": ">50K", "sensitive": ["sex"], "model": {"type": "linear"},
+        "constraints": [{"type": "demographic_parity", "tolerance": 0.1}], "guarantee": {"confidence": 0.9},
+        "solver": {"name": "auto", "params": {"portfolio": ["ssg"], "refinements": 1}}, "max_iterations": 100,
+        "device": "cpu"})
+    out = run(planted_table(3000, seed=4), spec)
+    assert out.tried and all(t["judged_on"] == "train" for t in out.tried)
+    assert out.guarantee is not None and out.guarantee["confidence"] == 0.9

@@ -41,8 +41,11 @@ def test_constraint_is_enforced_and_reported(planted_frame):
     fair = FairClassifier(constraints=[DP], solver="ssg", max_iter=1000).fit(X, y, sensitive_features=s)
     gap_free, gap_fair = free.metrics_["demographic_parity"], fair.metrics_["demographic_parity"]
     assert gap_free > 0.2 and gap_fair < 0.5 * gap_free
-    assert fair.fairness_ == [{"constraint": "demographic_parity", "tolerance": 0.02, "train": gap_fair,
-                               "kept": gap_fair <= 0.02 + 1e-12}]
+    [entry] = fair.fairness_
+    assert entry["type"] == "demographic_parity" and entry["tolerance"] == 0.02
+    assert entry["train"]["value"] == pytest.approx(gap_fair) and entry["train"]["kept"] == (gap_fair <= 0.02)
+    assert entry["train"]["ci"][0] <= gap_fair <= entry["train"]["ci"][1]
+    assert entry["validation"] is None and entry["test"] is None and entry["kept_on_test"] is None
     frame = fair.metric_frame(X, y, s)
     assert list(frame.index) == ["0", "1"] and frame["n"].sum() == len(X)
     assert abs(frame["selection_rate"].max() - frame["selection_rate"].min() - gap_fair) < 1e-9
@@ -106,3 +109,10 @@ def test_same_model_as_the_service_run_for_the_same_spec_and_seed(planted_frame)
     clf.fit(X.iloc[train], y[train], sensitive_features=s[train])
     assert np.allclose(clf.predict_proba(X.iloc[out.predictions["row"]])[:, 1], out.predictions["score"], atol=1e-6)
     assert clf.metrics_["demographic_parity"] == pytest.approx(out.metrics["train"]["demographic_parity"])
+
+
+def test_default_solver_is_auto(planted_frame):
+    X, y, s = planted_frame
+    clf = FairClassifier(constraints=[DP], max_iter=200).fit(X, y, sensitive_features=s)
+    assert clf.get_params()["solver"] == "auto" and clf.tried_ and clf.fairness_[0]["train"]["value"] is not None
+    assert clf.predict(X).shape == (len(X),)

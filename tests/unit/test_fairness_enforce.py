@@ -1,4 +1,6 @@
 """solvers.fairness.enforce: the exact constraint on the train split, not only its surrogate."""
+import json
+
 import numpy as np
 import pytest
 
@@ -29,6 +31,7 @@ def test_surrogate_met_but_exact_violated_without_enforcement(loose):
 def test_enforcement_keeps_the_exact_train_gap(loose, solver):
     out = run(loose, _spec(True, solver))
     record = out.enforcement
+    json.dumps(record, allow_nan=False)
     assert record["method"] != "none" and record["met"] and record["exact_train_before"][0] > 0.05
     assert out.fairness[0]["train"]["value"] <= 0.05
     assert out.fairness[0]["train"]["value"] == pytest.approx(record["exact_train_after"][0])
@@ -57,3 +60,9 @@ def test_linear_offset_only_when_the_group_is_a_linear_function_of_the_features(
     v = linear_offset(with_column, group, np.array([0.5, -1.0]))
     assert v is not None and np.allclose(with_column @ v[:-1] + v[-1], np.array([0.5, -1.0])[group])
     assert linear_offset(rng.normal(size=(200, 2)), group, np.array([0.5, -1.0])) is None
+
+
+def test_the_unconstrained_baseline_is_never_enforced(loose):
+    spec = _spec(True).model_copy(update={"solver": ProblemSpec.model_fields["solver"].annotation(name="unconstrained")})
+    out = run(loose, spec)
+    assert out.enforcement is None and out.guarantee is None

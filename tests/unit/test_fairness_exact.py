@@ -57,3 +57,10 @@ def test_auc_parity_and_undefined(split):
     assert values[0] == pytest.approx(fairness_gap(y, f, g == 0, "intra"))
     none_positive = exact_gaps(fams[1:], np.zeros_like(y), f, g, names)
     assert np.isnan(none_positive[0]) and not kept(none_positive, fams[1:])[0]
+
+
+@pytest.mark.parametrize("typ", ["partial_statistical_parity", "partial_demographic_parity"])
+def test_partial_families_match_their_exact_metrics(split, typ):
+    y, f, g, names = split
+    family = ConstraintSpec(type=typ, tolerance=0.05, interval=[0.0, 0.3]).build().bind(names, [300, 500, 200])
+    assert exact_gaps([family], y, f, g, names)[0] == pytest.approx(family.exact_metrics(y, f, g, names)[typ])

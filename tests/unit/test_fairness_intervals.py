@@ -32,7 +32,7 @@ def test_bootstrap_statistic_on_the_split_is_the_exact_value(spec):
     f = np.round(f, 1)  # ties
     family = _family(**spec)
     statistic = bootstrap_statistic(family, y, f, g, NAMES)
-    assert statistic(np.ones((2, len(y))))[0] == pytest.approx(exact_gaps([family], y, f, g, NAMES)[0])
+    assert statistic(np.tile(np.arange(len(y)), (2, 1)))[0] == pytest.approx(exact_gaps([family], y, f, g, NAMES)[0])
 
 
 def test_weighted_auc_is_auc_of_the_resample():

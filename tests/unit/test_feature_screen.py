@@ -56,3 +56,18 @@ def test_propublica_compas_as_published():
     assert got["is_recid"][0] == "excluded" and got["is_recid"][1] in ("near_duplicate", "leakage")
     assert got["type_of_assessment"] == ("excluded", "constant") and got["c_charge_desc"][1] == "free_text"
     assert {"sex", "age", "race", "priors_count", "juv_fel_count", "c_charge_degree"} <= set(screen.kept)
+
+
+def test_held_out_auc_is_roc_auc():
+    from sklearn.metrics import roc_auc_score
+
+    from solvers.feature_screen import _held_out_auc
+
+    rng = np.random.default_rng(1)
+    codes = rng.integers(0, 7, 400)
+    y = (rng.random(400) < 0.3 + 0.08 * codes).astype(float)
+    first = rng.random(400) < 0.5
+    counts, sums = np.bincount(codes[first], minlength=7), np.bincount(codes[first], weights=y[first], minlength=7)
+    rate = (sums + y[first].mean()) / (counts + 1)
+    auc = roc_auc_score(y[~first], rate[codes[~first]])
+    assert _held_out_auc(codes, y, first) == pytest.approx(max(auc, 1 - auc), abs=1e-12)

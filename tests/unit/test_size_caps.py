@@ -44,10 +44,11 @@ def test_constraint_names_match_the_reference_rule():
 
 
 def test_constraint_names_take_linear_time():
-    """The issue's shape: one family name repeated; 2,000 families took 134 s before, 200,000 rows now < 2 s."""
-    started = time.perf_counter()
+    """The issue's shape: one family name repeated; 2,000 families took 134 s before (the old rule: 30 s on this
+    machine), 200,000 rows now under a second of CPU (0.5-0.8 s measured on a loaded machine)."""
+    started = time.process_time()  # CPU time: the machine's load does not count
     names = names_of([["demographic_parity"]] * 200_000)
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 3.0
     assert len(set(names)) == 200_000 and names[-1] == "demographic_parity#200000"
 
 
@@ -65,10 +66,10 @@ def test_constraints_are_capped():
     ({"type": "mlp", "hidden": [4096, 4096]}, ("model",)),                 # 16.8 M parameters
 ])
 def test_mlp_bombs_are_refused_by_the_schema(model, loc):
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(ValidationError) as err:
         ProblemSpec.model_validate({**BASE, "model": model})
-    assert time.perf_counter() - started < 0.1
+    assert time.process_time() - started < 0.1
     assert err.value.errors()[0]["loc"] == loc
 
 

@@ -234,6 +234,12 @@
       form.append("file", file, file.name);
       const name = $("#upload-name").value.trim();
       if (name) form.append("name", name);
+      const header = $("#upload-header").value;
+      const columns = $("#upload-columns").value.trim();
+      const missing = $("#upload-missing").value;
+      if (header) form.append("header", header);
+      if (columns) form.append("column_names", columns);
+      if (missing.trim()) form.append("missing_values", missing);
       const xhr = new XMLHttpRequest();
       xhr.open("POST", "/api/v1/datasets");
       xhr.withCredentials = true;
@@ -255,7 +261,8 @@
         if (xhr.status === 201 && data) {
           fill.style.width = "100%";
           text.textContent = "Uploaded " + data.name + " (" + data.n_rows + " rows).";
-          location.reload();
+          if ((data.read_options || {}).warnings) location.href = "/datasets/" + data.id;  // show the warning
+          else location.reload();
         } else {
           bar.hidden = true;
           showMessage("Upload failed: " + errorText(xhr.status, data));
@@ -550,7 +557,42 @@
       if (!positive.value || !values.includes(positive.value)) {
         positive.value = values.length ? values[values.length - 1] : "";
       }
+      onScreen();
     }
+
+    // feature picker: the service's screen of the columns for this target (GET .../feature-screen)
+    const featureBox = $("#f-features");
+    let screenTouched = false;
+    let screenRequest = 0;
+    featureBox.addEventListener("change", () => { screenTouched = true; });
+    async function onScreen() {
+      const ds = datasets.find((d) => d.id === datasetSel.value);
+      if (!ds || !targetSel.value) return;
+      const request = ++screenRequest;
+      featureBox.dataset.state = "loading";
+      const params = new URLSearchParams({ target: targetSel.value, positive_label: positive.value });
+      for (const c of $$("input[name=sensitive]:checked", sensitiveBox)) params.append("sensitive", c.value);
+      const res = await api("GET", "/api/v1/datasets/" + encodeURIComponent(ds.id) + "/feature-screen?" + params);
+      if (request !== screenRequest) return;  // a newer target or dataset was chosen meanwhile
+      const columns = ds.columns.map((c) => c.name).filter((c) => c !== targetSel.value);
+      const notes = new Map((res.ok ? res.data.notes : []).map((n) => [n.column, n]));
+      const kept = new Set(res.ok ? res.data.kept : columns);
+      featureBox.replaceChildren(...columns.map((name, i) => {
+        const note = notes.get(name);
+        return el("div", { class: "feature" + (note ? " " + note.action : ""), "data-column": name },
+          el("label", { class: "check" }, el("input", { type: "checkbox", name: "feature", value: name,
+                                                         id: "f-feature-" + i, checked: kept.has(name) }), " " + name),
+          note ? el("small", { class: "warning", "data-reason": note.reason,
+                               text: (note.action === "excluded" ? "left out — " : "check — ") +
+                                     note.reason.replace("_", " ") + ": " + note.detail }) : null);
+      }));
+      if (!res.ok) featureBox.append(el("small", { class: "help", text: "The screen is not available: " +
+                                                                        errorText(res.status, res.data) }));
+      screenTouched = false;
+      featureBox.dataset.state = res.ok ? "ready" : "error";
+    }
+    positive.addEventListener("change", onScreen);
+    sensitiveBox.addEventListener("change", onScreen);
     function onDataset() {
       const ds = datasets.find((d) => d.id === datasetSel.value);
       const cols = ds ? ds.columns : [];
@@ -623,9 +665,12 @@
         spec.model.hidden = $("#f-model-hidden").value.split(",").map((s) => s.trim()).filter(Boolean).map(Number);
         spec.model.activation = $("#f-model-activation").value;
       }
-      if ($("#f-exclude-sensitive").checked) {
+      if ($("#f-exclude-sensitive").checked || screenTouched) {  // untouched: features null, screened by the service
         const ds = datasets.find((d) => d.id === datasetSel.value);
-        spec.features = ds.columns.map((c) => c.name).filter((c) => c !== spec.target && !sensitive.includes(c));
+        const picked = featureBox.dataset.state === "ready"
+          ? $$("input[name=feature]:checked", featureBox).map((c) => c.value)
+          : ds.columns.map((c) => c.name).filter((c) => c !== spec.target);
+        spec.features = $("#f-exclude-sensitive").checked ? picked.filter((c) => !sensitive.includes(c)) : picked;
       }
       for (const input of $$("[data-kind]", paramsBox)) {
         const r = readSchemaInput(input);
