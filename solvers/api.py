@@ -288,11 +288,9 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     seen = None if spec.guarantee is not None else validation  # the Seldonian test's rows stay unseen
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=remaining, seed=spec.seed, validation=seen, model=model, resume=resume)
-    if result.status == "diverged":
-        raise SolverDiverged(result.message)
-    if not all(torch.isfinite(p).all() for p in result.model.parameters()):
-        raise SolverDiverged(f"solver {spec.solver.name!r} diverged: the model has non-finite parameters after "
-                             f"{result.iterations} iterations; lower its step size")
+    if result.diverged:
+        raise SolverDiverged(result.message or f"solver {spec.solver.name!r} diverged: the model has non-finite "
+                             f"parameters after {result.iterations} iterations; lower its step size")
     continuation = continuation_of(result, data, spec, problem, deadline, observer, seen, validation)
     trained, enforcement, guarantee = keep_promise(result, spec, data, continuation, problem)
 

@@ -240,8 +240,6 @@ class _Portfolio:
 
     def _judge(self, row: _Row, model: nn.Module) -> str:
         """Fill the row's validation figures; return its outcome."""
-        if not all(torch.isfinite(p).all() for p in model.parameters()):
-            return "diverged"
         names = self.problem.group_names
         judge, train = self._scores(model, self.judge), self._scores(model, self.train)
         if not (np.isfinite(judge).all() and np.isfinite(train).all()):
@@ -271,7 +269,7 @@ class _Portfolio:
         if error is not None:
             row.entry["outcome"] = "error"
             row.entry["error"] = error
-        elif result.status == "diverged":  # the driver stopped at the first non-finite iterate
+        elif result.diverged:  # the driver stopped at a non-finite iterate, or the model is not finite
             row.entry["outcome"] = "diverged"
             row.entry["error"] = result.message
         else:

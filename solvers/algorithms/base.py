@@ -45,6 +45,11 @@ class SolveResult:
     message: str | None = None      # why a diverged run stopped, naming the step sizes to lower
     tried: list[dict] = field(default_factory=list)  # auto's portfolio: one entry per solve (solvers.auto)
 
+    @property
+    def diverged(self) -> bool:
+        """The driver stopped at a non-finite iterate, or the returned model holds a non-finite parameter."""
+        return self.status == "diverged" or not all(torch.isfinite(p).all() for p in self.model.parameters())
+
 
 class Algorithm:
     """θ-update rule of one solver; instantiated per solve with a fresh model."""

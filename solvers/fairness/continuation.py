@@ -37,9 +37,6 @@ class _ContinuedObserver(Observer):
                                         elapsed_s=record.elapsed_s + self.elapsed_s, constraints=constraints,
                                         max_violation=max([0.0, *constraints])))
 
-    def exact_trace_every(self) -> int:
-        return self.inner.exact_trace_every()
-
     def should_stop(self) -> str | None:
         return self.inner.should_stop()
 

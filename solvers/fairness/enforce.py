@@ -158,7 +158,7 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
         result = continuation.resolve(model, tighter, cooler)
         if result is None:
             break
-        if not all(torch.isfinite(p).all() for p in result.model.parameters()):
+        if result.diverged:
             model = previous  # a continuation that diverged is undone
             break
         after = exact(result.model)

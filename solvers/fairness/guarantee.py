@@ -38,7 +38,6 @@ import copy
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import torch
 
 from .enforce import enforce_exact
 from .exact import exact_gaps, tolerances
@@ -87,7 +86,7 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     for r in range(ROUNDS_PER_TEST * max_tests):
         if r > 0:
             result = continuation.resolve(model, tau)
-            if result is None or not all(torch.isfinite(p).all() for p in result.model.parameters()):
+            if result is None or result.diverged:
                 break
             model = result.model
         if enforce:

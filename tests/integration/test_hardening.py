@@ -4,7 +4,6 @@ unauthenticated bodies, the bootstrap key, sweep / model / constraint bombs, set
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys

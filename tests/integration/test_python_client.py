@@ -4,7 +4,6 @@ sweep, an audit; the API's validation messages; and FairClassifier's predictions
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
