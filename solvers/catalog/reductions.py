@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from .base import ALGORITHMS, AlgorithmConfig
 
@@ -22,7 +22,7 @@ REDUCTION_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "equalized_o
     "model type fitted to reweighted, relabelled rows) and the λ-player (exponentiated gradient on the Lagrange "
     "multipliers of the moment constraints). Returns the randomised classifier Q = Σ_k w_k h_k; its score is "
     "logit(Σ_k w_k 1{h_k(x) = 1}), so a prediction is the weighted majority of the h_k.",
-    supported_models=("linear",),
+    supported_models=("linear", "gbdt"),
     supported_constraints=REDUCTION_CONSTRAINTS,
     constraint_count=(1, 1),
 )
@@ -31,6 +31,12 @@ class ReductionsConfig(AlgorithmConfig):
         "exponentiated_gradient", description="'exponentiated_gradient' (Agarwal et al. 2018, Algorithm 1: a "
         "randomised classifier) or 'grid_search' (their §3.4 grid over λ: the best single classifier).")
     batch_size: None = Field(None, description="Not used: every oracle call fits the whole training split.")
+    difference_bound: NonNegativeFloat | None = Field(
+        None, le=1.0, description="fairlearn's bound c on every group's distance to the overall rate. None = the "
+        "largest c for which fairlearn's constraints keep the spec's spread max − min ≤ tolerance ε: ε · max_g p_g "
+        "(p_g the group's share of the rows the rate is taken over; the least over the rates of equalized odds) "
+        "for two groups, where the two constraint sets are the same; ε/2 for more groups. ε = fairlearn's own "
+        "use of the tolerance (its spread may reach ε / max_g p_g).")
     eps: PositiveFloat | None = Field(
         None, description="ExponentiatedGradient's eps (ν-approximate saddle point with ‖λ‖₁ ≤ B = 1/eps). None = "
         "the constraint's tolerance (fairlearn's default 0.01 when the tolerance is 0).")

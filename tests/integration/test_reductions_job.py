@@ -34,7 +34,7 @@ def test_a_reductions_job_serves_its_randomised_classifier(stack):
 
         exported = FairModel.from_audit_bytes(client.get(f"/api/v1/jobs/{job['id']}/audit-model").content)
         preds = pd.read_parquet(io.BytesIO(client.get(f"/api/v1/jobs/{job['id']}/artifacts/predictions").content))
-    mix = exported.network.net.mix
+    mix = exported.network.mix
     assert abs(float(mix.sum()) - 1.0) < 1e-9 and bool((mix > 0).all())
     rows = table.loc[preds["row"]]
     np.testing.assert_allclose(exported.predict_proba(rows)[:, 1], preds["score"].to_numpy(), rtol=1e-6, atol=1e-9)
