@@ -101,10 +101,15 @@ def _inputs(run_id: str) -> dict[str, Any] | None:
                 "dataset": s.get(Dataset, audit.dataset_id) if audit.dataset_id else None}
 
 
-def _model(inputs: dict[str, Any]) -> AuditModel:
-    """The audited model: an uploaded audit model file, or the job's weights with its encoder refitted."""
+def _model(inputs: dict[str, Any]):
+    """The audited model (``score(table) -> Scored``): an uploaded audit model file or ONNX model, or the
+    job's weights with its encoder refitted."""
     if inputs["uploaded"] is not None:
-        return AuditModel.from_file(settings.storage_dir / "models" / inputs["uploaded"].stored_name)
+        path = settings.storage_dir / "models" / inputs["uploaded"].stored_name
+        if path.suffix == ".onnx":  # an uploaded ONNX model: scored by onnxruntime
+            from app.onnx_models.scorer import OnnxModel
+            return OnnxModel.from_file(path, inputs["uploaded"].spec, settings.max_onnx_bytes)
+        return AuditModel.from_file(path)
     job, weights = inputs["job"], inputs["weights"]
     if job.status != "succeeded" or weights is None:
         raise ModelError(f"job {job.id!r} has {job.status} and no model")

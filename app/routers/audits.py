@@ -19,6 +19,7 @@ from app.audits.sources import SourceError, check_source
 from app.artifacts import artifact_path
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
+from app.onnx_models import onnx_columns
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
 from app.routers.models import model_path
@@ -64,6 +65,8 @@ def audited_model(db: Session, settings, model_id: str, caller) -> tuple[Uploade
     row = owned(db, UploadedModel, model_id, caller)
     if row is None:
         raise spec_error(("model_artifact_id",), f"model {model_id!r} not found")
+    if row.stored_name.endswith(".onnx"):
+        return row, onnx_columns(row.spec)
     try:
         return row, model_columns(model_path(settings, row))
     except ModelError as exc:  # the stored file is gone or damaged
