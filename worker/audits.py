@@ -24,13 +24,14 @@ from typing import Any
 import httpx
 from sqlalchemy import select, update
 
-from app.artifacts import artifact_path
+from app.artifacts import artifact_file
 from app.audits.metrics import MetricSpec
 from app.audits.model import AuditModel, ModelError
 from app.audits.report import evaluate
 from app.audits.runs import new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
 from app.audits.webhooks import WebhookRefused, check_destination
+from app.blobstore import dataset_file, model_file
 from app.db import session_scope
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, utcnow
 from app.settings import get_settings
@@ -104,16 +105,15 @@ def _inputs(run_id: str) -> dict[str, Any] | None:
 def _model(inputs: dict[str, Any]) -> AuditModel:
     """The audited model: an uploaded audit model file, or the job's weights with its encoder refitted."""
     if inputs["uploaded"] is not None:
-        return AuditModel.from_file(settings.storage_dir / "models" / inputs["uploaded"].stored_name)
+        return AuditModel.from_file(model_file(inputs["uploaded"]))
     job, weights = inputs["job"], inputs["weights"]
     if job.status != "succeeded" or weights is None:
         raise ModelError(f"job {job.id!r} has {job.status} and no model")
-    return AuditModel.from_job(job.id, job.spec, artifact_path(weights.stored_name), _table(inputs["training"]).table)
+    return AuditModel.from_job(job.id, job.spec, artifact_file(weights), _table(inputs["training"]).table)
 
 
 def _table(dataset: Dataset) -> Data:
-    path = settings.storage_dir / "datasets" / dataset.stored_name
-    table = load_table(path, dataset.format, dataset.read_options, dataset.sha256)
+    table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256)
     return Data(table, dataset.sha256, len(table))
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
 from app.audits.model_file import ModelError
+from app.blobstore import blobs, model_file, model_key
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.models import UploadedModel, new_id
 from app.routers.datasets import printable
@@ -40,7 +41,8 @@ class ModelOut(BaseModel):
 
 
 def model_path(settings, row: UploadedModel):
-    return settings.storage_dir / "models" / row.stored_name
+    """A local file holding the uploaded model (:func:`app.blobstore.model_file`)."""
+    return model_file(row, settings)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=ModelOut)
@@ -50,8 +52,6 @@ def upload_model(db: DB, settings: AppSettings, caller: CurrentCaller, file: Upl
     from app.audits.model import AuditModel  # torch, loaded in the API by this route only
 
     model_id = new_id()
-    folder = settings.storage_dir / "models"
-    folder.mkdir(parents=True, exist_ok=True)
     tmp = settings.storage_dir / "tmp" / f"{model_id}.model"
     try:
         stored = stream_to_disk(file.file, tmp, settings.max_upload_bytes)
@@ -68,9 +68,17 @@ def upload_model(db: DB, settings: AppSettings, caller: CurrentCaller, file: Upl
     row = UploadedModel(id=model_id, owner=caller.owner, stored_name=f"{model_id}.safetensors",
                         name=printable(name) or os.path.basename(printable(file.filename))[:255] or model_id,
                         size_bytes=stored.size_bytes, sha256=stored.sha256, spec=model.spec.model_dump(mode="json"))
-    os.replace(tmp, folder / row.stored_name)
-    db.add(row)
-    db.commit()
+    key = model_key(row.stored_name)
+    try:
+        blobs(settings).put(key, tmp, row.sha256)
+    finally:
+        remove_quietly(tmp)
+    try:
+        db.add(row)
+        db.commit()
+    except BaseException:
+        blobs(settings).delete(key)
+        raise
     return row
 
 
@@ -90,7 +98,6 @@ def get_model(model_id: str, db: DB, caller: CurrentCaller) -> UploadedModel:
 def delete_model(model_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> None:
     """Delete the model and the audits of it (with their runs and alerts)."""
     row = get_or_404(db, UploadedModel, model_id, "model", caller)
-    path = model_path(settings, row)
     db.delete(row)
     db.commit()
-    remove_quietly(path)
+    blobs(settings).delete(model_key(row.stored_name))
