@@ -1,6 +1,7 @@
 """Two worker hosts that share nothing with the API but PostgreSQL, Redis and an S3 server (``tests.objectstore``):
-each process has a ``FAIRSOLVE_HOME`` of its own (the hosts are separate processes on this machine, not separate
-network namespaces). A sweep runs on them; one host is SIGKILLed (its Celery main process and its pool) while it
+each has a ``FAIRSOLVE_HOME`` of its own and, where ``ip netns`` works (root on Linux), a network namespace of its
+own that reaches only those three services (``tests.netns``); elsewhere they are plain processes. A sweep runs on
+them; one host is SIGKILLed (its Celery main process and its pool) while it
 runs a job past a checkpoint, and the reaper re-queues that job, which the other host resumes from the checkpoint
 it reads from the object store. Every job succeeds exactly once and its artifacts are read through the API."""
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import subprocess
+import sys
 import time
 from datetime import datetime
 
@@ -17,6 +20,7 @@ import pytest
 from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
 from tests.integration.test_sweeps import wait_sweep
+from tests.netns import namespaces
 from tests.objectstore import object_store
 from tests.stack import REDIS_URL, add_worker_host, alive, descendants, pg_database, start_stack, stop_stack
 
@@ -31,10 +35,12 @@ def hosts_stack(tmp_path):
         env = {**s3.env(s3.new_bucket()), "FAIRSOLVE_CHECKPOINT_EVERY_S": "0.3", "FAIRSOLVE_REAP_EVERY_S": "1",
                "FAIRSOLVE_STALE_AFTER_S": str(STALE_AFTER_S)}
         stack = start_stack("hosts", tmp_path / "api", url, REDIS_URL, workers=0, extra_env=env, beat=True)
-        for host in ("host-b", "host-c"):
-            add_worker_host(stack, host, tmp_path / host)
-        yield stack, s3
-        stop_stack(stack)
+        services = [stack.env["DATABASE_URL"], stack.env["CELERY_BROKER_URL"], s3.endpoint]
+        with namespaces(["host-b", "host-c"], services) as spaces:
+            for host in ("host-b", "host-c"):
+                add_worker_host(stack, host, tmp_path / host, prefix=spaces[host] if spaces else None)
+            yield stack, s3, spaces
+            stop_stack(stack)
     drop()
 
 
@@ -67,7 +73,12 @@ def kill_host_mid_job(stack, client, host: str) -> str:
 
 
 def test_a_sweep_on_two_hosts_survives_losing_one(hosts_stack, tmp_path):
-    stack, s3 = hosts_stack
+    stack, s3, spaces = hosts_stack
+    if spaces:  # a host reaches the database, the broker and the object store, and nothing else: not the API
+        probe = "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=2)"
+        port = stack.url.rsplit(":", 1)[1]
+        assert subprocess.run([*spaces["host-b"], sys.executable, "-c", probe, port], capture_output=True).returncode
+        assert not subprocess.run([sys.executable, "-c", probe, port], capture_output=True).returncode
     with stack.client() as client:
         t0 = time.monotonic()
         dataset = upload(client, planted_table(ROWS, seed=5))
@@ -109,4 +120,5 @@ def test_a_sweep_on_two_hosts_survives_losing_one(hosts_stack, tmp_path):
         busy = sum((f - s).total_seconds() for s, f in zip(started, finished))
         wall = (max(finished) - min(started)).total_seconds()
         print(f"\n{len(jobs)} jobs on 2 hosts: wall {wall:.1f} s, summed job time {busy:.1f} s, "
-              f"parallel efficiency {busy / (2 * wall):.2f} (one host lost mid-job)")
+              f"parallel efficiency {busy / (2 * wall):.2f} (one host lost mid-job; "
+              f"{'network namespaces' if spaces else 'plain processes'})")
