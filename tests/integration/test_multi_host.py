@@ -1,9 +1,9 @@
 """Two worker hosts that share nothing with the API but PostgreSQL, Redis and an S3 server (``tests.objectstore``):
 each has a ``FAIRSOLVE_HOME`` of its own and, where ``ip netns`` works (root on Linux), a network namespace of its
-own that reaches only those three services (``tests.netns``); elsewhere they are plain processes. A sweep runs on
-them; one host is SIGKILLed (its Celery main process and its pool) while it
-runs a job past a checkpoint, and the reaper re-queues that job, which the other host resumes from the checkpoint
-it reads from the object store. Every job succeeds exactly once and its artifacts are read through the API."""
+own that reaches only those three services (``tests.netns``); elsewhere they are plain processes (``tests.hosts``).
+A sweep runs on them; one host is SIGKILLed (its Celery main process and its pool) while it runs a job past a
+checkpoint, and the reaper re-queues that job, which the other host resumes from the checkpoint it reads from the
+object store. Every job succeeds exactly once and its artifacts are read through the API."""
 
 from __future__ import annotations
 
@@ -20,31 +20,22 @@ import pytest
 from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
 from tests.integration.test_sweeps import wait_sweep
-from tests.netns import namespaces
-from tests.objectstore import object_store
-from tests.stack import REDIS_URL, add_worker_host, alive, descendants, pg_database, start_stack, stop_stack
+from tests.hosts import worker_hosts
+from tests.stack import alive, descendants
 
 ITERATIONS, ROWS, MODEL = 600, 3000, {"type": "mlp", "hidden": [32, 32]}  # about 1 s a job on a quiet core
 STALE_AFTER_S = 5  # the reaper re-queues a job whose heartbeat (4 a second while it runs) is this old
 
 
 @pytest.fixture
-def hosts_stack(tmp_path):
-    url, drop = pg_database()
-    with object_store(tmp_path / "s3.log") as s3:
-        env = {**s3.env(s3.new_bucket()), "FAIRSOLVE_CHECKPOINT_EVERY_S": "0.3", "FAIRSOLVE_REAP_EVERY_S": "1",
-               "FAIRSOLVE_STALE_AFTER_S": str(STALE_AFTER_S)}
-        stack = start_stack("hosts", tmp_path / "api", url, REDIS_URL, workers=0, extra_env=env, beat=True)
-        services = [stack.env["DATABASE_URL"], stack.env["CELERY_BROKER_URL"], s3.endpoint]
-        with namespaces(["host-b", "host-c"], services) as spaces:
-            for host in ("host-b", "host-c"):
-                add_worker_host(stack, host, tmp_path / host, prefix=spaces[host] if spaces else None)
-            yield stack, s3, spaces
-            stop_stack(stack)
-    drop()
+def hosts(tmp_path):
+    env = {"FAIRSOLVE_CHECKPOINT_EVERY_S": "0.3", "FAIRSOLVE_REAP_EVERY_S": "1",
+           "FAIRSOLVE_STALE_AFTER_S": str(STALE_AFTER_S)}
+    with worker_hosts(tmp_path, 2, env) as deployment:
+        yield deployment
 
 
-def sweep_jobs(client, dataset_id: str) -> list[str]:
+def start_sweep(client, dataset_id: str) -> str:
     base = job_spec(dataset_id, max_iterations=ITERATIONS, model=MODEL, exact_enforcement=False)
     resp = client.post("/api/v1/sweeps", json={"base": base, "grid": {"tolerances": [0.1, 0.05], "seeds": [0, 1]}})
     assert resp.status_code == 202, resp.text
@@ -52,14 +43,15 @@ def sweep_jobs(client, dataset_id: str) -> list[str]:
 
 
 def kill_host_mid_job(stack, client, host: str) -> str:
-    """SIGKILL ``host`` (its Celery main process and pool) once it runs a job past its first checkpoint; the job."""
+    """SIGKILL ``host`` (its Celery main process and pool) once it runs a job with a checkpoint at iteration 50 or
+    later and 200 iterations to go; the job."""
     main = stack.procs[host]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         pool = descendants(main.pid)
         for job in client.get("/api/v1/jobs", params={"status": "running"}).json():
             pid = int((job["worker"] or ":0").rsplit(":", 1)[1])
-            if pid in pool and (job["progress"].get("checkpoint_iteration") or 0) > 0 \
+            if pid in pool and (job["progress"].get("checkpoint_iteration") or 0) >= 50 \
                     and job["progress"].get("iteration", 0) < ITERATIONS - 200:
                 for victim in (main.pid, *pool):
                     os.kill(victim, signal.SIGKILL)
@@ -72,21 +64,18 @@ def kill_host_mid_job(stack, client, host: str) -> str:
     raise AssertionError(f"{host} ran no job past a checkpoint:\n{stack.log(host)}")
 
 
-def test_a_sweep_on_two_hosts_survives_losing_one(hosts_stack, tmp_path):
-    stack, s3, spaces = hosts_stack
+def test_a_sweep_on_two_hosts_survives_losing_one(hosts, tmp_path):
+    stack, s3, spaces = hosts.stack, hosts.s3, hosts.spaces
     if spaces:  # a host reaches the database, the broker and the object store, and nothing else: not the API
         probe = "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=2)"
         port = stack.url.rsplit(":", 1)[1]
         assert subprocess.run([*spaces["host-b"], sys.executable, "-c", probe, port], capture_output=True).returncode
         assert not subprocess.run([sys.executable, "-c", probe, port], capture_output=True).returncode
     with stack.client() as client:
-        t0 = time.monotonic()
         dataset = upload(client, planted_table(ROWS, seed=5))
-        sweep_id = sweep_jobs(client, dataset["id"])
+        sweep_id = start_sweep(client, dataset["id"])
         killed = kill_host_mid_job(stack, client, "host-b")
-        t1 = time.monotonic()
         sweep = wait_sweep(client, sweep_id, timeout=180)
-        print(f"kill after {t1 - t0:.1f} s, sweep done after {time.monotonic() - t0:.1f} s")
         assert sweep["status"] == "succeeded", sweep["failures"]
         ids = [j for p in sweep["points"] for j in p["job_ids"]]
         jobs = {j: client.get(f"/api/v1/jobs/{j}").json() for j in ids}
@@ -100,7 +89,7 @@ def test_a_sweep_on_two_hosts_survives_losing_one(hosts_stack, tmp_path):
                 assert body.status_code == 200 and hashlib.sha256(body.content).hexdigest() == art["sha256"]
             assert sorted(a["kind"] for a in job["artifacts"]) == ["predictions", "weights"]
         moved = jobs[killed]
-        assert moved["starts"] == 2 and 0 < moved["result"]["resumed_from"] < ITERATIONS, moved
+        assert moved["starts"] == 2 and 50 <= moved["result"]["resumed_from"] < ITERATIONS, moved
         assert int(moved["worker"].rsplit(":", 1)[1]) in survivor  # resumed on the other host
         assert all(j["starts"] == 1 for i, j in jobs.items() if i != killed)
         # nothing went through a shared directory: the API's home holds no stored file, each host only its cache
@@ -110,8 +99,7 @@ def test_a_sweep_on_two_hosts_survives_losing_one(hosts_stack, tmp_path):
         cached = {p.name.split("-", 1)[0] for p in (tmp_path / "host-c" / "storage" / "cache").iterdir()}
         assert dataset["sha256"] in cached
         bucket = s3.client()
-        name = stack.env["FAIRSOLVE_STORAGE_URL"].removeprefix("s3://").split("/", 1)[0]
-        keys = [o["Key"] for page in bucket.get_paginator("list_objects_v2").paginate(Bucket=name)
+        keys = [o["Key"] for page in bucket.get_paginator("list_objects_v2").paginate(Bucket=hosts.bucket)
                 for o in page.get("Contents", [])]
         assert not [k for k in keys if "/checkpoints/" in k]  # spent when their jobs ended
         assert sum("/artifacts/" in k for k in keys) >= 2 * len(jobs)
