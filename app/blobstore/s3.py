@@ -21,8 +21,10 @@ from typing import Any
 
 from app.blobstore.base import BLOCK, BlobError, BlobStore, ChecksumMismatch, sha256_file
 from app.blobstore.cache import ReadCache
+from app.storage import clear_stale
 
 PART_BYTES = 8 << 20  # multipart upload: part size and the size from which an upload goes in parts
+SPOOL_STALE_S = 3600.0  # a spooled file this old was left by a process that died before its upload ended
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -37,6 +39,7 @@ class S3Store(BlobStore):
         self.bucket, self.prefix = parse_url(url)
         self.endpoint_url, self.cache, self.spool = endpoint_url, cache, spool
         spool.mkdir(parents=True, exist_ok=True)
+        clear_stale(spool, SPOOL_STALE_S)
         self._clients: dict[int, Any] = {}
         self._lock = threading.Lock()
 
@@ -62,10 +65,15 @@ class S3Store(BlobStore):
     def put(self, key: str, path: Path, sha256: str | None = None) -> None:
         from boto3.s3.transfer import TransferConfig
 
-        sha256 = sha256 or sha256_file(path)
-        self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs={"Metadata": {"sha256": sha256}},
-                                Config=TransferConfig(multipart_threshold=PART_BYTES, multipart_chunksize=PART_BYTES,
-                                                      max_concurrency=4, io_chunksize=BLOCK))
+        try:
+            sha256 = sha256 or sha256_file(path)
+            self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs={"Metadata": {"sha256": sha256}},
+                                    Config=TransferConfig(multipart_threshold=PART_BYTES,
+                                                          multipart_chunksize=PART_BYTES, max_concurrency=4,
+                                                          io_chunksize=BLOCK))
+        except BaseException:
+            Path(path).unlink(missing_ok=True)
+            raise
         self.cache.adopt(Path(path), sha256, _name(key))
 
     def fetch(self, key: str, sha256: str | None = None) -> Path:

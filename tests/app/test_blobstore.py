@@ -143,3 +143,18 @@ def test_the_read_cache_is_bounded_by_bytes_and_drops_the_least_recently_used(se
     tiny = s3_host(server, bucket, tmp_path / "c", cache_bytes=10)  # one object over the bound is still usable
     assert tiny.fetch("datasets/d4.csv", shas[4]).read_bytes() == bytes([4]) * 1000
     assert len(list(tiny.cache.folder.iterdir())) == 1
+
+
+def test_the_storage_url_chooses_the_backend_and_is_checked(tmp_path):
+    from pydantic import ValidationError
+
+    from app.blobstore import blobs
+    from app.settings import Settings
+
+    assert isinstance(blobs(Settings(FAIRSOLVE_HOME=str(tmp_path))), LocalStore)
+    s3 = blobs(Settings(FAIRSOLVE_HOME=str(tmp_path), FAIRSOLVE_STORAGE_URL="s3://fair-bucket/some/prefix"))
+    assert isinstance(s3, S3Store) and (s3.bucket, s3.prefix) == ("fair-bucket", "some/prefix/")
+    assert s3.cache.folder == tmp_path.resolve() / "storage" / "cache"
+    for bad in ("http://fair-bucket/x", "s3://", "s3://UPPER/x", "/srv/storage"):
+        with pytest.raises(ValidationError, match="FAIRSOLVE_STORAGE_URL"):
+            Settings(FAIRSOLVE_STORAGE_URL=bad)
