@@ -12,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from app.blobstore import blobs
 from app.auth import bootstrap_key_problem, ensure_key
 from app.auth_gate import AuthBeforeBody
 from app.body_limit import BodyLimit
@@ -60,6 +61,7 @@ async def lifespan(app: FastAPI):
     anyio.to_thread.current_default_thread_limiter().total_tokens = get_settings().api_threads
     register_bootstrap_key()
     clear_stale_uploads()
+    blobs().prepare()  # object storage: its bucket exists (a fresh MinIO); nothing for the local directory
     collector = JobsCollector(session_factory())
     REGISTRY.register(collector)
     JOBS_COLLECTORS.append(collector)
