@@ -111,3 +111,29 @@ def test_catalog_refusals():
                                       constraints=[{"type": "equalized_odds", "tolerance": 0.1}]))
     with pytest.raises(ValueError, match="batch_size"):
         SolverSpec(name="fair_boosting", params={"batch_size": 64})
+
+
+def test_equalized_odds_constrains_both_error_rates():
+    X, y, s = planted_problem_data(n=2000)
+    constraint = ProblemSpec(target="y", positive_label=1, sensitive=["s"],
+                             constraints=[{"type": "equalized_odds", "tolerance": 0.05}]).constraints[0]
+    problem = Problem(X, y, s, ["a", "b"], model_factory=model_factory(ModelSpec(**MODEL)), model_type="gbdt",
+                      constraints=[constraint.build()], device="cpu")
+    observer = RecordingObserver()
+    fair = solve(problem, "fair_boosting", observer, max_iterations=MODEL["n_estimators"])
+    f, g = fair.model(problem.X).double().numpy(), problem.group.numpy()
+    gaps = []
+    for label in (0, 1):  # FPR on y = 0, TPR on y = 1
+        rows = y == label
+        rate = np.bincount(g[rows], weights=f[rows] > 0) / np.bincount(g[rows])
+        gaps.append(rate.max() - rate.min())
+    assert max(gaps) <= 0.05 + 0.02
+    assert len(observer.records[-1].duals["constraint_exact"]) == 4  # FPR and FNR, per group
+    np.testing.assert_allclose(sorted(gaps), sorted(np.asarray(observer.records[-1].duals["constraint_exact"])
+                                                   .reshape(2, 2).max(1) + 0.05), atol=1e-9)
+
+
+def test_fnr_parity_is_equal_opportunity():
+    spec = ProblemSpec(target="y", positive_label=1, sensitive=["s"],
+                       constraints=[{"type": "fnr_parity", "tolerance": 0.05}])
+    assert spec.constraints[0].build().name == "equal_opportunity"
