@@ -22,7 +22,7 @@ from .fairness.exact import tolerances
 from .fairness.guarantee import seldonian
 from .fairness.report import fairness_entries, warnings_for
 from .metrics import classification_metrics
-from .models import ball_domain, model_factory
+from .models import ball_domain, model_factory, scores_in_blocks
 from .observer import Observer, StoppedInSetup
 from .problem import Problem
 from .spec import ProblemSpec, SolverSpec, SpecError, check_spec_against_table
@@ -91,19 +91,11 @@ class RunOutput:
     tried: list[dict[str, Any]] = field(default_factory=list)     # auto's portfolio: solver, params, val accuracy, gap
 
 
-PREDICT_ROWS = 65_536  # rows scored at once: bounds an MLP's activations (and the device copy of X) to this many
-
-
 @torch.no_grad()
 def predict_scores(model: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
-    """The raw scores f_θ(x) for every row (float64 numpy); P(y=1|x) = σ(f_θ(x)).
-
-    Scored :data:`PREDICT_ROWS` rows at a time (a loop over row blocks), so memory beyond X and the (n,)
-    result stays O(PREDICT_ROWS · width) whatever n."""
-    X = torch.as_tensor(X, dtype=torch.float32)
-    if X.shape[0] <= PREDICT_ROWS:
-        return model(X.to(device)).double().cpu().numpy()
-    return torch.cat([model(block.to(device)).double().cpu() for block in X.split(PREDICT_ROWS)]).numpy()
+    """The raw scores f_θ(x) for every row (float64 numpy); P(y=1|x) = σ(f_θ(x)); by row blocks
+    (:func:`~solvers.models.scores_in_blocks`), so neither an MLP's activations nor the device copy of X is whole."""
+    return scores_in_blocks(model, torch.as_tensor(X, dtype=torch.float32), device).double().cpu().numpy()
 
 
 @dataclass

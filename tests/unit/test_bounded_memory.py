@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import solvers.api as api
+import solvers.models as models
 import solvers.encoding as encoding
 from solvers import ProblemSpec, TableEncoder, prepare
 from solvers.models import mlp
@@ -73,7 +74,7 @@ def test_predict_scores_by_blocks_equals_one_pass(monkeypatch):
     model = mlp(5, (8,))
     X = np.random.default_rng(0).normal(size=(1000, 5)).astype(np.float32)
     whole = api.predict_scores(model, X, torch.device("cpu"))
-    monkeypatch.setattr(api, "PREDICT_ROWS", 97)
+    monkeypatch.setattr(models, "SCORE_ROWS", 97)
     np.testing.assert_allclose(api.predict_scores(model, X, torch.device("cpu")), whole, rtol=1e-6, atol=1e-7)
 
 
@@ -81,3 +82,26 @@ def test_predict_scores_by_blocks_equals_one_pass(monkeypatch):
 def test_labels_without_an_array_of_strings(value):
     s = pd.Series(["yes", " yes ", None, "no", 1.0])
     np.testing.assert_array_equal(encoding.encode_labels(s, value), [1, 1, 0, 0, 0])
+
+
+def test_full_batch_evaluation_outside_autograd_is_by_blocks_and_equal(monkeypatch):
+    from solvers import Problem
+    from solvers.spec import ConstraintSpec
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4)).astype(np.float32)
+    y, group = (rng.random(500) < 0.4).astype(np.float32), rng.integers(0, 2, 500)
+    problem = Problem(X, y, group, ["a", "b"], model_factory=lambda d: mlp(d, (6,)), model_type="mlp",
+                      constraints=[ConstraintSpec(type="demographic_parity", tolerance=0.05).build()], device="cpu")
+    torch.manual_seed(0)
+    model = problem.make_model()
+    whole = problem.evaluate(model)
+    calls = []
+    monkeypatch.setattr(models, "SCORE_ROWS", 64)
+    model.register_forward_hook(lambda _m, inputs, _o: calls.append(inputs[0].shape[0]))
+    with torch.no_grad():
+        blocks = problem.evaluate(model)
+    assert max(calls) == 64 and sum(calls) == 500
+    torch.testing.assert_close(blocks.scores, whole.scores.detach())
+    torch.testing.assert_close(blocks.constraints, whole.constraints.detach())
+    torch.testing.assert_close(blocks.objective, whole.objective.detach())
