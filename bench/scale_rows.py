@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 import redis
 
 from bench.datasets import adult
+from bench.scale_upload import memory_kib, reset_peak
 from tests.stack import REDIS_URL, descendants, pg_database, start_stack, stop_stack
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -61,23 +62,6 @@ def write_resampled_adult(path: Path, rows: int, seed: int = 0) -> int:
     return path.stat().st_size
 
 
-def status_kib(pid: int) -> dict[str, int]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
-
-
-def reset_peak(pid: int) -> bool:
-    try:
-        Path(f"/proc/{pid}/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
 def pool_pids(worker_pid: int) -> list[int]:
     """The Celery worker's pool processes (prefork children: the jobs run there)."""
     return sorted(descendants(worker_pid))
@@ -101,7 +85,7 @@ def run_job(stack, client, spec: dict, worker_pid: int) -> dict:
             break
         time.sleep(0.5)
     wall = time.perf_counter() - t0
-    peak = max(status_kib(pid)["VmHWM"] for pid in pool_pids(worker_pid) or pids) / 1024
+    peak = max(memory_kib(pid)["VmHWM"] for pid in pool_pids(worker_pid) or pids) / 1024
     result = job.get("result") or {}
     test = (job.get("metrics") or {}).get("test") or {}
     return {"status": job["status"], "error": job.get("error"), "wall_s": wall, "to_first_iteration_s": first_iteration,
@@ -126,7 +110,7 @@ def measure(rows: int, args, home: Path, mlp: bool) -> dict:
         with stack.client() as client:
             client.timeout = 3600
             client.get("/api/v1/solvers")
-            before = status_kib(api_pid)
+            before = memory_kib(api_pid)
             out["api_peak_reset"] = reset_peak(api_pid)
             t0 = time.perf_counter()
             with open(path, "rb") as fh:  # httpx streams a file object's multipart body
@@ -134,7 +118,7 @@ def measure(rows: int, args, home: Path, mlp: bool) -> dict:
             out["upload_s"] = time.perf_counter() - t0
             assert resp.status_code == 201, resp.text
             out["api_rss_before_mib"] = before["VmRSS"] / 1024
-            out["api_peak_mib"] = status_kib(api_pid)["VmHWM"] / 1024
+            out["api_peak_mib"] = memory_kib(api_pid)["VmHWM"] / 1024
             dataset = resp.json()
             n_train = round(rows * 0.6)
             common = {"dataset_id": dataset["id"], "target": "income", "positive_label": ">50K", "sensitive": ["sex"],

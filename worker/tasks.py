@@ -296,7 +296,7 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
         table = load_table(blobs().fetch(dataset_key(dataset.stored_name), dataset.sha256), dataset.format,
-                           dataset.read_options, dataset.sha256)
+                           dataset.read_options, dataset.sha256, text_as_categories=True)  # the encoder's input
         out = run(table, spec, observer, initial_state=initial_state, resume=resume)
         observer.close()
     except StaleAttempt:
