@@ -5,8 +5,8 @@ mini-batches and an MLP job, each in a fresh stack so that every peak belongs to
 Figures per size: file size, upload wall time (client's streamed POST to its 201, the profile included), the
 API's resident memory before and its peak during the upload (``VmHWM``, reset by writing 5 to
 ``/proc/<pid>/clear_refs``), the worker's peak resident memory through each job (its Celery pool process,
-``VmHWM`` reset before the job), the job's set-up time (wall time to the first iteration: reading the table,
-encoding, splitting), the solver's time and the time per epoch (solver time / (iterations · batch size /
+``VmHWM`` reset before the job, read when it ends; the job's unconstrained baseline, which the worker runs
+next, is waited for before the next job), the job's wall time (set-up included), the solver's time and the time per epoch (solver time / (iterations · batch size /
 training rows)), test accuracy and demographic parity.
 
 The MLP job runs the code a ``gpu``-queue worker runs (``worker.tasks.run_job``; the queue only routes it)
@@ -75,20 +75,20 @@ def run_job(stack, client, spec: dict, worker_pid: int) -> dict:
     job = client.post("/api/v1/jobs", json=spec)
     assert job.status_code == 202, job.text
     job_id = job.json()["id"]
-    first_iteration = None
     deadline = time.monotonic() + 3600
     while time.monotonic() < deadline:
         job = client.get(f"/api/v1/jobs/{job_id}").json()
-        if first_iteration is None and (job.get("progress") or {}).get("iteration", 0) > 0:
-            first_iteration = time.perf_counter() - t0
         if job["status"] in ("succeeded", "failed", "cancelled"):
             break
         time.sleep(0.5)
     wall = time.perf_counter() - t0
     peak = max(memory_kib(pid)["VmHWM"] for pid in pool_pids(worker_pid) or pids) / 1024
+    while (job.get("baseline") or {}).get("status") in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.5)  # the job's unconstrained baseline runs next on the same worker: the next job waits for it
+        job = {**client.get(f"/api/v1/jobs/{job_id}").json(), "status": job["status"]}
     result = job.get("result") or {}
     test = (job.get("metrics") or {}).get("test") or {}
-    return {"status": job["status"], "error": job.get("error"), "wall_s": wall, "to_first_iteration_s": first_iteration,
+    return {"status": job["status"], "error": job.get("error"), "wall_s": wall,
             "iterations": result.get("iterations"), "solver_time_s": result.get("solver_time_s"),
             "stop_reason": result.get("stop_reason"), "worker_peak_mib": peak,
             "test_accuracy": test.get("accuracy"), "test_dp": test.get("demographic_parity")}
@@ -155,7 +155,9 @@ def markdown(results: list[dict], load: tuple[float, float, float]) -> str:
              "1 worker)", "",
              f"Machine: 2 cores shared with other sessions; load average at the start {load[0]:.1f} / {load[1]:.1f} / "
              f"{load[2]:.1f}: the times measure contention as well as the service. Memory figures do not depend on it.",
-             "", "| rows | file MiB | upload s | API before / peak MiB | job | worker peak MiB | to 1st iteration s "
+             "Job wall s: submission to the end, set-up (reading the table, encoding, splitting) included; solver s: "
+             "the iterations (exact-enforcement continuation included); epochs = iterations · batch size / training "
+             "rows.", "", "| rows | file MiB | upload s | API before / peak MiB | job | worker peak MiB | job wall s "
              "| solver s | s / epoch | test acc | test DP |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for kind in ("linear", "mlp"):
@@ -166,7 +168,7 @@ def markdown(results: list[dict], load: tuple[float, float, float]) -> str:
             lines.append(
                 f"| {r['rows']:,} | {r['file_mib']:.0f} | {r['upload_s']:.1f} | {r['api_rss_before_mib']:.0f} / "
                 f"{r['api_peak_mib']:.0f} | {kind} ({job['status']}) | {job['worker_peak_mib']:.0f} | "
-                f"{fmt(job['to_first_iteration_s'], '.1f')} | {fmt(job['solver_time_s'], '.1f')} | "
+                f"{job['wall_s']:.1f} | {fmt(job['solver_time_s'], '.1f')} | "
                 f"{fmt(job.get('s_per_epoch'), '.1f')} | {fmt(job['test_accuracy'], '.4f')} | "
                 f"{fmt(job['test_dp'], '.4f')} |")
     return "\n".join(lines) + "\n"
