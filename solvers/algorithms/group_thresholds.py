@@ -21,13 +21,15 @@ thresholded rule).
 
 **The stored model** (:class:`ThresholdNet`, wrapping the base network): f'(x) = f(x) − t_{g(x), J(x)} with
 
-* g(x) the group, read from the features like :class:`~.auc_postprocess.GroupShift` does: on the fitting rows
-  (train and validation) every group's interval [lo_{g,c}, hi_{g,c}] of a few feature columns c — the columns
-  constant inside every group and varying across them (the one-hots of the sensitive columns, their
-  intersections and merged values), plus, when those do not tell the groups apart, one numeric column that does
-  (range rules, e.g. age bands) — and g(x) = argmin_g Σ_c dist(x_c, [lo_{g,c}, hi_{g,c}]) (exact on the fitting
-  rows; an unseen category goes to the nearest group). No such columns (the sensitive column is not a feature):
-  the solve fails and says so;
+* g(x) the group, read from the features like :class:`~.auc_postprocess.GroupShift` does, by a codebook fitted
+  on the fitting rows (train and validation): the columns constant inside every group and varying across them
+  (the one-hots of the sensitive columns, their intersections and merged values) give each row a code; when the
+  codes alone do not tell the groups apart (range rules, e.g. age bands), the numeric column along which the
+  groups form the fewest runs (value bands, at most ``MAX_RUNS_PER_GROUP`` per group) is added. Each run of one
+  group along (code, value) is a codebook row m with the code and the value interval [lo_m, hi_m], and
+  g(x) = label of argmin_m Σ_c s_c dist(x_c, [lo_{m,c}, hi_{m,c}]) (s_c = 10⁶ on code columns: the category
+  first, then the nearest value band). Exact on the fitting rows; an unseen category goes to the nearest code.
+  No such columns (the sensitive columns are not features): the solve fails and says so;
 * J(x) the component drawn for the row: u(x) = frac(43758.5453 · sin(κᵀx)) (float64, κ a seeded random vector
   stored with the model) and J = #{j : W_{g,j} ≤ u} with W the cumulative mixture weights. The draw is a
   deterministic function of the features: the same row always gets the same decision, on any machine, and
@@ -35,8 +37,9 @@ thresholded rule).
   group (the mixed-integer optimum) and no draw happens.
 
 So "predict 1 when f'(x) > 0" is the rule, and every metric, chart, audit and export reads f' as any other score.
-Its state_dict holds ``net.base.*`` and the buffers ``net.lo``, ``net.hi``, ``net.columns``, ``net.thresholds``,
-``net.cumulative``, ``net.key``; :func:`~.auc_postprocess.restore_model` rebuilds it (safetensors, no pickle).
+Its state_dict holds ``net.base.*`` and the buffers ``net.columns``, ``net.scale``, ``net.lo``, ``net.hi``,
+``net.label`` (the codebook), ``net.thresholds``, ``net.cumulative``, ``net.key``;
+:func:`~.auc_postprocess.restore_model` rebuilds it (safetensors, no pickle).
 """
 from __future__ import annotations
 
@@ -49,65 +52,85 @@ from ..fairness.threshold_lp import FAMILY_RATES, ThresholdSolution, solve_thres
 from .base import ALGORITHMS
 from .erm import ERM
 
-_BUFFERS = ("columns", "lo", "hi", "thresholds", "cumulative", "key")
+_BUFFERS = ("columns", "scale", "lo", "hi", "label", "thresholds", "cumulative", "key")
 _HASH = 43758.5453
+_EXACT = 1e6          # weight of a mismatch in a column constant inside each group (category before value)
+MAX_RUNS_PER_GROUP = 20  # a numeric column reads the groups when its value bands are at most this many per group
 
 
 class GroupReadError(ValueError):
     """The groups cannot be read from the model's features."""
 
 
-def group_reader(X: np.ndarray, group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(columns (c,), lo (K, c), hi (K, c)) of the module docstring, fitted on rows (X, group); raises
-    :class:`GroupReadError` when no such columns exist. Vectorised over rows, columns and groups."""
+def group_reader(X: np.ndarray, group: np.ndarray, n_groups: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(columns (c,), scale (c,), lo (M, c), hi (M, c), label (M,)): the codebook of the module docstring,
+    fitted on rows (X, group); raises :class:`GroupReadError` when no such columns exist."""
     X = np.asarray(X, dtype=np.float64)
     group = np.asarray(group).astype(np.int64)
     order = np.argsort(group, kind="stable")
     sizes = np.bincount(group, minlength=n_groups)
-    present = sizes > 0
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[present]
-    lo = np.zeros((n_groups, X.shape[1]))
-    hi = np.zeros((n_groups, X.shape[1]))
-    lo[present] = np.minimum.reduceat(X[order], starts, axis=0)
-    hi[present] = np.maximum.reduceat(X[order], starts, axis=0)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[sizes > 0]
+    lo = np.minimum.reduceat(X[order], starts, axis=0)
+    hi = np.maximum.reduceat(X[order], starts, axis=0)
     varies = X.max(0) > X.min(0)
-    fixed = np.flatnonzero((lo[present] == hi[present]).all(0) & varies)
-    base = _distances(X[:, fixed], lo[:, fixed], hi[:, fixed], present)
-    if fixed.size and (base.argmin(1) == group).all():
-        return fixed, lo[:, fixed], hi[:, fixed]
-    # one more (numeric) column whose group intervals separate the groups the fixed ones do not
-    others = np.flatnonzero(varies & ~np.isin(np.arange(X.shape[1]), fixed))
-    for chunk in np.array_split(others, max(1, int(np.ceil(len(others) * len(X) * n_groups / 2e7)))):
-        if not chunk.size:
-            continue
-        extra = _interval_distance(X[:, chunk][:, None, :], lo[:, chunk][None], hi[:, chunk][None])  # (n, K, c)
-        right = ((base[:, :, None] + extra).argmin(1) == group[:, None]).all(0)
-        if right.any():
-            cols = np.concatenate([fixed, chunk[np.flatnonzero(right)[:1]]])
-            return cols, lo[:, cols], hi[:, cols]
-    raise GroupReadError("group_thresholds reads each row's group from the features: include the sensitive "
-                         "columns among the model's features (they are by default)")
+    fixed = np.flatnonzero((lo == hi).all(0) & varies)
+    _, code = np.unique(X[:, fixed], axis=0, return_inverse=True)
+    code = code.reshape(-1)
+    if fixed.size and _functional(code, group):          # categories alone tell the groups apart
+        return _codebook(X, group, fixed, None, code)
+    best, best_runs = None, None
+    for j in np.flatnonzero(varies & ~np.isin(np.arange(X.shape[1]), fixed)):   # set-up: one sort per column
+        runs = _runs(code, X[:, j], group)
+        if runs is not None and (best_runs is None or runs < best_runs):
+            best, best_runs = j, runs
+    if best is None or best_runs > MAX_RUNS_PER_GROUP * n_groups:
+        raise GroupReadError("group_thresholds reads each row's group from the features: include the sensitive "
+                             "columns among the model's features (they are by default)")
+    return _codebook(X, group, fixed, best, code)
 
 
-def _interval_distance(x, lo, hi):
-    return np.maximum(lo - x, 0.0) + np.maximum(x - hi, 0.0)
+def _functional(code: np.ndarray, group: np.ndarray) -> bool:
+    """Whether each code value holds one group only."""
+    return len(np.unique(np.column_stack([code, group]), axis=0)) == len(np.unique(code))
 
 
-def _distances(Z: np.ndarray, lo: np.ndarray, hi: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """(n, K) Σ_c dist(z_c, [lo_{g,c}, hi_{g,c}]); +inf for groups absent from the fitting rows."""
-    d = _interval_distance(Z[:, None, :], lo[None], hi[None]).sum(-1)
-    return np.where(present[None, :], d, np.inf)
+def _runs(code: np.ndarray, x: np.ndarray, group: np.ndarray) -> int | None:
+    """The number of runs of equal group along (code, x) sorted; None when one (code, x) holds two groups."""
+    order = np.lexsort((group, x, code))
+    c, v, g = code[order], x[order], group[order]
+    if ((c[1:] == c[:-1]) & (v[1:] == v[:-1]) & (g[1:] != g[:-1])).any():
+        return None
+    return 1 + int(((c[1:] != c[:-1]) | (g[1:] != g[:-1])).sum())
+
+
+def _codebook(X, group, fixed, numeric, code):
+    """One codebook row per run of equal group along (code, numeric value): its fixed columns' values and the
+    run's interval [lo, hi] of the numeric column (``numeric`` None: one row per code)."""
+    columns = fixed if numeric is None else np.concatenate([fixed, [numeric]])
+    x = np.zeros(len(X)) if numeric is None else X[:, numeric]
+    order = np.lexsort((x, code))
+    c, g = code[order], group[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (c[1:] != c[:-1]) | (g[1:] != g[:-1])
+    starts = np.flatnonzero(first)
+    Z = X[order][:, columns]
+    lo, hi = np.minimum.reduceat(Z, starts, axis=0), np.maximum.reduceat(Z, starts, axis=0)
+    scale = np.where(np.arange(len(columns)) < len(fixed), _EXACT, 1.0)
+    return columns, scale, lo, hi, g[starts]
 
 
 class ThresholdNet(nn.Module):
     """x ↦ net(x) − t_{g(x), J(x)} (module docstring). Everything it needs is in its state_dict."""
 
-    def __init__(self, net: nn.Module, columns, lo, hi, thresholds, cumulative, key) -> None:
+    def __init__(self, net: nn.Module, columns, scale, lo, hi, label, thresholds, cumulative, key) -> None:
         super().__init__()
         self.base = net
         self.register_buffer("columns", torch.as_tensor(columns, dtype=torch.int64))
+        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float64))
         self.register_buffer("lo", torch.as_tensor(lo, dtype=torch.float64))
         self.register_buffer("hi", torch.as_tensor(hi, dtype=torch.float64))
+        self.register_buffer("label", torch.as_tensor(label, dtype=torch.int64))
         self.register_buffer("thresholds", torch.as_tensor(thresholds, dtype=torch.float64))
         self.register_buffer("cumulative", torch.as_tensor(cumulative, dtype=torch.float64))
         self.register_buffer("key", torch.as_tensor(key, dtype=torch.float64))
@@ -122,9 +145,10 @@ class ThresholdNet(nn.Module):
         return cls(net, *(torch.zeros_like(state[f"{prefix}{name}"]) for name in _BUFFERS))
 
     def group_of(self, x: torch.Tensor) -> torch.Tensor:
+        """The group of each row: the label of the nearest codebook row (module docstring)."""
         z = x[:, self.columns].double()[:, None, :]
-        d = ((self.lo[None] - z).clamp_min(0) + (z - self.hi[None]).clamp_min(0)).sum(-1)
-        return d.masked_fill(~torch.isfinite(self.lo).all(-1)[None], float("inf")).argmin(1)
+        d = (((self.lo[None] - z).clamp_min(0) + (z - self.hi[None]).clamp_min(0)) * self.scale).sum(-1)
+        return self.label[d.argmin(1)]
 
     def draw(self, x: torch.Tensor) -> torch.Tensor:
         """u(x) ∈ [0, 1), a deterministic function of the row."""
@@ -140,17 +164,16 @@ class ThresholdNet(nn.Module):
         return (h.double() - t).to(h.dtype)
 
 
-def threshold_net(net: nn.Module, solution: ThresholdSolution, columns, lo, hi, n_features: int,
+def threshold_net(net: nn.Module, solution: ThresholdSolution, reader: tuple, n_features: int,
                   seed: int) -> ThresholdNet:
-    """Wrap ``net`` with the rule of ``solution`` (groups absent from the fitting rows get lo = hi = +inf)."""
+    """Wrap ``net`` with the rule of ``solution`` and the group codebook ``reader`` (:func:`group_reader`)."""
     cumulative = np.cumsum(solution.weights, axis=1)
     used = (solution.weights > 0).sum(1)
-    cumulative[np.arange(len(used)), np.maximum(used - 1, 0)] = 1.0      # round-off: the last component ends at 1
-    cumulative = np.where(np.arange(cumulative.shape[1])[None] >= used[:, None] - 1, 1.0, cumulative)
+    cumulative = np.where(np.arange(cumulative.shape[1])[None] >= used[:, None] - 1, 1.0, cumulative)  # ends at 1
     generator = torch.Generator().manual_seed(int(seed))
     key = torch.rand(n_features, generator=generator, dtype=torch.float64) * 1000.0
     device = next(iter(net.parameters()), torch.empty(0)).device
-    return ThresholdNet(net, columns, lo, hi, solution.thresholds, cumulative, key).to(device)
+    return ThresholdNet(net, *reader, solution.thresholds, cumulative, key).to(device)
 
 
 @ALGORITHMS.implements("group_thresholds")
@@ -186,10 +209,8 @@ class GroupThresholds(ERM):
                                     self.config.objective, self.config.randomized, self.config.time_limit_s)
         X = p.X if v is None else torch.cat([p.X, v.X])
         group = p.group if v is None else torch.cat([p.group, v.group])
-        columns, lo, hi = group_reader(X.cpu().numpy(), group.cpu().numpy(), K)
-        absent = np.bincount(group.cpu().numpy(), minlength=K) == 0
-        lo[absent], hi[absent] = np.inf, np.inf
-        self.model.net = threshold_net(self.model.net, solution, columns, lo, hi, p.n_features, self.seed)
+        reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), K)
+        self.model.net = threshold_net(self.model.net, solution, reader, p.n_features, self.seed)
         realised = self.model(fit.X).double().cpu().numpy()
         y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
         self.model.net.report = {   # the job's ``enforcement`` record (solvers.api.keep_promise)

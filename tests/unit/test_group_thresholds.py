@@ -144,9 +144,11 @@ def _table(n=1600, seed=0):
     return pd.DataFrame({"x": x, "age": age, "sex": sex, "race": race, "y": y})
 
 
-@pytest.mark.parametrize("sensitive,rules", [(["sex", "race"], {}),
-                                             (["age"], {"age": {"ranges": {"young": [None, 30], "old": [60, None]},
-                                                                "other": "middle"}})])
+@pytest.mark.parametrize("sensitive,rules", [
+    (["sex", "race"], {}),
+    (["age"], {"age": {"ranges": {"young": [None, 30], "old": [60, None]}, "other": "middle"}}),
+    (["age", "sex"], {"age": {"ranges": {"25-60": [25, 61]}, "other": "other"}}),   # "other" on both sides
+])
 def test_groups_are_read_from_the_features_on_new_rows(sensitive, rules):
     table = _table()
     spec = ProblemSpec(target="y", positive_label="yes", sensitive=sensitive, group_rules=rules,
@@ -157,9 +159,10 @@ def test_groups_are_read_from_the_features_on_new_rows(sensitive, rules):
 
     data = prepare(table, spec)
     train = data.splits["train"]
-    columns, lo, hi = group_reader(data.X[train], data.group[train], len(data.group_names))
-    net = ThresholdNet(torch.nn.Linear(data.X.shape[1], 1), columns, lo, hi, np.zeros((len(lo), 1)),
-                       np.ones((len(lo), 1)), np.zeros(data.X.shape[1]))
+    K = len(data.group_names)
+    reader = group_reader(data.X[train], data.group[train], K)
+    net = ThresholdNet(torch.nn.Linear(data.X.shape[1], 1), *reader, np.zeros((K, 1)), np.ones((K, 1)),
+                       np.zeros(data.X.shape[1]))
     test = data.splits["test"]
     got = net.group_of(torch.as_tensor(data.X[test])).numpy()
     np.testing.assert_array_equal(got, data.group[test])
