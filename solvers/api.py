@@ -238,7 +238,9 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
         return seldonian(model, continuation, spec.guarantee.confidence, spec.guarantee.max_tests, rows("train"),
                          rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed)
     if spec.solver.entry.keeps_exact:  # chosen by the exact rates already: its own record (e.g. the threshold LP)
-        return model, getattr(getattr(model, "net", None), "report", None), None
+        from .algorithms.group_thresholds import report_of
+
+        return model, report_of(model), None
     if not spec.exact_enforcement:
         return model, None, None
     X_tr, y_tr, g_tr = rows("train")

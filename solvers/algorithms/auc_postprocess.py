@@ -23,6 +23,8 @@ from torch import nn
 
 from ..auc.constraint import AUCParity
 from ..auc.objective import auc_square_per_sample
+from ..randomized import is_randomized_state
+from ..randomized import restore as restore_randomized
 from .base import ALGORITHMS, Algorithm, gradient
 
 OMEGA1 = np.round(np.arange(0.0, 5.0 + 1e-9, 0.05), 2)
@@ -74,12 +76,22 @@ def restore_model(model: nn.Module, state: dict) -> nn.Module:
 
     A post-processed state (``net.base.*`` with a :class:`GroupShift`'s ``net.omega``, ``net.column``, or a
     group-thresholds model's buffers) first wraps ``model.net`` as it was saved (:func:`rebuild_net`), so the
-    reloaded model post-processes new data the same way; any other state is loaded as it is (strictly).
-    Returns ``model``."""
-    device = next(model.parameters()).device
-    model.net = rebuild_net(model.net, state).to(device)
+    reloaded model post-processes new data the same way; any other state is loaded as it is (strictly). A
+    randomised classifier's state (``net.mix``, the reductions solver) is rebuilt by
+    :func:`solvers.randomized.restore`. Returns ``model``."""
+    if is_randomized_state(state):
+        return restore_randomized(model, state)
+    if hasattr(model, "net"):
+        model.net = rebuild_net(model.net, state).to(_device(model))
+    else:       # a model without a ``net`` (gbdt) is wrapped whole, its state under ``base.``
+        model = rebuild_net(model, state, "").to(_device(model))
     model.load_state_dict(state)
     return model
+
+
+def _device(model: nn.Module) -> torch.device:
+    tensor = next(iter([*model.parameters(), *model.buffers()]), None)
+    return tensor.device if tensor is not None else torch.device("cpu")
 
 
 def _wins(a: np.ndarray, b_sorted: np.ndarray, shifts: np.ndarray, scale: float) -> np.ndarray:

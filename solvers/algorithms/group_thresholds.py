@@ -164,26 +164,40 @@ class ThresholdNet(nn.Module):
         return (h.double() - t).to(h.dtype)
 
 
-def threshold_net(net: nn.Module, solution: ThresholdSolution, reader: tuple, n_features: int,
-                  seed: int) -> ThresholdNet:
+def threshold_net(net: nn.Module, solution: ThresholdSolution, reader: tuple, n_features: int, seed: int,
+                  device: torch.device) -> ThresholdNet:
     """Wrap ``net`` with the rule of ``solution`` and the group codebook ``reader`` (:func:`group_reader`)."""
     cumulative = np.cumsum(solution.weights, axis=1)
     used = (solution.weights > 0).sum(1)
     cumulative = np.where(np.arange(cumulative.shape[1])[None] >= used[:, None] - 1, 1.0, cumulative)  # ends at 1
     generator = torch.Generator().manual_seed(int(seed))
     key = torch.rand(n_features, generator=generator, dtype=torch.float64) * 1000.0
-    device = next(iter(net.parameters()), torch.empty(0)).device
     return ThresholdNet(net, *reader, solution.thresholds, cumulative, key).to(device)
 
 
-@ALGORITHMS.implements("group_thresholds")
-class GroupThresholds(ERM):
-    """``erm``'s steps (or none, from ``base_job_id``'s model), then the exact threshold LP in :meth:`finish`."""
+def unwrapped(model: nn.Module) -> nn.Module:
+    """``model`` without its threshold rule (a warm start post-processes its base again)."""
+    if isinstance(model, ThresholdNet):
+        return model.base
+    if isinstance(getattr(model, "net", None), ThresholdNet):
+        model.net = model.net.base
+    return model
+
+
+def report_of(model: nn.Module) -> dict | None:
+    """The threshold LP's record attached to a post-processed model (None for any other model)."""
+    for net in (model, getattr(model, "net", None)):
+        if isinstance(net, ThresholdNet):
+            return getattr(net, "report", None)
+    return None
+
+
+class _Thresholded:
+    """The base solver's steps (or none, from ``base_job_id``'s model), then the exact threshold LP in
+    :meth:`finish`; mixed into ``erm``'s rule of the model type (:class:`GroupThresholds`)."""
 
     def __init__(self, problem, config, model, seed: int = 0) -> None:
-        if isinstance(getattr(model, "net", None), ThresholdNet):  # warm start: post-process its base again
-            model.net = model.net.base
-        super().__init__(problem, config, model, seed)
+        super().__init__(problem, config, unwrapped(model), seed)
         self.seed = seed
         self.families = [(f.name, float(f.tolerance)) for f in problem.constraints]
         unsupported = [name for name, _ in self.families if name not in FAMILY_RATES]
@@ -192,6 +206,7 @@ class GroupThresholds(ERM):
         self.pretrained = self.config.base_job_id is not None
 
     def start(self, current) -> None:
+        super().start(current)
         self.converged = self.pretrained   # the base job's model is post-processed as it is
 
     def step(self, k, current):
@@ -201,24 +216,57 @@ class GroupThresholds(ERM):
 
     @torch.no_grad()
     def finish(self):
+        super().finish()
         p, v = self.problem, self.validation
         fit = v if v is not None else p
         scores = self.model(fit.X).double().cpu().numpy()
         K = len(p.group_names)
-        solution = solve_thresholds(scores, fit.y.cpu().numpy(), fit.group.cpu().numpy(), K, self.families,
-                                    self.config.objective, self.config.randomized, self.config.time_limit_s)
+        y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
+        solution = solve_thresholds(scores, y, g, K, self.families, self.config.objective, self.config.randomized,
+                                    self.config.time_limit_s)
         X = p.X if v is None else torch.cat([p.X, v.X])
         group = p.group if v is None else torch.cat([p.group, v.group])
         reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), K)
-        self.model.net = threshold_net(self.model.net, solution, reader, p.n_features, self.seed)
+
+        def wrap(net):
+            return threshold_net(net, solution, reader, p.n_features, self.seed, p.device)
+
+        if isinstance(getattr(self.model, "net", None), nn.Module):   # a ScoreModel: its network is wrapped
+            self.model.net = wrapper = wrap(self.model.net)
+        else:                                                          # a model without one (gbdt): all of it
+            self.model = wrapper = wrap(self.model)
         realised = self.model(fit.X).double().cpu().numpy()
-        y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
-        self.model.net.report = {   # the job's ``enforcement`` record (solvers.api.keep_promise)
-            "method": "group_thresholds", "met": bool(solution.status == "optimal" or solution.randomized),
-            "split": "validation" if v is not None else "train", "objective": self.config.objective,
-            **solution.summary(),
+        gaps = exact_gaps(p.constraints, y, realised, g, p.group_names)
+        wrapper.report = {   # the job's ``enforcement`` record (solvers.api.keep_promise)
+            "method": "group_thresholds", "split": "validation" if v is not None else "train",
+            "objective_name": self.config.objective, **solution.summary(),
             "realised_accuracy": float(((realised > 0) == (y > 0.5)).mean()),
-            "realised_gaps": dict(zip([f.name for f in p.constraints],
-                                      exact_gaps(p.constraints, y, realised, g, p.group_names).tolist())),
+            "realised_gaps": dict(zip([f.name for f in p.constraints], gaps.tolist())),
+            "met": bool((gaps <= [f.tolerance for f in p.constraints]).all()),
         }
         return p.evaluate(self.model)
+
+
+@ALGORITHMS.implements("group_thresholds")
+class GroupThresholds(_Thresholded, ERM):
+    """``erm`` (Adam / gradient descent on F) then the threshold LP; a gbdt model is boosted instead
+    (:meth:`for_model`: LightGBM's own logistic objective, as ``erm`` does)."""
+
+    @classmethod
+    def for_model(cls, model_type: str):
+        if model_type == "gbdt":
+            return _boosted()
+        return cls
+
+
+_BOOSTED: list[type] = []
+
+
+def _boosted() -> type:
+    """``group_thresholds`` over :class:`~.boosting.GradientBoosting` (LightGBM imported on first use)."""
+    if not _BOOSTED:
+        from .boosting import GradientBoosting
+
+        attrs = {k: getattr(GroupThresholds, k) for k in ("name", "aliases", "Config", "entry", *GroupThresholds.entry.metadata)}
+        _BOOSTED.append(type("GroupThresholdsBoosted", (_Thresholded, GradientBoosting), attrs))
+    return _BOOSTED[0]

@@ -19,6 +19,7 @@ from .base import ALGORITHMS
     "then per-group, possibly randomised thresholds of maximal validation accuracy (or balanced accuracy) under "
     "DP / equal opportunity / equalized odds ≤ tolerance, solved exactly as a linear programme over the groups' "
     "ROC points (HiGHS). The model reads the group from the sensitive columns' features.",
+    supported_models=("linear", "mlp", "gbdt"),
     supported_constraints=("demographic_parity", "equal_opportunity", "equalized_odds"),
     keeps_exact=True,
 )

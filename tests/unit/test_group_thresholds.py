@@ -202,6 +202,29 @@ def test_job_keeps_the_constraint_on_validation_with_many_groups_and_restores(tm
     np.testing.assert_allclose(1 / (1 + np.exp(-scores)), out.predictions["score"].to_numpy(), rtol=1e-6)
 
 
+def test_gbdt_base_is_boosted_then_wrapped_whole_and_restores(tmp_path):
+    table = _table(1500, 2)
+    spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"],
+                       model={"type": "gbdt", "n_estimators": 20, "num_leaves": 7, "min_child_samples": 10},
+                       constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
+                       solver={"name": "group_thresholds"}, split={"test": 0.2, "validation": 0.3, "seed": 0},
+                       max_iterations=20)
+    out = run(table, spec)
+    assert out.iterations == 20 and out.enforcement["gaps"]["demographic_parity"] <= 0.05
+    assert any(k.startswith("base.") for k in out.state_dict) and "thresholds" in out.state_dict
+    path = tmp_path / "model.safetensors"
+    save_file(out.state_dict, str(path))
+    from solvers.api import prepare
+    from solvers.models import model_factory
+
+    data = prepare(table, spec)
+    model = restore_model(model_factory(spec.model)(data.X.shape[1]), load_file(str(path)))
+    assert isinstance(model, ThresholdNet)
+    with torch.no_grad():
+        scores = model(torch.as_tensor(data.X[data.splits["test"]])).double().numpy()
+    np.testing.assert_allclose(1 / (1 + np.exp(-scores)), out.predictions["score"].to_numpy(), rtol=1e-6)
+
+
 def test_randomised_rule_is_reproducible_and_warm_starts_from_its_base():
     rng = np.random.default_rng(5)
     n = 1500
