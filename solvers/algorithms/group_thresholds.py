@@ -12,12 +12,18 @@ target, features and model). A warm start from a ``group_thresholds`` model post
 under every constraint family's exact gap ≤ ε there). Without a validation split they are chosen on the
 training rows — the base model's own rows, whose scores are optimistic; the job then overfits the thresholds to
 train as any in-sample post-processing does. Supported families: ``demographic_parity``, ``equal_opportunity``,
-``equalized_odds`` (both aggregates: max(TPR gap, FPR gap) ≤ ε and the two gaps ≤ ε are the same set). Not
-supported: partial parity on an interval (pSP / pDP of IDCA: a percentile interval is defined by ranks of the
-output score inside each group, which a randomised per-group rule reorders, so the kept rows — and the rates —
-are not linear in the mixture weights; with deterministic thresholds pDP at θ̂ = 0 would be, but the ranks of
-the kept set still move with the threshold shifts' interaction with θ̂ ≠ 0), loss and AUC gaps (not rates of a
-thresholded rule).
+``equalized_odds`` (both aggregates: max(TPR gap, FPR gap) ≤ ε and the two gaps ≤ ε are the same set); several
+families at once. A base model is trained (or boosted, gbdt) as ``erm`` trains it.
+
+**Partial parity on an interval (IDCA's types): refused (422), and where the maths would allow it.** Both keep,
+in each group, the rows whose rank by the OUTPUT score lies in the percentile interval I. pSP bounds the KS
+distance between the kept rows' score distributions: a statement about the whole distribution of f', which a
+per-group threshold only translates — not a rate of the rule, so not a programme over ROC points. pDP bounds,
+over the kept rows, the gap of the shares with f' > θ̂. For DETERMINISTIC thresholds f' = f − t_g keeps each
+group's ranks, so the kept set is that of the base score and the share is a rate of the rule on a fixed subset:
+one more linear band, exact, in the mixed-integer programme (not implemented here). A randomised rule gives the
+rows of one group different shifts, reorders them and moves the kept set, so pDP is not linear in the mixture
+weights and the LP could not state it. Loss and AUC gaps are not rates of a thresholded rule either.
 
 **The stored model** (:class:`ThresholdNet`, wrapping the base network): f'(x) = f(x) − t_{g(x), J(x)} with
 
