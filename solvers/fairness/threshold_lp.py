@@ -32,9 +32,11 @@ group_fairness`): max_g R_g − min_g R_g ≤ ε over the groups where R is defi
 tolerance: the optimum over every rule that thresholds the score, randomised per group.
 
 **Deterministic thresholds** (``randomized=False``): the same programme with w binary, one ROC point per
-group — every point, collinear ones included, since a deterministic rule must be one of them — solved as a
-mixed-integer programme (``scipy.optimize.milp``, HiGHS branch and bound, within ``time_limit_s``; the best
-feasible point found and its gap are returned when the time runs out).
+group — every point, collinear ones included, since a deterministic rule must be one of them. Under one rate
+band (demographic parity or equal opportunity) it is solved exactly by a sweep over the band's lower end
+(:func:`band_sweep`, O(N log N)); otherwise (equalized odds: two rates; several families) as a mixed-integer
+programme (``scipy.optimize.milp``, HiGHS branch and bound, within ``time_limit_s``; the best feasible point
+found and its gap are returned when the time runs out).
 """
 from __future__ import annotations
 
@@ -209,6 +211,11 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     lower = np.concatenate([np.zeros(n_pts), np.full(n_band, -np.inf)])
     upper = np.concatenate([np.ones(n_pts), np.full(n_band, np.inf)])
     mip_gap = None
+    bands = [(r, eps) for name, eps in families for r in FAMILY_RATES[name]]
+    if not randomized and len(bands) <= 1:        # one rate band (DP or EOpp, or none): the exact sweep
+        w = band_sweep(points, rates, gain, bands[0] if bands else None, n_groups)
+        return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, "optimal",
+                         0.0, time.perf_counter() - started)
     if randomized:
         res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(len(present)),
                       bounds=np.column_stack([lower, upper]), method="highs")
@@ -232,6 +239,56 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     w = w / np.where(total > 0, total, 1.0)[points.group]
     return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, status, mip_gap,
                      time.perf_counter() - started)
+
+
+def band_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray, band: tuple[str, float] | None,
+               n_groups: int) -> np.ndarray:
+    """The deterministic optimum (one ROC point per group, weights 0/1) under ONE rate band, exactly, without a MIP.
+
+    Along a group's ROC points (threshold decreasing) every rate is non-decreasing, so the points whose rate lies
+    in a band [c, c + ε] are a contiguous run, found by one ``searchsorted`` on keys 4g + rate. The optimum has
+    c = min_g rate_g, a rate of some point: for every candidate c (the distinct rates) and every group the best
+    gain in its run comes from a sparse table of range argmaxes (O(N log N) once, O(1) per query; all C × K
+    queries at once); c of best total gain over the candidates where every constrained group has a point. Groups
+    whose rate is undefined (no positives for TPR, ...) take their best point."""
+    g, n_pts = points.group, len(points.group)
+    if band is None:
+        r, eps = np.zeros(n_pts), 1.0
+        constrained = np.zeros(n_groups, dtype=bool)
+    else:
+        r, eps = rates[band[0]], band[1]
+        constrained = _defined(points)[band[0]]
+    table = [np.arange(n_pts)]                     # table[k][i]: argmax of gain over [i, i + 2^k)
+    while 2 ** len(table) <= n_pts:
+        prev, half = table[-1], 2 ** (len(table) - 1)
+        a, b = prev[: n_pts - 2 * half + 1], prev[half: n_pts - half + 1]
+        table.append(np.where(gain[b] > gain[a], b, a))
+    width = max(len(t) for t in table)
+    table = np.stack([np.pad(t, (0, width - len(t))) for t in table])
+
+    def best(lo, hi):                                # argmax of gain over [lo, hi] (lo ≤ hi), vectorised
+        k = np.floor(np.log2(np.maximum(hi - lo + 1, 1))).astype(int)
+        a, b = table[k, lo], table[k, np.maximum(hi - 2 ** k + 1, lo)]
+        return np.where(gain[b] > gain[a], b, a)
+
+    first = np.searchsorted(g, np.arange(n_groups), side="left")
+    last = np.searchsorted(g, np.arange(n_groups), side="right") - 1
+    present = last >= first
+    own = best(np.minimum(first, n_pts - 1), np.maximum(last, np.minimum(first, n_pts - 1)))   # (K,) unconstrained
+    choice = np.where(present, own, -1)
+    groups = np.flatnonzero(constrained & present)
+    if groups.size:
+        key = 4.0 * g + r
+        c = np.unique(r[constrained[g]])                                             # (C,) candidate lower ends
+        lo = np.searchsorted(key, 4.0 * groups[None, :] + c[:, None], side="left")   # (C, Kc)
+        hi = np.searchsorted(key, 4.0 * groups[None, :] + c[:, None] + eps - _BAND_MARGIN, side="right") - 1
+        ok = (hi >= lo).all(1)
+        picked = best(np.minimum(lo, n_pts - 1), np.maximum(hi, np.minimum(lo, n_pts - 1)))
+        total = np.where(ok, gain[picked].sum(1), -np.inf)
+        choice[groups] = picked[int(np.argmax(total))]
+    w = np.zeros(n_pts)
+    w[choice[choice >= 0]] = 1.0
+    return w
 
 
 def _solution(points: ROCPoints, rates, w, gain, objective, P, N, families, n_groups, randomized, status,

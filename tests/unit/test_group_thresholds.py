@@ -95,6 +95,16 @@ def test_deterministic_optimum_is_the_brute_force_one(n_groups, seed, families, 
     assert ok and obj == pytest.approx(sol.objective, abs=1e-9)
 
 
+@pytest.mark.parametrize("family", ["demographic_parity", "equal_opportunity"])
+@pytest.mark.parametrize("seed", [8, 9])
+def test_the_band_sweep_is_the_brute_force_optimum_on_many_thresholds(family, seed):
+    s, y, group = _small(3, seed, levels=10, n=400)                          # ~12 thresholds per group
+    for eps in (0.0, 0.02, 0.1):
+        fam = [(family, eps)]
+        sol = solve_thresholds(s, y, group, 3, fam, "accuracy", randomized=False)
+        assert sol.objective == pytest.approx(_brute_force(s, y, group, 3, fam, "accuracy"), abs=1e-12)
+
+
 @pytest.mark.parametrize("n_groups,seed", [(2, 3), (3, 4)])
 @pytest.mark.parametrize("families", FAMILIES[:3])
 def test_randomised_optimum_bounds_every_mixture_and_is_feasible(n_groups, seed, families):
