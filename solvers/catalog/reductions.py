@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic.json_schema import SkipJsonSchema
 
 from .base import ALGORITHMS, AlgorithmConfig
 
@@ -30,7 +31,8 @@ class ReductionsConfig(AlgorithmConfig):
     method: Literal["exponentiated_gradient", "grid_search"] = Field(
         "exponentiated_gradient", description="'exponentiated_gradient' (Agarwal et al. 2018, Algorithm 1: a "
         "randomised classifier) or 'grid_search' (their §3.4 grid over λ: the best single classifier).")
-    batch_size: None = Field(None, description="Not used: every oracle call fits the whole training split.")
+    batch_size: SkipJsonSchema[None] = Field(None, description="Not used: every oracle call fits the whole training "
+                                             "split (only None is accepted; not listed in the schema).")
     difference_bound: NonNegativeFloat | None = Field(
         None, le=1.0, description="fairlearn's bound c on every group's distance to the overall rate. None = the "
         "largest c for which fairlearn's constraints keep the spec's spread max − min ≤ tolerance ε: ε · max_g p_g "
