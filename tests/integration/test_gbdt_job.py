@@ -36,6 +36,12 @@ def test_a_gbdt_job_boosts_and_its_audit_model_rescores_the_predictions(postgres
         preds = pd.read_parquet(io.BytesIO(client.get(f"/api/v1/jobs/{job['id']}/artifacts/predictions").content))
         assert (preds["prediction"] == preds["label"]).mean() == job["metrics"]["test"]["accuracy"] > 0.6
 
+        signed_in = client.post("/signin", data={"api_key": postgres_stack.admin_key, "next": f"/jobs/{job['id']}"},
+                                headers={"Origin": postgres_stack.url})
+        assert signed_in.status_code == 303, signed_in.text
+        page = client.get(f"/jobs/{job['id']}")  # the dashboard's job page describes the model
+        assert page.status_code == 200 and "gbdt (15 trees of ≤ 7 leaves)" in page.text
+
         audit_model = client.get(f"/api/v1/jobs/{job['id']}/audit-model")
         assert audit_model.status_code == 200
     model = FairModel.from_audit_bytes(audit_model.content)
