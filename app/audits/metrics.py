@@ -20,8 +20,8 @@ rather than the decision alone). A prediction log (:mod:`app.audits.logs`) witho
 decision column offers only the metrics whose needs it meets; the others are refused naming the missing field.
 
 **Confidence intervals** (:func:`bootstrap`): percentile bootstrap 95% intervals over
-``N_BOOT = 200`` row resamples drawn at once as one (B, n) index matrix from
-``numpy.random.default_rng(SEED = 0)``, so a report is reproducible; every metric of a run is
+``N_BOOT = 200`` row resamples drawn from ``numpy.random.default_rng(SEED = 0)`` (one (n,) index row at a
+time, the rows of one (B, n) draw: :class:`Resamples`), so a report is reproducible; every metric of a run is
 evaluated on the same resamples. A resample where a value is undefined (e.g. a group with no
 positives) is left out of that value's interval.
 """
@@ -373,9 +373,30 @@ def describe_metrics() -> list[dict[str, Any]]:
 
 # -- bootstrap -----------------------------------------------------------------------------------------------
 
-def resamples(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
-    """The (n_boot, n) row indices of all bootstrap resamples, drawn at once."""
-    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n)) if n else np.zeros((0, 0), dtype=np.int64)
+@dataclass(frozen=True)
+class Resamples:
+    """The row indices of ``n_boot`` bootstrap resamples of n rows: iterating draws them one (n,) row at a time
+    from a fresh ``default_rng(seed)``, the same rows as one (n_boot, n) draw (numpy's stream is the same), so
+    every metric sees the same resamples while only one row of indices is held (8 MB for 1M rows, not 1.6 GB)."""
+
+    n: int
+    n_boot: int
+    seed: int
+
+    def __iter__(self):
+        if self.n == 0:
+            return
+        rng = np.random.default_rng(self.seed)
+        for _ in range(self.n_boot):
+            yield rng.integers(0, self.n, size=self.n)
+
+    def __len__(self) -> int:
+        return self.n_boot if self.n else 0
+
+
+def resamples(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> Resamples:
+    """The bootstrap resamples' row indices (see :class:`Resamples`)."""
+    return Resamples(n, n_boot, seed)
 
 
 def percentile_ci(values: list[float | None], level: float = LEVEL) -> list[float] | None:
@@ -387,7 +408,7 @@ def percentile_ci(values: list[float | None], level: float = LEVEL) -> list[floa
     return [float(lo), float(hi)]
 
 
-def bootstrap(spec: MetricSpec, scored: Scored, rows: np.ndarray) -> dict[str, Any]:
+def bootstrap(spec: MetricSpec, scored: Scored, rows: Resamples) -> dict[str, Any]:
     """The metric on all rows and its 95% intervals over the resamples ``rows`` (see :func:`resamples`):
     ``{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}``."""
     metric, options = spec.metric, spec.options
