@@ -26,15 +26,16 @@ from typing import Any
 import httpx
 from sqlalchemy import select, update
 
-from app.artifacts import artifact_path
+from app.artifacts import artifact_file
 from app.audits.drift import compare, summarise
-from app.audits.logs import PredictionLog, log_of
+from app.audits.logs import log_of
 from app.audits.metrics import MetricSpec
 from app.audits.model import AuditModel, ModelError
 from app.audits.report import evaluate
 from app.audits.runs import new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
 from app.audits.webhooks import WebhookRefused, check_destination
+from app.blobstore import dataset_file, model_file
 from app.db import session_scope
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, utcnow
 from app.settings import get_settings
@@ -106,22 +107,25 @@ def _inputs(run_id: str) -> dict[str, Any] | None:
                 "dataset": s.get(Dataset, audit.dataset_id) if audit.dataset_id else None}
 
 
-def _model(inputs: dict[str, Any]) -> AuditModel | PredictionLog:
-    """The audited model: a prediction log's columns, an uploaded audit model file, or the job's weights with its
-    encoder refitted."""
+def _model(inputs: dict[str, Any]):
+    """The audited model (``score(table) -> Scored``): a prediction log's columns, an uploaded audit model file or
+    ONNX model, or the job's weights with its encoder refitted."""
     if inputs["audit"].predictions is not None:
         return log_of(inputs["audit"].predictions)
     if inputs["uploaded"] is not None:
-        return AuditModel.from_file(settings.storage_dir / "models" / inputs["uploaded"].stored_name)
+        path = model_file(inputs["uploaded"])
+        if inputs["uploaded"].stored_name.endswith(".onnx"):  # an uploaded ONNX model: scored by onnxruntime
+            from app.onnx_models.scorer import OnnxModel
+            return OnnxModel.from_file(path, inputs["uploaded"].spec, settings.max_onnx_bytes)
+        return AuditModel.from_file(path)
     job, weights = inputs["job"], inputs["weights"]
     if job.status != "succeeded" or weights is None:
         raise ModelError(f"job {job.id!r} has {job.status} and no model")
-    return AuditModel.from_job(job.id, job.spec, artifact_path(weights.stored_name), _table(inputs["training"]).table)
+    return AuditModel.from_job(job.id, job.spec, artifact_file(weights), _table(inputs["training"]).table)
 
 
 def _table(dataset: Dataset) -> Data:
-    path = settings.storage_dir / "datasets" / dataset.stored_name
-    table = load_table(path, dataset.format, dataset.read_options, dataset.sha256)
+    table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256)
     return Data(table, dataset.sha256, len(table))
 
 

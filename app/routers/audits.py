@@ -18,9 +18,10 @@ from app.audits.logs import PredictionLog, log_of
 from app.audits.metrics import MetricSpec
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, BaselinePin, RunOut, RunSummary
 from app.audits.sources import SourceError, check_source
-from app.artifacts import artifact_path
+from app.artifacts import artifact_file
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
+from app.onnx_models import onnx_columns
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
 from app.routers.models import model_path
@@ -66,6 +67,8 @@ def audited_model(db: Session, settings, model_id: str, caller) -> tuple[Uploade
     row = owned(db, UploadedModel, model_id, caller)
     if row is None:
         raise spec_error(("model_artifact_id",), f"model {model_id!r} not found")
+    if row.stored_name.endswith(".onnx"):
+        return row, onnx_columns(row.spec)
     try:
         return row, model_columns(model_path(settings, row))
     except ModelError as exc:  # the stored file is gone or damaged
@@ -251,7 +254,7 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
     art = weights_of(db, job_id)
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
-    streamed = audit_file(job.id, job.spec, artifact_path(art.stored_name))
+    streamed = audit_file(job.id, job.spec, artifact_file(art))
     if streamed is None:  # weights written before the worker stored the encoder: refit it on the dataset
         streamed = refitted_audit_file(job, art, db, settings)
     return StreamingResponse(streamed.chunks, media_type="application/octet-stream",
@@ -268,7 +271,7 @@ def refitted_audit_file(job: Job, art: Artifact, db: Session, settings) -> Audit
     dataset = db.get(Dataset, job.dataset_id)
     table = read_table(dataset_path(settings, dataset), dataset.format, dataset.read_options)
     try:
-        model = AuditModel.from_job(job.id, job.spec, artifact_path(art.stored_name), table)
+        model = AuditModel.from_job(job.id, job.spec, artifact_file(art), table)
     except SpecError as exc:
         raise HTTPException(status_code=409, detail=f"the job's spec no longer fits its dataset: {exc}") from exc
     tmp = settings.storage_dir / "tmp" / f"{new_id()}.audit-model"
