@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import time
 from pathlib import Path
@@ -79,6 +80,7 @@ def main() -> None:
            "total": {"cpu_s": round(cpu() - t_cpu, 2), "wall_s": round(time.perf_counter() - t_wall, 2)},
            "peak_rss_mib": {"before_run": round(before), "after_run": round(peak_mib())},
            "table_mib": round(table.memory_usage(deep=True).sum() / 2**20),
+           "load_average_15min": round(os.getloadavg()[2], 1), "cpus": os.cpu_count(),
            "values": {r["key"]: r["value"] for r in report["results"]}}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "audit_scale.json").write_text(json.dumps(out, indent=2) + "\n")
@@ -91,7 +93,9 @@ def main() -> None:
               f"Peak resident memory of the process: {out['peak_rss_mib']['before_run']} MiB before the run "
               f"(the {args.rows:,}-row table, {out['table_mib']} MiB in pandas, and a reference run's summary), "
               f"{out['peak_rss_mib']['after_run']} MiB after it.", "",
-              "Metrics: " + ", ".join(out["metrics"]) + "."]
+              "Metrics: " + ", ".join(out["metrics"]) + ".", "",
+              f"The machine's 15-minute load average at the end: {out['load_average_15min']} on {out['cpus']} CPUs "
+              "(wall time is not the figure; CPU seconds are)."]
     (RESULTS / "audit_scale.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
