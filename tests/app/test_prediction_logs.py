@@ -94,7 +94,9 @@ def test_a_log_offers_only_the_metrics_its_columns_give():
     for bad in ({"sensitive": ["g"]}, {"score_column": "s", "prediction_column": "d", "sensitive": ["g"]},
                 {"score_column": "s", "threshold": 1.5, "sensitive": ["g"]},
                 {"prediction_column": "d", "threshold": 0.5, "sensitive": ["g"]},
-                {"score_column": "s", "sensitive": []}):
+                {"score_column": "s", "sensitive": []},
+                {"score_column": "s", "sensitive": ["g"], "positive_label": "a\x00"},
+                {"score_column": "s", "sensitive": ["g\x00"]}):
         with pytest.raises(ValidationError):
             PredictionLog.model_validate(bad)
 
