@@ -83,9 +83,14 @@ def _num(value: Any) -> float | None:
 
 
 def _per_group(scored: Scored, stat: Callable[[Scored], float | None]) -> dict[str, float | None]:
-    """``stat`` on each group's rows (a loop over the K groups, each call vectorised over rows)."""
-    return {name: _num(stat(scored.take(scored.group == g))) if np.any(scored.group == g) else None
-            for g, name in enumerate(scored.group_names)}
+    """``stat`` on each group's rows (a loop over the K groups, each call vectorised over rows): the rows are
+    sorted by group once (stable) and each group is a view of its contiguous slice, not a masked copy."""
+    counts = np.bincount(scored.group, minlength=scored.n_groups)
+    ends = np.cumsum(counts)
+    small = scored.group.astype(np.int16) if scored.n_groups < 2**15 else scored.group  # numpy radix-sorts ≤ 16 bits
+    by_group = scored.take(np.argsort(small, kind="stable"))
+    return {name: _num(stat(by_group.take(slice(end - n, end)))) if n else None
+            for name, n, end in zip(scored.group_names, counts, ends)}
 
 
 class MetricOptions(BaseModel):
@@ -408,20 +413,28 @@ def percentile_ci(values: list[float | None], level: float = LEVEL) -> list[floa
     return [float(lo), float(hi)]
 
 
-def bootstrap(spec: MetricSpec, scored: Scored, rows: Resamples) -> dict[str, Any]:
-    """The metric on all rows and its 95% intervals over the resamples ``rows`` (see :func:`resamples`):
-    ``{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}``."""
-    metric, options = spec.metric, spec.options
-    value, by_group = metric.compute(scored, options)
-    replicates = [metric.compute(scored.take(r), options) for r in rows]  # loop over replicates, each vectorised
-    return {
+def bootstrap_all(specs: list[MetricSpec], scored: Scored, rows: Resamples) -> list[dict[str, Any]]:
+    """Each metric on all rows and its 95% intervals over the resamples ``rows`` (see :func:`resamples`):
+    ``[{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}]``. Each resample's rows are taken once
+    for every metric (a loop over the resamples, each metric vectorised over rows)."""
+    full = [spec.metric.compute(scored, spec.options) for spec in specs]
+    replicates: list[list[tuple[float | None, ByGroup]]] = [[] for _ in specs]
+    for r in rows:
+        resample = scored.take(r)
+        for spec, out in zip(specs, replicates):
+            out.append(spec.metric.compute(resample, spec.options))
+    return [{
         "value": _num(value),
-        "ci": percentile_ci([v for v, _ in replicates]),
-        "by_group": {stat: {g: {"value": _num(v),
-                                "ci": percentile_ci([b.get(stat, {}).get(g) for _, b in replicates])}
+        "ci": percentile_ci([v for v, _ in reps]),
+        "by_group": {stat: {g: {"value": _num(v), "ci": percentile_ci([b.get(stat, {}).get(g) for _, b in reps])}
                             for g, v in groups.items()}
                      for stat, groups in by_group.items()},
-    }
+    } for (value, by_group), reps in zip(full, replicates)]
+
+
+def bootstrap(spec: MetricSpec, scored: Scored, rows: Resamples) -> dict[str, Any]:
+    """One metric's :func:`bootstrap_all`."""
+    return bootstrap_all([spec], scored, rows)[0]
 
 
 def passes(direction: str, value: float | None, threshold: float | None) -> bool | None:
