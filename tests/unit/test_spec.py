@@ -58,4 +58,3 @@ def test_check_spec_against_table_locs(kw, loc):
 def test_valid_spec_passes_and_label_match_is_stripped():
     check_spec_against_table(_spec(), TABLE)
     check_spec_against_table(_spec(target="age", positive_label=20), TABLE.assign(age=["20", "30", "20", "30"]))
-
