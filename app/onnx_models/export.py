@@ -16,6 +16,9 @@ no torch, so the API builds it on request (``GET /api/v1/jobs/{id}/model.onnx``)
 The encoded columns are concatenated in the encoder's order into X (float32 ``[N, d]``), then the network:
 
 * linear: f = Xwᵀ + b (``Gemm``); mlp: ``Gemm`` → activation (``Relu`` / ``Tanh``) per hidden layer, ``Gemm``;
+  gbdt: LightGBM's trees as one ``ai.onnx.ml`` ``TreeEnsembleRegressor`` (sum of the leaves = LightGBM's raw
+  score, thresholds and leaves in float64), written from ``Booster.dump_model()`` by :func:`_tree_nodes`
+  (onnxmltools 1.16's converter stops at opset 15 and, for a binary booster, outputs the probability only);
 * GroupShift (the xAUC post-processing of :mod:`solvers.algorithms.auc_postprocess`):
   f ← ``Where(X[:, c] > ½, ω₁ f + ω₂, f)``. The exact-enforcement threshold correction is already folded into
   a linear model's weights, so it needs nothing more.
@@ -38,6 +41,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 19  # Equal on strings (opset 19) is the newest operator the graph uses
 IR_VERSION = 9  # the IR version of opset 19: runtimes from onnxruntime 1.15 on read the file
+ML_DOMAIN, ML_OPSET = "ai.onnx.ml", 3  # TreeEnsembleRegressor with float64 thresholds and leaf values (gbdt)
 META_KEY = "fairsolve_audit"
 OUTPUTS = ("logit", "score", "decision")
 _ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh"}
@@ -112,12 +116,66 @@ def _layers(state: dict[str, np.ndarray], prefix: str) -> list[tuple[np.ndarray,
     return [(state[f"{prefix}.{i}.weight"], state[f"{prefix}.{i}.bias"]) for i in index]
 
 
+def _tree_nodes(booster_text: bytes, d: int) -> dict[str, Any]:
+    """The attributes of one ``ai.onnx.ml`` TreeEnsembleRegressor summing LightGBM's trees (their raw score f).
+
+    LightGBM's numerical split sends x left when x ≤ threshold; a missing x (NaN) goes the split's default
+    side when its ``missing_type`` is ``NaN``, and is read as 0 when it is ``None`` (so it goes left iff
+    0 ≤ threshold): ``nodes_missing_value_tracks_true`` says the same. Thresholds and leaf values stay float64
+    (the ``*_as_tensor`` attributes of ai.onnx.ml opset 3), as LightGBM compares them."""
+    from solvers.gbdt.model import load_booster
+
+    try:
+        booster = load_booster(booster_text, d)
+    except ValueError as exc:
+        raise ExportError(f"the gbdt state: {exc}") from exc
+    if booster is None:
+        raise ExportError("the gbdt model has no tree")
+    dump = booster.dump_model()
+    if dump.get("average_output") or dump.get("num_tree_per_iteration", 1) != 1:
+        raise ExportError("only boosted binary trees (one tree per iteration, summed) are exported")
+    a: dict[str, list] = {k: [] for k in ("tree", "node", "feature", "value", "mode", "true", "false", "missing",
+                                          "leaf_tree", "leaf_node", "weight")}
+    for tree in dump["tree_info"]:
+        t, ids, stack = tree["tree_index"], iter(range(1 << 30)), [(tree["tree_structure"], None)]
+        while stack:  # depth-first; a node's id is given when it is reached, its children's when they are
+            node, nid = stack.pop()
+            nid = next(ids) if nid is None else nid
+            if "leaf_value" in node or "split_feature" not in node:
+                a["leaf_tree"].append(t), a["leaf_node"].append(nid), a["weight"].append(node.get("leaf_value", 0.0))
+                for key, value in (("feature", 0), ("value", 0.0), ("mode", "LEAF"), ("true", 0), ("false", 0),
+                                   ("missing", 0)):
+                    a[key].append(value)
+                a["tree"].append(t), a["node"].append(nid)
+                continue
+            if node["decision_type"] != "<=" or node["missing_type"] not in ("None", "NaN"):
+                raise ExportError(f"a split of type {node['decision_type']!r} / missing {node['missing_type']!r} "
+                                  "has no ONNX tree node")
+            left, right = next(ids), next(ids)
+            missing_left = node["default_left"] if node["missing_type"] == "NaN" else 0.0 <= node["threshold"]
+            for key, value in (("tree", t), ("node", nid), ("feature", node["split_feature"]),
+                               ("value", node["threshold"]), ("mode", "BRANCH_LEQ"), ("true", left),
+                               ("false", right), ("missing", int(missing_left))):
+                a[key].append(value)
+            stack += [(node["right_child"], right), (node["left_child"], left)]
+    return dict(n_targets=1, aggregate_function="SUM", post_transform="NONE", domain=ML_DOMAIN,
+                nodes_treeids=a["tree"], nodes_nodeids=a["node"], nodes_featureids=a["feature"],
+                nodes_values_as_tensor=numpy_helper.from_array(np.asarray(a["value"], np.float64)),
+                nodes_modes=a["mode"], nodes_truenodeids=a["true"], nodes_falsenodeids=a["false"],
+                nodes_missing_value_tracks_true=a["missing"], target_treeids=a["leaf_tree"],
+                target_nodeids=a["leaf_node"], target_ids=[0] * len(a["leaf_node"]),
+                target_weights_as_tensor=numpy_helper.from_array(np.asarray(a["weight"], np.float64)))
+
+
 def _network(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: int) -> str:
-    """f(X) as a [N, 1] float32 value: the layers, then the group shift when the state has one."""
+    """f(X) as a [N, 1] float32 value: the layers (or the trees), then the group shift when the state has one."""
+    if model.get("type") == "gbdt":
+        wide = g.op("Cast", [X], "X_double", to=TensorProto.DOUBLE)  # float64 thresholds read float64 inputs
+        return g.op("TreeEnsembleRegressor", [wide], "trees", **_tree_nodes(bytes(np.asarray(state["booster"])), d))
     shifted = "net.omega" in state and "net.column" in state
     layers = _layers(state, "net.base" if shifted else "net")
     if model.get("type") not in ("linear", "mlp"):
-        raise ExportError(f"model type {model.get('type')!r} has no ONNX export (linear, mlp)")
+        raise ExportError(f"model type {model.get('type')!r} has no ONNX export (linear, mlp, gbdt)")
     if layers[0][0].shape[1] != d:
         raise ExportError(f"the first layer reads {layers[0][0].shape[1]} features, the encoder gives {d}")
     activation = _ACTIVATIONS[model.get("activation", "relu")]
@@ -157,7 +215,8 @@ def pipeline_model(encoder: dict, state: dict[str, np.ndarray], model: dict, aud
                helper.make_tensor_value_info("score", TensorProto.DOUBLE, ["N"]),
                helper.make_tensor_value_info("decision", TensorProto.INT64, ["N"])]
     graph = helper.make_graph(g.nodes, "fairsolve_pipeline", inputs, outputs, g.initializers)
-    out = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
+    imports = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid(ML_DOMAIN, ML_OPSET)] * (model["type"] == "gbdt"))
+    out = helper.make_model(graph, opset_imports=imports, ir_version=IR_VERSION,
                             producer_name="fairsolve", doc_string=__doc__.split("\n\n")[1])
     helper.set_model_props(out, {META_KEY: json.dumps(audit)})
     onnx.checker.check_model(out, full_check=True)

@@ -1,5 +1,5 @@
 """ONNX models in and out, without a service: a fitted pipeline exported as one graph scores the test split as
-the job stored it (linear, MLP, the GroupShift post-processing); the exported graph, read back as an uploaded
+the job stored it (linear, MLP, gbdt, the GroupShift post-processing); the exported graph, read back as an uploaded
 model, audits to the same values as the job's model; uploads that are malformed, too large, use an operator
 or domain outside the allowlist or refer to external data are refused before any session exists; inputs are
 matched to columns by name and type."""
@@ -52,6 +52,7 @@ def session_of(model: onnx.ModelProto, tmp_path, max_bytes: int = 1 << 26) -> On
 CASES = {
     "linear": ({"type": "linear"}, {}),
     "mlp": ({"type": "mlp", "hidden": [16, 8], "activation": "tanh"}, {}),
+    "gbdt": ({"type": "gbdt", "n_estimators": 20, "num_leaves": 7}, {"solver": {"name": "erm"}}),
     "group_shift": ({"type": "linear"}, {
         "objective": "auc_square", "solver": {"name": "auc_postprocess"},
         "constraints": [{"type": "auc_parity", "tolerance": 0.02, "variant": "group"}]}),

@@ -1,5 +1,5 @@
 """ONNX models in and out through the service (API + worker on PostgreSQL + Redis): a job's
-``model.onnx`` run by onnxruntime on the test split gives the job's stored predictions (linear and MLP);
+``model.onnx`` run by onnxruntime on the test split gives the job's stored predictions (linear, MLP, gbdt);
 uploaded again, it audits to the same values as the job's own audit; bad ONNX uploads are refused with a
 422 naming the field."""
 from __future__ import annotations
@@ -28,9 +28,11 @@ def jobs(postgres_stack):
     frame = planted_table(600, seed=5)
     with postgres_stack.client() as client:
         dataset = upload(client, frame, "onnx")
-        models = {"linear": {"type": "linear"}, "mlp": {"type": "mlp", "hidden": [8, 4]}}
-        ids = {kind: client.post("/api/v1/jobs", json=job_spec(dataset["id"], model=m, max_iterations=40)).json()["id"]
-               for kind, m in models.items()}
+        specs = {"linear": job_spec(dataset["id"], max_iterations=40),
+                 "mlp": job_spec(dataset["id"], model={"type": "mlp", "hidden": [8, 4]}, max_iterations=40),
+                 "gbdt": job_spec(dataset["id"], model={"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
+                                  solver={"name": "erm"})}
+        ids = {kind: client.post("/api/v1/jobs", json=spec).json()["id"] for kind, spec in specs.items()}
         for job_id in ids.values():
             assert postgres_stack.wait_job(client, job_id, {"succeeded", "failed"})["status"] == "succeeded"
     return frame, dataset, ids
@@ -47,7 +49,7 @@ def finished_run(client, audit_id: str, timeout: float = 90) -> dict:
     raise AssertionError(f"audit {audit_id} did not finish")
 
 
-@pytest.mark.parametrize("kind", ["linear", "mlp"])
+@pytest.mark.parametrize("kind", ["linear", "mlp", "gbdt"])
 def test_model_onnx_gives_the_jobs_stored_predictions(postgres_stack, jobs, kind):
     frame, _, ids = jobs
     with postgres_stack.client() as client:
