@@ -45,6 +45,10 @@ ML_DOMAIN, ML_OPSET = "ai.onnx.ml", 3  # TreeEnsembleRegressor with float64 thre
 META_KEY = "fairsolve_audit"
 OUTPUTS = ("logit", "score", "decision")
 _ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh"}
+MODEL_DOC = ("A FairSolve job's pipeline (encoder, model, post-processing, threshold). Inputs: one per raw column, "
+             "[N, 1]; string columns hold the value stripped of surrounding whitespace, integral numbers written "
+             "as integers, booleans as True/False, missing as __missing__; double columns NaN for missing. "
+             "Outputs [N]: logit f(x), score = sigmoid(f) = P(y = 1), decision = 1{score > 0.5}.")
 
 
 class ExportError(ValueError):
@@ -215,9 +219,11 @@ def pipeline_model(encoder: dict, state: dict[str, np.ndarray], model: dict, aud
                helper.make_tensor_value_info("score", TensorProto.DOUBLE, ["N"]),
                helper.make_tensor_value_info("decision", TensorProto.INT64, ["N"])]
     graph = helper.make_graph(g.nodes, "fairsolve_pipeline", inputs, outputs, g.initializers)
-    imports = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid(ML_DOMAIN, ML_OPSET)] * (model["type"] == "gbdt"))
+    imports = [helper.make_opsetid("", OPSET)]
+    if model["type"] == "gbdt":
+        imports.append(helper.make_opsetid(ML_DOMAIN, ML_OPSET))
     out = helper.make_model(graph, opset_imports=imports, ir_version=IR_VERSION,
-                            producer_name="fairsolve", doc_string=__doc__.split("\n\n")[1])
+                            producer_name="fairsolve", doc_string=MODEL_DOC)
     helper.set_model_props(out, {META_KEY: json.dumps(audit)})
     onnx.checker.check_model(out, full_check=True)
     return out
