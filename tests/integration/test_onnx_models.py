@@ -107,6 +107,7 @@ def test_bad_onnx_uploads_are_refused_naming_the_field(postgres_stack, jobs):
             (exported, {"dataset_id": texts["id"]}, "file", "input 'age' takes double numbers"),
             (exported, {"dataset_id": "nope"}, "dataset_id", "not found"),
             (exported, {"sensitive": "[1"}, "sensitive", "not valid JSON"),
+            (exported, {"sensitive": '{"a": 1}'}, "sensitive", "sensitive"),
         ]
         for data, form, field, message in cases:
             answer = client.post("/api/v1/models", files={"file": ("m.onnx", data)}, data=form)
