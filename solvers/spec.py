@@ -289,6 +289,12 @@ def check_solver_supports(spec: ProblemSpec) -> None:
     if spec.model.type not in algorithm.supported_models:
         raise SpecError(("model", "type"), f"solver {spec.solver.name!r} supports models "
                                            f"{', '.join(algorithm.supported_models)}, not {spec.model.type!r}")
+    fewest, most = algorithm.constraint_count
+    if not fewest <= len(spec.constraints) <= (most if most is not None else len(spec.constraints)):
+        count = f"exactly {fewest}" if fewest == most else f"at least {fewest}" if most is None else \
+            f"{fewest} to {most}"
+        raise SpecError(("constraints",), f"solver {spec.solver.name!r} takes {count} constraint(s), "
+                                          f"not {len(spec.constraints)}")
     supported = algorithm.supported_constraints
     for i, constraint in enumerate(spec.constraints):
         kind = CONSTRAINTS.entry(constraint.type).name

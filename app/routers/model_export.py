@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Response
 
-from app.artifacts import artifact_path
+from app.artifacts import artifact_file
 from app.deps import DB, CurrentCaller, get_or_404
 from app.models import Job
 from app.routers.audits import weights_of
@@ -28,7 +28,7 @@ def download_onnx(job_id: str, db: DB, caller: CurrentCaller) -> Response:
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
     try:
-        model = job_model(job.id, job.spec, artifact_path(art.stored_name))
+        model = job_model(job.id, job.spec, artifact_file(art))
     except ExportError as exc:
         raise HTTPException(status_code=409, detail=f"job {job_id!r}: {exc}") from exc
     return Response(model.SerializeToString(), media_type="application/octet-stream",

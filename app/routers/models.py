@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
 from app.audits.model_file import ModelError
+from app.blobstore import blobs, model_file, model_key
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.models import Dataset, UploadedModel, new_id
 from app.onnx_models import AUDIT_FIELDS, is_onnx_bytes
@@ -50,7 +51,8 @@ class ModelOut(BaseModel):
 
 
 def model_path(settings, row: UploadedModel):
-    return settings.storage_dir / "models" / row.stored_name
+    """A local file holding the uploaded model (:func:`app.blobstore.model_file`)."""
+    return model_file(row, settings)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=ModelOut)
@@ -66,8 +68,6 @@ def upload_model(db: DB, settings: AppSettings, caller: CurrentCaller, file: Upl
                  ) -> UploadedModel:
     """Store an audit model file (safetensors with the audit metadata) or an ONNX model for ``model_artifact_id``."""
     model_id = new_id()
-    folder = settings.storage_dir / "models"
-    folder.mkdir(parents=True, exist_ok=True)
     tmp = settings.storage_dir / "tmp" / f"{model_id}.model"
     form = {"target": target, "positive_label": positive_label, "sensitive": sensitive, "group_rules": group_rules}
     try:
@@ -91,9 +91,17 @@ def upload_model(db: DB, settings: AppSettings, caller: CurrentCaller, file: Upl
     row = UploadedModel(id=model_id, owner=caller.owner, stored_name=f"{model_id}.{suffix}",
                         name=printable(name) or os.path.basename(printable(file.filename))[:255] or model_id,
                         size_bytes=stored.size_bytes, sha256=stored.sha256, spec=spec)
-    os.replace(tmp, folder / row.stored_name)
-    db.add(row)
-    db.commit()
+    key = model_key(row.stored_name)
+    try:
+        blobs(settings).put(key, tmp, row.sha256)
+    finally:
+        remove_quietly(tmp)
+    try:
+        db.add(row)
+        db.commit()
+    except BaseException:
+        blobs(settings).delete(key)
+        raise
     return row
 
 
@@ -175,7 +183,6 @@ def get_model(model_id: str, db: DB, caller: CurrentCaller) -> UploadedModel:
 def delete_model(model_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> None:
     """Delete the model and the audits of it (with their runs and alerts)."""
     row = get_or_404(db, UploadedModel, model_id, "model", caller)
-    path = model_path(settings, row)
     db.delete(row)
     db.commit()
-    remove_quietly(path)
+    blobs(settings).delete(model_key(row.stored_name))
