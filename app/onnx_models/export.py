@@ -19,6 +19,8 @@ The encoded columns are concatenated in the encoder's order into X (float32 ``[N
   gbdt: LightGBM's trees as one ``ai.onnx.ml`` ``TreeEnsembleRegressor`` (sum of the leaves = LightGBM's raw
   score, thresholds and leaves in float64), written from ``Booster.dump_model()`` by :func:`_tree_nodes`
   (onnxmltools 1.16's converter stops at opset 15 and, for a binary booster, outputs the probability only);
+* the reductions' randomised classifier Q (:mod:`solvers.randomized`): f = logit(clip(Σ_k w_k h_k(x))) over its
+  linear and tree components, so ŷ = 1{f > 0} is Q's weighted majority vote, as the job predicts;
 * GroupShift (the xAUC post-processing of :mod:`solvers.algorithms.auc_postprocess`):
   f ← ``Where(X[:, c] > ½, ω₁ f + ω₂, f)``. The exact-enforcement threshold correction is already folded into
   a linear model's weights, so it needs nothing more.
@@ -171,11 +173,45 @@ def _tree_nodes(booster_text: bytes, d: int) -> dict[str, Any]:
                 target_weights_as_tensor=numpy_helper.from_array(np.asarray(a["weight"], np.float64)))
 
 
+def _trees(g: _Graph, wide: str, booster: np.ndarray, d: int) -> str:
+    """LightGBM's raw score f of the float64 features ``wide`` as a [N, 1] float value."""
+    return g.op("TreeEnsembleRegressor", [wide], "trees", **_tree_nodes(bytes(np.asarray(booster)), d))
+
+
+def _randomized(g: _Graph, wide: str, state: dict[str, np.ndarray], d: int) -> str:
+    """The reductions' randomised classifier (:mod:`solvers.randomized`) as a [N, 1] float value:
+    f_Q = logit(clip(Σ_k w_k 1{h_k(x) = 1}, δ, 1 − δ)), linear components 1{x·w_k + b_k > 0} in float64 (one
+    ``Gemm`` for all), then the trees 1{F_k(x) > 0} in their order."""
+    from solvers.randomized import CLIP
+
+    weight, bias, mix = (np.asarray(state[k], np.float64) for k in ("linear.weight", "linear.bias", "mix"))
+    decisions = []
+    if weight.shape[0]:
+        scores = g.op("Gemm", [wide, g.const(weight, "q_w"), g.const(bias, "q_b")], "q_linear", transB=1)
+        decisions.append(g.op("Greater", [scores, g.const(np.float64(0), "zero_d")], "q_linear_hit"))
+    trees = sorted(int(m.group(1)) for k in state if (m := re.fullmatch(r"trees\.(\d+)\.booster", k)))
+    for i in trees:
+        raw = _trees(g, wide, state[f"trees.{i}.booster"], d)
+        decisions.append(g.op("Greater", [raw, g.const(np.float32(0), "zero_f")], f"q_tree{i}_hit"))
+    if not decisions or len(mix) != weight.shape[0] + len(trees):
+        raise ExportError("the randomised classifier's components and mixture weights do not agree")
+    hits = [g.op("Cast", [h], "q_hit_d", to=TensorProto.DOUBLE) for h in decisions]
+    joined = g.op("Concat", hits, "q_hits", axis=1) if len(hits) > 1 else hits[0]
+    p = g.op("MatMul", [joined, g.const(mix.reshape(-1, 1), "q_mix")], "q_p")
+    p = g.op("Clip", [p, g.const(np.float64(CLIP), "q_lo"), g.const(np.float64(1 - CLIP), "q_hi")], "q_clipped")
+    one_minus = g.op("Sub", [g.const(np.float64(1), "one"), p], "q_rest")
+    f = g.op("Sub", [g.op("Log", [p], "q_log_p"), g.op("Log", [one_minus], "q_log_rest")], "q_logit")
+    return g.op("Cast", [f], "q_f", to=TensorProto.FLOAT)  # the module returns the features' dtype
+
+
 def _network(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: int) -> str:
-    """f(X) as a [N, 1] float32 value: the layers (or the trees), then the group shift when the state has one."""
+    """f(X) as a [N, 1] float32 value: the layers (the trees, the reductions' randomised classifier), then the
+    group shift when the state has one."""
+    if "mix" in state and "linear.weight" in state:
+        return _randomized(g, g.op("Cast", [X], "X_double", to=TensorProto.DOUBLE), state, d)
     if model.get("type") == "gbdt":
         wide = g.op("Cast", [X], "X_double", to=TensorProto.DOUBLE)  # float64 thresholds read float64 inputs
-        return g.op("TreeEnsembleRegressor", [wide], "trees", **_tree_nodes(bytes(np.asarray(state["booster"])), d))
+        return _trees(g, wide, state["booster"], d)
     shifted = "net.omega" in state and "net.column" in state
     layers = _layers(state, "net.base" if shifted else "net")
     if model.get("type") not in ("linear", "mlp"):
@@ -220,7 +256,7 @@ def pipeline_model(encoder: dict, state: dict[str, np.ndarray], model: dict, aud
                helper.make_tensor_value_info("decision", TensorProto.INT64, ["N"])]
     graph = helper.make_graph(g.nodes, "fairsolve_pipeline", inputs, outputs, g.initializers)
     imports = [helper.make_opsetid("", OPSET)]
-    if model["type"] == "gbdt":
+    if any(node.domain == ML_DOMAIN for node in g.nodes):
         imports.append(helper.make_opsetid(ML_DOMAIN, ML_OPSET))
     out = helper.make_model(graph, opset_imports=imports, ir_version=IR_VERSION,
                             producer_name="fairsolve", doc_string=MODEL_DOC)

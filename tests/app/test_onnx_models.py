@@ -1,5 +1,6 @@
 """ONNX models in and out, without a service: a fitted pipeline exported as one graph scores the test split as
-the job stored it (linear, MLP, gbdt, the GroupShift post-processing); the exported graph, read back as an uploaded
+the job stored it (linear, MLP, gbdt, the reductions' randomised classifier over linear models and trees, the
+GroupShift post-processing); the exported graph, read back as an uploaded
 model, audits to the same values as the job's model; uploads that are malformed, too large, use an operator
 or domain outside the allowlist or refer to external data are refused before any session exists; inputs are
 matched to columns by name and type."""
@@ -53,6 +54,10 @@ CASES = {
     "linear": ({"type": "linear"}, {}),
     "mlp": ({"type": "mlp", "hidden": [16, 8], "activation": "tanh"}, {}),
     "gbdt": ({"type": "gbdt", "n_estimators": 20, "num_leaves": 7}, {"solver": {"name": "erm"}}),
+    "reductions_linear": ({"type": "linear"}, {"solver": {"name": "reductions"}, "max_iterations": 50}),
+    "reductions_gbdt": ({"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
+                        {"solver": {"name": "reductions"}, "max_iterations": 100,
+                         "constraints": [{"type": "demographic_parity", "tolerance": 0.01}]}),
     "group_shift": ({"type": "linear"}, {
         "objective": "auc_square", "solver": {"name": "auc_postprocess"},
         "constraints": [{"type": "auc_parity", "tolerance": 0.02, "variant": "group"}]}),
@@ -65,6 +70,8 @@ def test_exported_pipeline_scores_the_test_split_as_the_job(table, case, tmp_pat
     spec, out, model = solved(table, model_spec, **extra)
     if case == "group_shift":
         assert "net.omega" in out.state_dict and out.state_dict["net.omega"].tolist() != [1.0, 0.0]
+    if case.startswith("reductions"):
+        assert len(out.state_dict["mix"]) > 1  # a real mixture
     scorer = session_of(model, tmp_path)
     rows = table.loc[out.predictions["row"]]
     feeds = {i["name"]: scorer_feed(rows, i) for i in scorer.graph["inputs"]}
