@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from app.onnx_models.check import graph_inputs
+from app.settings import Settings
 from app.onnx_models.scorer import _feed
 from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
@@ -114,6 +115,11 @@ def test_bad_onnx_uploads_are_refused_naming_the_field(postgres_stack, jobs):
             assert answer.status_code == 422, (form, answer.text)
             detail = answer.json()["detail"][0]
             assert detail["loc"] == ["body", field] and message in detail["msg"], (form, answer.text)
+        limit = Settings.model_fields["max_onnx_bytes"].default  # the stack runs with the default
+        stored = len(client.get("/api/v1/models").json())
+        oversized = client.post("/api/v1/models", files={"file": ("big.onnx", exported + b"\x00" * limit)})
+        assert oversized.status_code == 422 and f"more than {limit}" in oversized.json()["detail"][0]["msg"]
+        assert len(client.get("/api/v1/models").json()) == stored  # nothing refused was stored
         no_meta = onnx.load_from_string(exported)
         del no_meta.metadata_props[:]
         answer = client.post("/api/v1/models", files={"file": ("m.onnx", no_meta.SerializeToString())})
