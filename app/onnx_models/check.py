@@ -50,7 +50,7 @@ ALLOWED_OPS: dict[str, frozenset[str]] = {
         Exp Expand Flatten Floor Gather GatherElements GatherND Gelu Gemm Greater GreaterOrEqual HardSigmoid
         HardSwish Identity IsInf IsNaN LeakyRelu Less LessOrEqual Log LogSoftmax MatMul Max Mean Min Mod Mul Neg
         Not Or PRelu Pow Reciprocal ReduceL1 ReduceL2 ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
-        ReduceSum ReduceSumSquare Relu Reshape Round Selu Shape Sigmoid Sign Size Slice Softmax Softplus Softsign
+        ReduceSum ReduceSumSquare Relu Reshape Round Selu Shape Sigmoid Sign Sin Size Slice Softmax Softplus Softsign
         Split Sqrt Squeeze Sub Sum Tanh Tile TopK Transpose Unsqueeze Where Xor""".split()),
     ML: frozenset("""
         ArrayFeatureExtractor Binarizer CastMap CategoryMapper FeatureVectorizer Imputer LabelEncoder

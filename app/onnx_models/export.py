@@ -21,6 +21,9 @@ The encoded columns are concatenated in the encoder's order into X (float32 ``[N
   (onnxmltools 1.16's converter stops at opset 15 and, for a binary booster, outputs the probability only);
 * the reductions' randomised classifier Q (:mod:`solvers.randomized`): f = logit(clip(Σ_k w_k h_k(x))) over its
   linear and tree components, so ŷ = 1{f > 0} is Q's weighted majority vote, as the job predicts;
+* group thresholds (:mod:`solvers.algorithms.group_thresholds`): f ← f − t_{g(x), J(x)}, the group read from
+  the features by the stored codebook and the component by the stored deterministic draw, in float64 as the
+  module does;
 * GroupShift (the xAUC post-processing of :mod:`solvers.algorithms.auc_postprocess`):
   f ← ``Where(X[:, c] > ½, ω₁ f + ω₂, f)``. The exact-enforcement threshold correction is already folded into
   a linear model's weights, so it needs nothing more.
@@ -47,6 +50,11 @@ ML_DOMAIN, ML_OPSET = "ai.onnx.ml", 3  # TreeEnsembleRegressor with float64 thre
 META_KEY = "fairsolve_audit"
 OUTPUTS = ("logit", "score", "decision")
 _ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh"}
+# The constants of the solver library's modules this graph reproduces, written here because those modules load
+# torch and the API builds the graph without it (tests/app/test_onnx_models.py checks they agree):
+THRESHOLD_BUFFERS = ("columns", "scale", "lo", "hi", "label", "thresholds", "cumulative", "key")  # group_thresholds
+THRESHOLD_HASH = 43758.5453   # group_thresholds._HASH: u(x) = frac(HASH · sin(κᵀx))
+RANDOMIZED_CLIP = 1e-6        # solvers.randomized.CLIP: f_Q = logit(clip(p_Q, δ, 1 − δ))
 MODEL_DOC = ("A FairSolve job's pipeline (encoder, model, post-processing, threshold). Inputs: one per raw column, "
              "[N, 1]; string columns hold the value stripped of surrounding whitespace, integral numbers written "
              "as integers, booleans as True/False, missing as __missing__; double columns NaN for missing. "
@@ -129,14 +137,14 @@ def _tree_nodes(booster_text: bytes, d: int) -> dict[str, Any]:
     side when its ``missing_type`` is ``NaN``, and is read as 0 when it is ``None`` (so it goes left iff
     0 ≤ threshold): ``nodes_missing_value_tracks_true`` says the same. Thresholds and leaf values stay float64
     (the ``*_as_tensor`` attributes of ai.onnx.ml opset 3), as LightGBM compares them."""
-    from solvers.gbdt.model import load_booster
+    import lightgbm as lgb  # not solvers.gbdt, which loads torch: the API builds this graph without it
 
     try:
-        booster = load_booster(booster_text, d)
-    except ValueError as exc:
-        raise ExportError(f"the gbdt state: {exc}") from exc
-    if booster is None:
-        raise ExportError("the gbdt model has no tree")
+        booster = lgb.Booster(model_str=booster_text.decode())
+    except (UnicodeDecodeError, lgb.basic.LightGBMError) as exc:
+        raise ExportError(f"the gbdt state is not a LightGBM text model with trees: {str(exc)[:200]}") from None
+    if booster.num_feature() != d:
+        raise ExportError(f"the trees read {booster.num_feature()} features, the encoder gives {d}")
     dump = booster.dump_model()
     if dump.get("average_output") or dump.get("num_tree_per_iteration", 1) != 1:
         raise ExportError("only boosted binary trees (one tree per iteration, summed) are exported")
@@ -182,8 +190,6 @@ def _randomized(g: _Graph, wide: str, state: dict[str, np.ndarray], d: int) -> s
     """The reductions' randomised classifier (:mod:`solvers.randomized`) as a [N, 1] float value:
     f_Q = logit(clip(Σ_k w_k 1{h_k(x) = 1}, δ, 1 − δ)), linear components 1{x·w_k + b_k > 0} in float64 (one
     ``Gemm`` for all), then the trees 1{F_k(x) > 0} in their order."""
-    from solvers.randomized import CLIP
-
     weight, bias, mix = (np.asarray(state[k], np.float64) for k in ("linear.weight", "linear.bias", "mix"))
     decisions = []
     if weight.shape[0]:
@@ -198,24 +204,34 @@ def _randomized(g: _Graph, wide: str, state: dict[str, np.ndarray], d: int) -> s
     hits = [g.op("Cast", [h], "q_hit_d", to=TensorProto.DOUBLE) for h in decisions]
     joined = g.op("Concat", hits, "q_hits", axis=1) if len(hits) > 1 else hits[0]
     p = g.op("MatMul", [joined, g.const(mix.reshape(-1, 1), "q_mix")], "q_p")
-    p = g.op("Clip", [p, g.const(np.float64(CLIP), "q_lo"), g.const(np.float64(1 - CLIP), "q_hi")], "q_clipped")
+    low, high = g.const(np.float64(RANDOMIZED_CLIP), "q_lo"), g.const(np.float64(1 - RANDOMIZED_CLIP), "q_hi")
+    p = g.op("Clip", [p, low, high], "q_clipped")
     one_minus = g.op("Sub", [g.const(np.float64(1), "one"), p], "q_rest")
     f = g.op("Sub", [g.op("Log", [p], "q_log_p"), g.op("Log", [one_minus], "q_log_rest")], "q_logit")
     return g.op("Cast", [f], "q_f", to=TensorProto.FLOAT)  # the module returns the features' dtype
 
 
 def _network(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: int) -> str:
-    """f(X) as a [N, 1] float32 value: the layers (the trees, the reductions' randomised classifier), then the
-    group shift when the state has one."""
+    """f(X) as a [N, 1] float32 value: the reductions' randomised classifier, or the score model with its
+    post-processing wrappers (state under ``net.``, or at the top for gbdt, which has no ``net``)."""
     if "mix" in state and "linear.weight" in state:
         return _randomized(g, g.op("Cast", [X], "X_double", to=TensorProto.DOUBLE), state, d)
-    if model.get("type") == "gbdt":
-        wide = g.op("Cast", [X], "X_double", to=TensorProto.DOUBLE)  # float64 thresholds read float64 inputs
-        return _trees(g, wide, state["booster"], d)
-    shifted = "net.omega" in state and "net.column" in state
-    layers = _layers(state, "net.base" if shifted else "net")
-    if model.get("type") not in ("linear", "mlp"):
+    if model.get("type") not in ("linear", "mlp", "gbdt"):
         raise ExportError(f"model type {model.get('type')!r} has no ONNX export (linear, mlp, gbdt)")
+    return _wrapped(g, X, state, model, d, "" if model["type"] == "gbdt" else "net.")
+
+
+def _wrapped(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: int, prefix: str) -> str:
+    """The model under ``prefix``: a GroupShift or group-thresholds wrapper (nested in any order, as
+    :func:`~solvers.algorithms.auc_postprocess.rebuild_net` reads them) around the trees or layers."""
+    if f"{prefix}omega" in state and f"{prefix}column" in state:
+        return _group_shift(g, X, _wrapped(g, X, state, model, d, f"{prefix}base."), state, prefix)
+    if all(f"{prefix}{name}" in state for name in THRESHOLD_BUFFERS):
+        return _group_thresholds(g, X, _wrapped(g, X, state, model, d, f"{prefix}base."), state, prefix)
+    if model["type"] == "gbdt":
+        wide = g.op("Cast", [X], "X_double", to=TensorProto.DOUBLE)  # float64 thresholds read float64 inputs
+        return _trees(g, wide, state[f"{prefix}booster"], d)
+    layers = _layers(state, prefix.rstrip("."))
     if layers[0][0].shape[1] != d:
         raise ExportError(f"the first layer reads {layers[0][0].shape[1]} features, the encoder gives {d}")
     activation = _ACTIVATIONS[model.get("activation", "relu")]
@@ -225,14 +241,45 @@ def _network(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: in
                  f"layer{i}", transB=1)
         if i < len(layers) - 1:
             h = g.op(activation, [h], f"act{i}")
-    if shifted:
-        column, (w1, w2) = int(state["net.column"]), np.asarray(state["net.omega"], np.float32)
-        cut = g.op("Slice", [X, g.const([column], "col", np.int64), g.const([column + 1], "col_end", np.int64),
-                             g.const([1], "axis", np.int64)], "protected_x")
-        mask = g.op("Greater", [cut, g.const(np.float32(0.5), "half")], "protected")
-        moved = g.op("Add", [g.op("Mul", [h, g.const(w1, "omega1")], "scaled"), g.const(w2, "omega2")], "moved")
-        h = g.op("Where", [mask, moved, h], "shifted")
     return h
+
+
+def _group_shift(g: _Graph, X: str, h: str, state: dict[str, np.ndarray], prefix: str) -> str:
+    """:class:`~solvers.algorithms.auc_postprocess.GroupShift`: ω₁ h + ω₂ where X[:, c] > ½, else h."""
+    column, (w1, w2) = int(state[f"{prefix}column"]), np.asarray(state[f"{prefix}omega"], np.float32)
+    cut = g.op("Slice", [X, g.const([column], "col", np.int64), g.const([column + 1], "col_end", np.int64),
+                         g.const([1], "axis", np.int64)], "protected_x")
+    mask = g.op("Greater", [cut, g.const(np.float32(0.5), "half")], "protected")
+    moved = g.op("Add", [g.op("Mul", [h, g.const(w1, "omega1")], "scaled"), g.const(w2, "omega2")], "moved")
+    return g.op("Where", [mask, moved, h], "shifted")
+
+
+def _group_thresholds(g: _Graph, X: str, h: str, state: dict[str, np.ndarray], prefix: str) -> str:
+    """:class:`~solvers.algorithms.group_thresholds.ThresholdNet`, its operations in float64: the group
+    g(x) = label of argmin_m Σ_c s_c dist(x_c, [lo_mc, hi_mc]) (first minimum, as torch), the draw
+    u(x) = frac(43758.5453 · sin(κᵀx)), the component J = min(#{j : W_gj ≤ u}, J − 1) and f − t_{g, J}."""
+    b = {name: np.asarray(state[f"{prefix}{name}"]) for name in THRESHOLD_BUFFERS}
+    wide = g.op("Cast", [X], "X_double", to=TensorProto.DOUBLE)
+    z = g.op("Unsqueeze", [g.op("Gather", [wide, g.const(b["columns"].astype(np.int64), "t_columns")], "t_z",
+                                axis=1), g.const([1], "t_axis1", np.int64)], "t_z3")
+    below = g.op("Relu", [g.op("Sub", [g.const(b["lo"][None].astype(np.float64), "t_lo"), z], "t_lo_z")], "t_below")
+    above = g.op("Relu", [g.op("Sub", [z, g.const(b["hi"][None].astype(np.float64), "t_hi")], "t_z_hi")], "t_above")
+    weighted = g.op("Mul", [g.op("Add", [below, above], "t_out"), g.const(b["scale"].astype(np.float64), "t_s")],
+                    "t_weighted")
+    distance = g.op("ReduceSum", [weighted, g.const([-1], "t_last", np.int64)], "t_distance", keepdims=0)
+    nearest = g.op("ArgMin", [distance], "t_nearest", axis=1, keepdims=0)
+    group = g.op("Gather", [g.const(b["label"].astype(np.int64), "t_label"), nearest], "t_group")
+    angle = g.op("MatMul", [wide, g.const(b["key"].astype(np.float64).reshape(-1, 1), "t_key")], "t_angle")
+    v = g.op("Mul", [g.op("Sin", [angle], "t_sin"), g.const(np.float64(THRESHOLD_HASH), "t_hash")], "t_v")
+    u = g.op("Sub", [v, g.op("Floor", [v], "t_floor")], "t_u")  # [N, 1]
+    cumulative = g.op("Gather", [g.const(b["cumulative"].astype(np.float64), "t_cum"), group], "t_cum_g")
+    count = g.op("ReduceSum", [g.op("Cast", [g.op("LessOrEqual", [cumulative, u], "t_le")], "t_le_i",
+                                    to=TensorProto.INT64), g.const([1], "t_axis", np.int64)], "t_count", keepdims=1)
+    j = g.op("Min", [count, g.const(np.int64(b["cumulative"].shape[1] - 1), "t_last_j")], "t_j")
+    rows = g.op("Gather", [g.const(b["thresholds"].astype(np.float64), "t_thresholds"), group], "t_rows")
+    t = g.op("GatherElements", [rows, j], "t_t", axis=1)  # [N, 1]
+    moved = g.op("Sub", [g.op("Cast", [h], "t_h", to=TensorProto.DOUBLE), t], "t_moved")
+    return g.op("Cast", [moved], "thresholded", to=TensorProto.FLOAT)
 
 
 def pipeline_model(encoder: dict, state: dict[str, np.ndarray], model: dict, audit: dict[str, Any]) -> onnx.ModelProto:
