@@ -1,5 +1,6 @@
 """ONNX models in and out through the service (API + worker on PostgreSQL + Redis): a job's
-``model.onnx`` run by onnxruntime on the test split gives the job's stored predictions (linear, MLP, gbdt);
+``model.onnx`` run by onnxruntime on the test split gives the job's stored predictions (linear, MLP, gbdt,
+group thresholds over an MLP); the Python client downloads the same file;
 uploaded again, it audits to the same values as the job's own audit; bad ONNX uploads are refused with a
 422 naming the field."""
 from __future__ import annotations
@@ -16,6 +17,7 @@ from onnx import TensorProto, helper
 
 from app.onnx_models.check import graph_inputs
 from app.settings import Settings
+from fairsolve import Client
 from app.onnx_models.scorer import _feed
 from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
@@ -30,6 +32,8 @@ def jobs(postgres_stack):
     with postgres_stack.client() as client:
         dataset = upload(client, frame, "onnx")
         specs = {"linear": job_spec(dataset["id"], max_iterations=40),
+                 "thresholds": job_spec(dataset["id"], model={"type": "mlp", "hidden": [8]}, max_iterations=40,
+                                        solver={"name": "group_thresholds"}),
                  "mlp": job_spec(dataset["id"], model={"type": "mlp", "hidden": [8, 4]}, max_iterations=40),
                  "gbdt": job_spec(dataset["id"], model={"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
                                   solver={"name": "erm"})}
@@ -50,13 +54,15 @@ def finished_run(client, audit_id: str, timeout: float = 90) -> dict:
     raise AssertionError(f"audit {audit_id} did not finish")
 
 
-@pytest.mark.parametrize("kind", ["linear", "mlp", "gbdt"])
+@pytest.mark.parametrize("kind", ["linear", "mlp", "gbdt", "thresholds"])
 def test_model_onnx_gives_the_jobs_stored_predictions(postgres_stack, jobs, kind):
     frame, _, ids = jobs
     with postgres_stack.client() as client:
         answer = client.get(f"/api/v1/jobs/{ids[kind]}/model.onnx")
         assert answer.status_code == 200, answer.text
         stored = pd.read_parquet(io.BytesIO(client.get(f"/api/v1/jobs/{ids[kind]}/artifacts/predictions").content))
+    with Client(postgres_stack.url, postgres_stack.admin_key) as python_client:
+        assert python_client.job(ids[kind]).onnx() == answer.content
     model = onnx.load_from_string(answer.content)
     rows = frame.iloc[stored["row"].to_numpy()]
     feeds = {i["name"]: _feed(rows[i["name"]], i) for i in graph_inputs(model)}
