@@ -135,6 +135,7 @@ def written(tmp_path, data: bytes):
     (lambda: tiny("Exec", domain="com.evil").SerializeToString(), "custom operators are not allowed"),
     (lambda: tiny("Loop").SerializeToString(), "operator 'Loop'"),
     (lambda: tiny("RandomNormalLike").SerializeToString(), "operator 'RandomNormalLike'"),
+    (lambda: tiny("ConstantOfShape").SerializeToString(), "operator 'ConstantOfShape'"),  # a size read from data
     (lambda: tiny(opset=99).SerializeToString(), "opset 99"),
 ])
 def test_bad_uploads_are_refused_before_any_session(tmp_path, monkeypatch, make, message):
