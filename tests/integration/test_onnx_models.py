@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import time
 
+import httpx
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -135,3 +136,19 @@ def test_bad_onnx_uploads_are_refused_naming_the_field(postgres_stack, jobs):
         assert given.status_code == 201 and given.json()["spec"]["sensitive"] == ["sex"], given.text
         assert client.get(f"/api/v1/jobs/{ids['linear']}/model.onnx",
                           headers={"Authorization": f"Bearer {postgres_stack.new_key('other')}"}).status_code == 404
+
+
+def test_the_job_page_links_the_onnx_model(postgres_stack, jobs):
+    """The dashboard's job page offers the ONNX model; the link answers the file to the signed-in browser."""
+    _, _, ids = jobs
+    with httpx.Client(base_url=postgres_stack.url, timeout=30) as browser:
+        signed_in = browser.post("/signin", data={"api_key": postgres_stack.admin_key, "next": "/"},
+                                 headers={"Origin": postgres_stack.url})
+        assert signed_in.status_code == 303, signed_in.text
+        page = browser.get(f"/jobs/{ids['linear']}").text
+        link = f'href="/api/v1/jobs/{ids["linear"]}/model.onnx"'
+        assert 'id="job-onnx"' in page and link in page
+        downloaded = browser.get(f"/api/v1/jobs/{ids['linear']}/model.onnx")
+    with postgres_stack.client() as client:
+        assert downloaded.status_code == 200 and downloaded.content == client.get(
+            f"/api/v1/jobs/{ids['linear']}/model.onnx").content
