@@ -372,6 +372,15 @@ class Job(_Resource):
 
         return FairModel.from_audit_bytes(self.client.request("GET", f"{self.path}/audit-model").content)
 
+    def onnx(self, path: str | Path | None = None) -> bytes:
+        """The whole fitted pipeline (encoder, model, post-processing, threshold) as one ONNX model over the raw
+        columns (outputs ``logit``, ``score``, ``decision``; README "ONNX models in and out"), also written to
+        ``path`` when given."""
+        content = self.client.request("GET", f"{self.path}/model.onnx").content
+        if path is not None:
+            Path(path).write_bytes(content)
+        return content
+
 
 @dataclass
 class Sweep(_Resource):
