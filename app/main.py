@@ -24,7 +24,7 @@ from app.static_assets import PLOTLY_JS_DIR
 from app.storage import clear_stale
 from app.upload_route import RequireMultipart
 from app.url_guard import RefuseNul
-from app.routers import audits, charts, datasets, health, jobs, keys, models, solvers, sweeps
+from app.routers import audits, charts, datasets, health, jobs, keys, model_export, models, reports, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
 
@@ -76,7 +76,7 @@ def create_app() -> FastAPI:
     app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan,
                   description="Train models under fairness constraints, as a service. Every `/api/v1` route "
                               "needs an API key: `Authorization: Bearer <key>`.")
-    for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models):
+    for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models, model_export, reports):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(RequireMultipart)  # an upload that is not multipart is told so, not its size

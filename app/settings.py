@@ -108,6 +108,8 @@ class Settings(BaseSettings):
                                  description="Most rows an uploaded table may have.")
     max_upload_columns: int = Field(2000, validation_alias="FAIRSOLVE_MAX_UPLOAD_COLUMNS",
                                     description="Most columns an uploaded table may have.")
+    max_onnx_bytes: int = Field(64 << 20, ge=1, validation_alias="FAIRSOLVE_MAX_ONNX_BYTES",
+                                description="Largest uploaded ONNX model, in bytes (checked before it is parsed).")
 
     log_format: str = Field("json", validation_alias="FAIRSOLVE_LOG_FORMAT", pattern="^(json|text)$",
                             description="Log lines as JSON objects (json) or plain text (text).")

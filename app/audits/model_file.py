@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from safetensors import SafetensorError, safe_open
 
@@ -18,7 +19,7 @@ from app.schemas import problem_fields
 from app.strict_json import strict_loads
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
-from solvers.spec import MAX_PARAMETERS
+from solvers.spec import MAX_GBDT_TEXT_BYTES, MAX_PARAMETERS
 
 FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
 
@@ -109,6 +110,22 @@ def required_columns(spec: ProblemSpec, encoder: TableEncoder) -> list[str]:
     return list(dict.fromkeys([spec.target, *spec.sensitive, *encoder.columns]))
 
 
+def labelled_groups(spec: ProblemSpec, required: list[str], table) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Labels y, group index and group names of every row of ``table`` for a model that reads ``required``
+    (ModelError on a missing column or no rows; SpecError when the positive label never matches)."""
+    from solvers.encoding import build_groups
+    from solvers.spec import labels_of
+
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise ModelError(f"the data lacks the model's column(s) {', '.join(map(repr, missing))}")
+    if len(table) == 0:
+        raise ModelError("the data has no rows")
+    group, names = build_groups(table, spec.sensitive, spec.group_rules)
+    y = labels_of(spec, table)
+    return np.asarray(y, np.int64), np.asarray(group, np.int64), [str(n) for n in names]
+
+
 def model_columns(path: Path) -> list[str]:
     """The columns the audit model in ``path`` reads (ModelError when the file is not one)."""
     return required_columns(*spec_and_encoder(read_metadata(path)))
@@ -117,8 +134,9 @@ def model_columns(path: Path) -> list[str]:
 def check_size(path: Path, spec: ProblemSpec, encoder: TableEncoder) -> None:
     """ModelError when the model would be too large to build or apply: an encoder wider than the
     solver library's cap (one-hot categories included), a model of more than ``MAX_PARAMETERS``
-    parameters on the encoder's width, or stored tensors of more elements than that. Only the header is
-    read (tensor shapes), so this runs before any weight or model is allocated."""
+    parameters on the encoder's width, or stored tensors of more elements than that (a gbdt model: more bytes of
+    LightGBM text than ``MAX_GBDT_TEXT_BYTES``). Only the header is read (tensor shapes), so this runs before any
+    weight or model is allocated."""
     if (problem := encoder.width_problem()) is not None:
         raise ModelError(f"--model: the encoder is too wide: {problem}")
     if (n := spec.model.parameter_count(encoder.n_features)) > MAX_PARAMETERS:
@@ -129,5 +147,6 @@ def check_size(path: Path, spec: ProblemSpec, encoder: TableEncoder) -> None:
             stored = sum(math.prod(fh.get_slice(name).get_shape()) for name in fh.keys())
     except (OSError, SafetensorError) as exc:
         raise ModelError(f"--model: not a safetensors file: {exc}") from exc
-    if stored > MAX_PARAMETERS:
-        raise ModelError(f"--model: the file stores {stored} weights (more than {MAX_PARAMETERS})")
+    limit = MAX_GBDT_TEXT_BYTES if spec.model.type == "gbdt" else MAX_PARAMETERS
+    if stored > limit:
+        raise ModelError(f"--model: the file stores {stored} weights (more than {limit})")
