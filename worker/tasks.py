@@ -40,7 +40,7 @@ from sqlalchemy import delete, func, select, update
 from app.artifacts import artifact_file, write_artifacts
 from app.audits.model_file import problem_spec
 from app.baselines import ensure_baseline, send_baseline
-from app.blobstore import artifact_key, blobs, checkpoint_key, dataset_key
+from app.blobstore import artifact_key, blobs, checkpoint_key, dataset_file
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
@@ -295,8 +295,7 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
     try:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
-        table = load_table(blobs().fetch(dataset_key(dataset.stored_name), dataset.sha256), dataset.format,
-                           dataset.read_options, dataset.sha256)
+        table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256)
         out = run(table, spec, observer, initial_state=initial_state, resume=resume)
         observer.close()
     except StaleAttempt:
