@@ -8,6 +8,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 FAIRSOLVE_HOME=/data
 RUN if ! command -v python3 >/dev/null; then \
       apt-get update && apt-get install -y --no-install-recommends python3 python3-venv python3-pip \
       && rm -rf /var/lib/apt/lists/*; fi
+# LightGBM's wheel links the system OpenMP runtime (libgomp), which slim images lack
+RUN apt-get update && apt-get install -y --no-install-recommends libgomp1 && rm -rf /var/lib/apt/lists/*
 WORKDIR /srv/fairsolve
 COPY requirements.txt .
 RUN python3 -m venv /opt/venv \

@@ -9,6 +9,8 @@ feasible set Θ of the linear model.
   θ_0 = 0 lies in every ball.
 * ``mlp``: x → [Linear → activation] × len(hidden) → Linear(·, 1), PyTorch's default
   initialisation drawn from the solver's seeded generator.
+* ``gbdt``: gradient-boosted trees on LightGBM (:mod:`solvers.gbdt`), no torch parameters; trained by the
+  boosting solvers only.
 
 Algorithms keep iterates in Θ by calling :func:`project_` after every step
 (Proj_Θ of PLADA step (9) and IPC Algorithms 2–3); it is a no-op for unconstrained models.
@@ -147,6 +149,10 @@ def mlp(n_features: int, hidden: list[int] | tuple[int, ...] = (64, 64), activat
 
 def model_factory(spec) -> ModelFactory:
     """Factory ``n_features -> nn.Module`` for a :class:`~solvers.spec.ModelSpec`."""
+    if spec.type == "gbdt":
+        from .gbdt import gbdt  # imports LightGBM only when a gbdt model is loaded
+
+        return lambda d: gbdt(d, spec)
     if spec.type == "linear":
         ball, radius = getattr(spec, "ball", None), getattr(spec, "radius", None)
         if ball is None:

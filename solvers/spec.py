@@ -27,6 +27,13 @@ MAX_CONSTRAINTS = 64       # constraint families of one spec (each yields up to 
 MAX_HIDDEN_LAYERS = 16     # an MLP's hidden layers ...
 MAX_HIDDEN_WIDTH = 4096    # ... of at most this many units ...
 MAX_PARAMETERS = 10_000_000  # ... and this many parameters (float32: 40 MB, and as much per copy an algorithm keeps)
+MAX_TREES = 5000           # boosting rounds of one gbdt solve ...
+MAX_LEAVES = 4096          # ... leaves per tree ...
+MAX_TREE_LEAVES = 100_000  # ... and trees x leaves of one solve (LightGBM's text model: about 115 bytes per leaf)
+MAX_GBDT_TEXT_BYTES = 64 * 2**20  # a stored gbdt model (exact enforcement's continuations add trees to a solve's)
+GBDT_OBJECTIVES = ("logistic", "bce")  # LightGBM's binary objective: the logistic loss on the raw score
+GBDT_FIELDS = ("n_estimators", "learning_rate", "num_leaves", "max_depth", "min_child_samples", "min_child_weight",
+               "reg_lambda", "colsample_bytree", "max_bin")
 
 Name = Annotated[str, Field(max_length=MAX_NAME)]
 Scalar = Annotated[str, Field(max_length=MAX_VALUE)] | int | float | bool
@@ -71,18 +78,31 @@ class GroupRule(Strict):
 
 class ModelSpec(Strict):
     """``linear`` (optionally with its weights w in the ball ‖w‖_p ≤ radius, p = 1 or 2; the
-    bias is free) or ``mlp`` (``hidden`` sizes, ``activation``).
+    bias is free), ``mlp`` (``hidden`` sizes, ``activation``) or ``gbdt`` (gradient-boosted trees on LightGBM,
+    :mod:`solvers.gbdt`; its hyper-parameters carry LightGBM's names and defaults, ``n_estimators`` = boosting
+    rounds of a solve).
 
     Bounded before anything is built: at most ``MAX_HIDDEN_LAYERS`` hidden layers of at most
     ``MAX_HIDDEN_WIDTH`` units, and at most ``MAX_PARAMETERS`` parameters (:meth:`parameter_count`;
-    here counted for one input feature, the full count once the encoder's width d is known)."""
+    here counted for one input feature, the full count once the encoder's width d is known); a gbdt model at most
+    ``MAX_TREES`` trees of ``MAX_LEAVES`` leaves and ``MAX_TREE_LEAVES`` leaves in all."""
 
-    type: Literal["linear", "mlp"] = "linear"
+    type: Literal["linear", "mlp", "gbdt"] = "linear"
     hidden: list[Annotated[int, Field(gt=0, le=MAX_HIDDEN_WIDTH)]] = Field([64, 64], max_length=MAX_HIDDEN_LAYERS)
     activation: Literal["relu", "tanh"] = "relu"
     ball: Literal["l1", "l2"] | None = Field(
         None, description="Feasible set of a linear model's weights: 'l1' or 'l2' ball of `radius` (None: R^d).")
     radius: float | None = Field(None, gt=0, description="Radius of `ball` (required with it).")
+    n_estimators: int = Field(200, ge=1, le=MAX_TREES, description="gbdt: boosting rounds (trees) of one solve.")
+    learning_rate: float = Field(0.1, gt=0, le=1, description="gbdt: shrinkage of every tree.")
+    num_leaves: int = Field(31, ge=2, le=MAX_LEAVES, description="gbdt: most leaves of a tree.")
+    max_depth: int = Field(-1, ge=-1, le=64, description="gbdt: most depth of a tree (-1: bounded by num_leaves).")
+    min_child_samples: int = Field(20, ge=1, le=1_000_000, description="gbdt: fewest training rows in a leaf.")
+    min_child_weight: float = Field(1e-3, ge=0, le=1e6, description="gbdt: least Hessian sum in a leaf.")
+    reg_lambda: float = Field(0.0, ge=0, le=1e6, description="gbdt: L2 penalty on the leaf values.")
+    colsample_bytree: float = Field(1.0, gt=0, le=1, description="gbdt: share of the features each tree draws "
+                                    "(seeded).")
+    max_bin: int = Field(255, ge=2, le=1023, description="gbdt: most histogram bins of a feature.")
 
     @model_validator(mode="after")
     def _ball(self) -> "ModelSpec":
@@ -90,13 +110,21 @@ class ModelSpec(Strict):
             raise ValueError("'ball' and 'radius' must be given together")
         if self.ball is not None and self.type != "linear":
             raise ValueError("'ball' applies to linear models only")
+        if self.type != "gbdt" and (given := [f for f in GBDT_FIELDS if f in self.model_fields_set]):
+            raise ValueError(f"{given[0]!r} applies to gbdt models only")
+        if self.type == "gbdt" and (leaves := self.n_estimators * self.num_leaves) > MAX_TREE_LEAVES:
+            raise ValueError(f"'n_estimators': {self.n_estimators} trees of {self.num_leaves} leaves have {leaves} "
+                             f"leaves (more than {MAX_TREE_LEAVES})")
         if (n := self.parameter_count(1)) > MAX_PARAMETERS:
             raise ValueError(f"'hidden': the model has {n} parameters (more than {MAX_PARAMETERS})")
         return self
 
     def parameter_count(self, n_features: int) -> int:
         """Weights and biases of the model on ``n_features`` inputs: linear d + 1; an MLP with widths
-        h_1..h_L has Σ_{l=1..L+1} (h_{l-1} + 1) · h_l with h_0 = d and h_{L+1} = 1."""
+        h_1..h_L has Σ_{l=1..L+1} (h_{l-1} + 1) · h_l with h_0 = d and h_{L+1} = 1; gbdt: the leaves of its trees
+        (n_estimators · num_leaves, whatever d)."""
+        if self.type == "gbdt":
+            return self.n_estimators * self.num_leaves
         widths = [n_features, *(self.hidden if self.type == "mlp" else []), 1]
         return sum((a + 1) * b for a, b in zip(widths, widths[1:]))
 
@@ -234,6 +262,9 @@ class ProblemSpec(Strict):
             raise ValueError("guarantee: needs at least one constraint")
         if self.guarantee is not None and self.split.validation == 0:
             raise ValueError("guarantee: needs a validation split (split.validation > 0)")
+        if self.model.type == "gbdt" and self.objective not in GBDT_OBJECTIVES:
+            raise ValueError(f"objective: gbdt models boost the logistic loss ({', '.join(GBDT_OBJECTIVES)}), "
+                             f"not {self.objective!r}")
         return self
 
     def feature_columns(self, columns) -> list[str]:

@@ -18,7 +18,7 @@ from app.schemas import problem_fields
 from app.strict_json import strict_loads
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
-from solvers.spec import MAX_PARAMETERS
+from solvers.spec import MAX_GBDT_TEXT_BYTES, MAX_PARAMETERS
 
 FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
 
@@ -117,8 +117,9 @@ def model_columns(path: Path) -> list[str]:
 def check_size(path: Path, spec: ProblemSpec, encoder: TableEncoder) -> None:
     """ModelError when the model would be too large to build or apply: an encoder wider than the
     solver library's cap (one-hot categories included), a model of more than ``MAX_PARAMETERS``
-    parameters on the encoder's width, or stored tensors of more elements than that. Only the header is
-    read (tensor shapes), so this runs before any weight or model is allocated."""
+    parameters on the encoder's width, or stored tensors of more elements than that (a gbdt model: more bytes of
+    LightGBM text than ``MAX_GBDT_TEXT_BYTES``). Only the header is read (tensor shapes), so this runs before any
+    weight or model is allocated."""
     if (problem := encoder.width_problem()) is not None:
         raise ModelError(f"--model: the encoder is too wide: {problem}")
     if (n := spec.model.parameter_count(encoder.n_features)) > MAX_PARAMETERS:
@@ -129,5 +130,6 @@ def check_size(path: Path, spec: ProblemSpec, encoder: TableEncoder) -> None:
             stored = sum(math.prod(fh.get_slice(name).get_shape()) for name in fh.keys())
     except (OSError, SafetensorError) as exc:
         raise ModelError(f"--model: not a safetensors file: {exc}") from exc
-    if stored > MAX_PARAMETERS:
-        raise ModelError(f"--model: the file stores {stored} weights (more than {MAX_PARAMETERS})")
+    limit = MAX_GBDT_TEXT_BYTES if spec.model.type == "gbdt" else MAX_PARAMETERS
+    if stored > limit:
+        raise ModelError(f"--model: the file stores {stored} weights (more than {limit})")

@@ -95,6 +95,12 @@ class Algorithm:
         return self.problem.evaluate(self.model, self.last_batch)
 
     @classmethod
+    def for_model(cls, model_type: str) -> type["Algorithm"]:
+        """The class that trains models of ``model_type`` under this solver's name (itself, unless a solver trains
+        some model type by other means, e.g. ``erm`` boosting a gbdt model)."""
+        return cls
+
+    @classmethod
     def resolve_config(cls, config: AlgorithmConfig, problem: Problem) -> AlgorithmConfig:
         """Fill problem-dependent defaults (e.g. per-model-type paper values)."""
         return config

@@ -50,7 +50,7 @@ def run_algorithm(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = problem.make_model() if model is None else model.to(problem.device)
-    algorithm = algorithm_cls(problem, config, model, seed=seed)
+    algorithm = algorithm_cls.for_model(problem.model_type)(problem, config, model, seed=seed)
     algorithm.horizon = max_iterations
     algorithm.validation = validation
     names = problem.constraint_names

@@ -10,7 +10,19 @@ from .base import ALGORITHMS, Algorithm
 
 @ALGORITHMS.implements("erm")
 class ERM(Algorithm):
-    r"""θ_{k+1} = θ_k − lr · d_k with d_k the Adam direction (or ∇ℒ(θ_k) for ``gd``) of ℒ = F."""
+    r"""θ_{k+1} = θ_k − lr · d_k with d_k the Adam direction (or ∇ℒ(θ_k) for ``gd``) of ℒ = F.
+
+    A gbdt model is boosted instead (:class:`~solvers.algorithms.boosting.GradientBoosting`: LightGBM's own
+    logistic objective, one tree per iteration; ``optimizer`` and ``lr`` do not apply, the model's
+    ``learning_rate`` does)."""
+
+    @classmethod
+    def for_model(cls, model_type: str):
+        if model_type == "gbdt":
+            from .boosting import GradientBoosting
+
+            return GradientBoosting
+        return cls
 
     def __init__(self, problem, config, model, seed: int = 0) -> None:
         super().__init__(problem, config, model, seed)

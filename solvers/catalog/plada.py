@@ -14,7 +14,9 @@ from .base import ALGORITHMS, AlgorithmConfig
     aliases=("unconstrained",),
     paper="(baseline) empirical risk minimisation, no fairness constraint",
     description="Minimises F(θ) with full-batch Adam (or plain gradient descent), ignoring the constraints; "
-    "constraint values are still computed and logged so the unfairness of the plain model is visible.",
+    "constraint values are still computed and logged so the unfairness of the plain model is visible. A gbdt "
+    "model is boosted with LightGBM's logistic objective instead, one tree per iteration.",
+    supported_models=("linear", "mlp", "gbdt"),
 )
 class PrimalConfig(AlgorithmConfig):
     optimizer: Literal["adam", "gd"] = Field(

@@ -536,7 +536,10 @@
     $("#f-split-seed").value = (splitProps.seed || {}).default ?? 0;
 
     const modelType = $("#f-model-type");
-    const toggleMlp = () => $$("[data-mlp]").forEach((f) => { f.hidden = modelType.value !== "mlp"; });
+    const toggleMlp = () => {
+      $$("[data-mlp]").forEach((f) => { f.hidden = modelType.value !== "mlp"; });
+      $$("[data-gbdt]").forEach((f) => { f.hidden = modelType.value !== "gbdt"; });
+    };
     modelType.addEventListener("change", toggleMlp);
     toggleMlp();
 
@@ -664,6 +667,11 @@
       if (modelType.value === "mlp") {
         spec.model.hidden = $("#f-model-hidden").value.split(",").map((s) => s.trim()).filter(Boolean).map(Number);
         spec.model.activation = $("#f-model-activation").value;
+      }
+      if (modelType.value === "gbdt") {
+        spec.model.n_estimators = num($("#f-model-trees"));
+        spec.model.num_leaves = num($("#f-model-leaves"));
+        spec.model.learning_rate = num($("#f-model-lr"));
       }
       if ($("#f-exclude-sensitive").checked || screenTouched) {  // untouched: features null, screened by the service
         const ds = datasets.find((d) => d.id === datasetSel.value);

@@ -1,0 +1,138 @@
+r"""Gradient boosting of a :class:`~solvers.gbdt.GBDTModel`, one LightGBM round per driver iteration.
+
+Iteration k adds one tree h_k fitted (LightGBM's second-order leaf-wise growth) to the gradient g and Hessian h of
+the round's objective at the current training scores f_k: f_{k+1} = f_k + η h_k. :class:`GradientBoosting` boosts
+the logistic loss F with LightGBM's own ``binary`` objective (g = σ(f) − y, h = σ(f)(1 − σ(f)),
+``boost_from_average``): the unconstrained ``erm`` of a gbdt model, plain LightGBM. Subclasses replace
+:meth:`Boosting.gradients` (LightGBM's custom objective, ``Booster.update(fobj=...)``), e.g. ``fair_boosting``.
+
+Everything else is the driver's (:mod:`.driver`): a trajectory record per round (F and G at the new training
+scores, exact traces), cancel and time limit between rounds (the driver's loop plays LightGBM's callback), and
+checkpoints: the model's state is the booster's text, and a resumed run rebuilds its trainer from it and goes on
+boosting (``init_model``) with the same data and parameters. Nothing is random (``deterministic``, no bagging,
+``colsample_bytree`` seeded), so a resumed run grows the same trees as the uninterrupted one. The run ends
+(``converged``) after ``n_estimators`` rounds of this solve, or when LightGBM can split no leaf.
+
+A warm start (a model with trees: exact enforcement's continuation, a sweep's warm start) goes on from its trees.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..gbdt.model import GBDTModel, lightgbm_params
+from ..problem import Evaluation
+from .base import Algorithm
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """LightGBM's training booster and the float64 training scores f (n,) it has reached (updated in place); built
+    by the first step from the model (frozen: a checkpoint leaves it out, the model's text carries it)."""
+
+    booster: Any
+    scores: np.ndarray
+
+
+class Boosting(Algorithm):
+    """One boosting round per step; ``objective`` None: :meth:`gradients` is LightGBM's custom objective."""
+
+    needs_autograd = False
+    objective: str | None = "binary"
+
+    def __init__(self, problem, config, model, seed: int = 0) -> None:
+        if not isinstance(model, GBDTModel):
+            raise TypeError(f"{type(self).__name__} trains gbdt models only")
+        super().__init__(problem, config, model, seed)
+        self.seed = seed
+        self.rounds = 0  # rounds of this solve
+        self.trainer: Trainer | None = None  # built by the first step (from the model's trees, if any)
+
+    def samples_per_step(self) -> int:
+        return self.problem.n_samples
+
+    def _params(self) -> dict[str, Any]:
+        params = lightgbm_params(self.model.spec, self.seed)
+        params["objective"] = self.objective or "none"
+        return params
+
+    def _fobj(self, preds, _data) -> tuple[np.ndarray, np.ndarray]:
+        return self.gradients(np.asarray(preds, dtype=float))
+
+    def _begin(self) -> tuple[Trainer, bool]:
+        """A training booster on the problem's rows, after this round's tree; it continues the model's trees
+        (``lightgbm.train(init_model=...)``, whose first round is this one) or starts afresh. Returns the trainer
+        with the scores before the round, and LightGBM's "no leaf can split"."""
+        import lightgbm as lgb
+
+        X = self.problem.X.cpu().numpy()
+        y = self.problem.y.double().cpu().numpy()
+        params = self._params()
+        start = self.model.booster
+        if start is not None:
+            scores = np.asarray(start.predict(X, raw_score=True, num_threads=params["num_threads"]), dtype=float)
+            if self.objective is None:
+                params["objective"] = self._fobj
+            data = lgb.Dataset(X, label=y, params=params, free_raw_data=False)
+            booster = lgb.train(params, data, num_boost_round=1, init_model=start, keep_training_booster=True)
+            self.model.booster = booster
+            return Trainer(booster, scores), False
+        init = np.full(len(y), log_odds(y)) if self.objective is None else None  # custom: no boost_from_average
+        data = lgb.Dataset(X, label=y, init_score=init, params=params, free_raw_data=False)
+        booster = lgb.Booster(params, data)
+        self.model.booster = booster
+        finished = self._update(booster)
+        if init is not None:  # the initial score goes into the first tree, as boost_from_average does
+            add_to_tree(booster, 0, float(init[0]))
+        return Trainer(booster, np.zeros(len(y))), finished
+
+    def _update(self, booster) -> bool:
+        return bool(booster.update(fobj=self._fobj) if self.objective is None else booster.update())
+
+    def gradients(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(g, h) of the round's objective at the training scores (float64, (n,) each); custom objectives only."""
+        raise NotImplementedError
+
+    def step(self, k: int, current: Evaluation):
+        if self.trainer is None or self.trainer.booster is not self.model.booster:  # first round, or restored
+            self.trainer, finished = self._begin()
+        else:
+            finished = self._update(self.trainer.booster)
+        booster, scores = self.trainer.booster, self.trainer.scores
+        tree = booster.predict(self.problem.X.cpu().numpy(), start_iteration=booster.current_iteration() - 1,
+                               num_iteration=1, raw_score=True, num_threads=self._params()["num_threads"])
+        scores += tree
+        self.rounds += 1
+        self.converged = finished or self.rounds >= self.model.spec.n_estimators
+        return self.evaluate_scores(scores), self.duals()
+
+    def evaluate_scores(self, scores: np.ndarray) -> Evaluation:
+        """F and G at the training scores ``scores`` (the trees need no forward pass)."""
+        problem = self.problem
+        f = torch.as_tensor(scores, dtype=problem.X.dtype, device=problem.device)
+        return Evaluation(f, problem.objective(f, problem.y), problem.constraint_values(f))
+
+    def duals(self) -> dict[str, torch.Tensor] | None:
+        return None
+
+
+class GradientBoosting(Boosting):
+    """``erm`` of a gbdt model: LightGBM's ``binary`` objective (the logistic loss), no constraint."""
+
+    name = "erm"
+
+
+def log_odds(y: np.ndarray) -> float:
+    """log(p̄ / (1 − p̄)) of the labels' mean p̄ (clipped to [1e-15, 1 − 1e-15]): LightGBM's initial binary score."""
+    p = float(np.clip(np.mean(y), 1e-15, 1 - 1e-15))
+    return float(np.log(p / (1 - p)))
+
+
+def add_to_tree(booster, tree: int, value: float) -> None:
+    """Add ``value`` to every leaf of tree ``tree`` (``Booster.set_leaf_output``)."""
+    leaves = booster.dump_model(start_iteration=tree, num_iteration=1)["tree_info"][0]["num_leaves"]
+    for leaf in range(leaves):
+        booster.set_leaf_output(tree, leaf, booster.get_leaf_output(tree, leaf) + value)
