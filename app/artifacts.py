@@ -1,18 +1,17 @@
-"""Job artifacts on disk: model weights as safetensors, test predictions as Parquet.
+"""Job artifacts in the store (:mod:`app.blobstore`): model weights as safetensors, test predictions as Parquet.
 
 The worker writes them (:func:`write_artifacts`, which loads torch); the API only finds and reads them.
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from app.blobstore import artifact_key, blobs, sha256_file
 from app.models import Artifact
-from app.settings import get_settings
 
 if TYPE_CHECKING:
     import torch
@@ -21,14 +20,17 @@ MEDIA_TYPES = {"weights": "application/octet-stream", "predictions": "applicatio
 FILE_NAMES = {"weights": "model.safetensors", "predictions": "predictions.parquet"}
 
 
-def artifact_path(stored_name: str) -> Path:
-    return get_settings().storage_dir / "artifacts" / stored_name
+def artifact_file(artifact: Artifact) -> Path:
+    """A local file holding the artifact, checked against its SHA-256 when it comes from object storage."""
+    return blobs().fetch(artifact_key(artifact.stored_name), artifact.sha256)
 
 
-def _record(job_id: str, kind: str, path: Path, root: Path) -> Artifact:
-    data = path.read_bytes()
-    return Artifact(job_id=job_id, kind=kind, stored_name=path.relative_to(root).as_posix(),
-                    media_type=MEDIA_TYPES[kind], size_bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+def _store(job_id: str, kind: str, stored_name: str, path: Path) -> Artifact:
+    """Put the file written at ``path`` under ``artifacts/<stored_name>``; its database row."""
+    size, sha256 = path.stat().st_size, sha256_file(path)
+    blobs().put(artifact_key(stored_name), path, sha256)
+    return Artifact(job_id=job_id, kind=kind, stored_name=stored_name, media_type=MEDIA_TYPES[kind],
+                    size_bytes=size, sha256=sha256)
 
 
 def write_artifacts(job_id: str, state_dict: dict[str, torch.Tensor], predictions: pd.DataFrame,
@@ -37,15 +39,13 @@ def write_artifacts(job_id: str, state_dict: dict[str, torch.Tensor], prediction
     superseded start never overwrites the files of the start that holds the job)."""
     from safetensors.torch import save_file
 
-    folder = artifact_path(job_id if folder is None else f"{job_id}/{folder}")
-    folder.mkdir(parents=True, exist_ok=True)
-    weights = folder / FILE_NAMES["weights"]
+    names = {kind: f"{job_id if folder is None else f'{job_id}/{folder}'}/{FILE_NAMES[kind]}" for kind in FILE_NAMES}
+    weights, preds = (blobs().staging(artifact_key(names[kind])) for kind in ("weights", "predictions"))
     save_file({k: v.detach().cpu().contiguous() for k, v in state_dict.items()}, str(weights), metadata=metadata)
-    preds = folder / FILE_NAMES["predictions"]
     predictions.to_parquet(preds, index=False)
-    stored = artifact_path("")
-    return [_record(job_id, "weights", weights, stored), _record(job_id, "predictions", preds, stored)]
+    return [_store(job_id, "weights", names["weights"], weights),
+            _store(job_id, "predictions", names["predictions"], preds)]
 
 
 def read_predictions(artifact: Artifact) -> pd.DataFrame:
-    return pd.read_parquet(artifact_path(artifact.stored_name))
+    return pd.read_parquet(artifact_file(artifact))

@@ -75,14 +75,19 @@ AUDIT_HELP = """Audit a model on a table without a server; prints the report, ex
 audit model file: a job's weights with its spec and fitted encoder in the safetensors metadata, from
 GET /api/v1/jobs/{job_id}/audit-model (a plain weights artifact lacks the encoder and is refused).
 --metrics is a JSON list of {type, threshold, ...} (or a file holding it); types as in
-GET /api/v1/audits/metrics. CIs: 200 bootstrap resamples, seed 0."""
+GET /api/v1/audits/metrics. CIs: 200 bootstrap resamples, seed 0. Instead of --model, --predictions audits a
+prediction log: the data already holds the model's output, named by a JSON object (or a file holding it)
+{"score_column" | "prediction_column", "threshold", "score_scale", "label_column", "positive_label",
+"sensitive"} as in POST /api/v1/audits. The report's score_summary is what a later run's drift compares with."""
 
 
 @command("audit")
 def add_audit(sub: argparse._SubParsersAction) -> None:
     audit = sub.add_parser("audit", help="batch audits of a model").add_subparsers(dest="action", required=True)
     run = audit.add_parser("run", help="audit a model on a CSV / Parquet file", description=AUDIT_HELP)
-    run.add_argument("--model", required=True, help="audit model file (.safetensors) of a job")
+    model = run.add_mutually_exclusive_group(required=True)
+    model.add_argument("--model", help="audit model file (.safetensors) of a job")
+    model.add_argument("--predictions", help="prediction log columns: a JSON object, or a file holding it")
     run.add_argument("--data", required=True, help="CSV or Parquet file with the model's columns and the label")
     run.add_argument("--metrics", required=True, help="JSON list of {type, threshold, ...}, or a file holding it")
     run.add_argument("--format", choices=("table", "json"), default="table")
@@ -94,6 +99,8 @@ def audit_run(args: argparse.Namespace) -> int:
 
     from pydantic import TypeAdapter, ValidationError
 
+    from app.audits.drift import summarise
+    from app.audits.logs import PredictionLog
     from app.audits.metrics import MetricSpec
     from app.audits.model import AuditModel, ModelError
     from app.audits.report import evaluate, format_table
@@ -101,21 +108,38 @@ def audit_run(args: argparse.Namespace) -> int:
     from solvers import SpecError
 
     try:
-        text = args.metrics if args.metrics.lstrip().startswith("[") else Path(args.metrics).read_text()
-        specs = TypeAdapter(list[MetricSpec]).validate_json(text)
-        model = AuditModel.from_file(Path(args.model))
+        option = "--metrics"
+        specs = TypeAdapter(list[MetricSpec]).validate_json(_inline_or_file(args.metrics, "["))
+        if args.predictions is not None:
+            option = "--predictions"
+            model = PredictionLog.model_validate_json(_inline_or_file(args.predictions, "{"))
+            refused = model.refusal(specs)
+            if refused is not None:
+                print(f"--predictions: {refused[0]}: {refused[1]}", file=sys.stderr)
+                return 2
+        else:
+            model = AuditModel.from_file(Path(args.model))
         table = read_upload(Path(args.data))
-        report = evaluate(specs, model.score(table))
+        scored = model.score(table)
+        report = evaluate(specs, scored)
     except ValidationError as exc:
         first = exc.errors()[0]
-        print(f"--metrics: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
+        print(f"{option}: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
         return 2
     except (ModelError, DatasetError, SpecError, OSError, ValueError) as exc:
         print(f"fairsolve audit run: {exc}", file=sys.stderr)
         return 2
     report["n_rows"] = len(table)
+    if args.format == "json":
+        report["score_summary"] = summarise(scored)
     print(json.dumps(report, indent=2) if args.format == "json" else format_table(report))
     return 1 if report["breached"] else 0
+
+def _inline_or_file(value: str, opener: str) -> str:
+    from pathlib import Path
+
+    return value if value.lstrip().startswith(opener) else Path(value).read_text()
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fairsolve", description=__doc__.splitlines()[0])

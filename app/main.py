@@ -12,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from app.blobstore import blobs
 from app.auth import bootstrap_key_problem, ensure_key
 from app.auth_gate import AuthBeforeBody
 from app.body_limit import BodyLimit
@@ -23,7 +24,7 @@ from app.static_assets import PLOTLY_JS_DIR
 from app.storage import clear_stale
 from app.upload_route import RequireMultipart
 from app.url_guard import RefuseNul
-from app.routers import audits, charts, datasets, health, jobs, keys, models, solvers, sweeps
+from app.routers import audits, charts, datasets, health, jobs, keys, model_export, models, reports, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
 
@@ -60,6 +61,7 @@ async def lifespan(app: FastAPI):
     anyio.to_thread.current_default_thread_limiter().total_tokens = get_settings().api_threads
     register_bootstrap_key()
     clear_stale_uploads()
+    blobs().prepare()  # object storage: its bucket exists (a fresh MinIO); nothing for the local directory
     collector = JobsCollector(session_factory())
     REGISTRY.register(collector)
     JOBS_COLLECTORS.append(collector)
@@ -74,7 +76,7 @@ def create_app() -> FastAPI:
     app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan,
                   description="Train models under fairness constraints, as a service. Every `/api/v1` route "
                               "needs an API key: `Authorization: Bearer <key>`.")
-    for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models):
+    for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models, model_export, reports):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(RequireMultipart)  # an upload that is not multipart is told so, not its size

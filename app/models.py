@@ -218,6 +218,9 @@ class Audit(Base):
                                                           index=True)  # an uploaded model, when job_id is None
     dataset_id: Mapped[str | None] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
     source: Mapped[str | None] = mapped_column(String(2048))  # a server path or URL on FAIRSOLVE_AUDIT_SOURCES
+    # a prediction log's columns (app.audits.logs.PredictionLog) when neither job_id nor model_artifact_id is set
+    predictions: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    baseline_run_id: Mapped[str | None] = mapped_column(String(32))  # the pinned run score drift is measured against
     metrics: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)  # [{type, threshold, ...options}]
     schedule: Mapped[str | None] = mapped_column(String(255))  # cron, UTC; None = runs only when asked
     webhook_url: Mapped[str | None] = mapped_column(String(2048))
@@ -244,6 +247,8 @@ class AuditRun(Base):
     group_sizes: Mapped[dict[str, int] | None] = mapped_column(JSONType)
     results: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
     previous_run_id: Mapped[str | None] = mapped_column(String(32))
+    score_summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # per-group score quantiles (drift)
+    score_drift: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # KS / PSI vs the previous and baseline run
     breached: Mapped[list[str] | None] = mapped_column(JSONType)
     passed: Mapped[bool | None] = mapped_column(Boolean)
     error: Mapped[str | None] = mapped_column(Text)

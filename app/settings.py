@@ -18,6 +18,19 @@ class Settings(BaseSettings):
 
     home: Path = Field(Path(".fairsolve"), validation_alias="FAIRSOLVE_HOME",
                        description="Directory for the embedded database, broker and stored files.")
+    storage_url: str | None = Field(None, pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$",
+                                    validation_alias="FAIRSOLVE_STORAGE_URL",
+                                    description="Where datasets, artifacts, checkpoints and audit models are stored: "
+                                    "unset, the directory storage/ under home (embedded default); "
+                                    "``s3://bucket/prefix``, S3-compatible object storage that every API and worker "
+                                    "host reaches (credentials from the AWS_* variables; app.blobstore).")
+    s3_endpoint_url: str | None = Field(None, validation_alias="FAIRSOLVE_S3_ENDPOINT_URL",
+                                        description="The object store's HTTP endpoint (MinIO, Ceph, ...); AWS when "
+                                        "unset (or AWS_ENDPOINT_URL).")
+    cache_max_bytes: int = Field(8 << 30, ge=0, validation_alias="FAIRSOLVE_CACHE_MAX_BYTES",
+                                 description="Bound of the local read-through cache of objects (datasets, artifacts, "
+                                 "checkpoints) under home with object storage; least recently used files go first. "
+                                 "A file read now is kept even when it alone is larger.")
     database_url_env: str | None = Field(None, validation_alias="DATABASE_URL",
                                          description="SQLAlchemy URL; SQLite under home when unset.")
     db_pool_size: int = Field(20, ge=1, validation_alias="FAIRSOLVE_DB_POOL_SIZE",
@@ -95,6 +108,8 @@ class Settings(BaseSettings):
                                  description="Most rows an uploaded table may have.")
     max_upload_columns: int = Field(2000, validation_alias="FAIRSOLVE_MAX_UPLOAD_COLUMNS",
                                     description="Most columns an uploaded table may have.")
+    max_onnx_bytes: int = Field(64 << 20, ge=1, validation_alias="FAIRSOLVE_MAX_ONNX_BYTES",
+                                description="Largest uploaded ONNX model, in bytes (checked before it is parsed).")
 
     log_format: str = Field("json", validation_alias="FAIRSOLVE_LOG_FORMAT", pattern="^(json|text)$",
                             description="Log lines as JSON objects (json) or plain text (text).")

@@ -138,6 +138,21 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
     return stack
 
 
+def add_worker_host(stack: Stack, name: str, home: Path, queues: str = "cpu,gpu",
+                    prefix: list[str] | None = None) -> subprocess.Popen:
+    """A Celery worker as another host would run it: the stack's database, broker and storage settings, but a
+    ``FAIRSOLVE_HOME`` of its own (its cache and spool), sharing no directory with the API or other hosts;
+    ``prefix`` runs it in a network namespace (``tests.netns``)."""
+    home.mkdir(parents=True, exist_ok=True)
+    cmd = [*(prefix or []), sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", queues, "-c", "1",
+           "-n", f"test-{stack.name}-{name}-{uuid.uuid4().hex[:6]}@%h", "--loglevel", "INFO"]
+    with open(stack.home / f"{name}.log", "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**stack.env, "FAIRSOLVE_HOME": str(home)}, stdout=log,
+                                stderr=subprocess.STDOUT)
+    stack.procs[name] = proc
+    return proc
+
+
 def stop_stack(stack: Stack) -> None:
     for proc in stack.procs.values():
         if proc.poll() is None:

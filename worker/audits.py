@@ -7,7 +7,9 @@
   Missed times (downtime) give one run, not a burst. Audits are read from the database at every tick,
   so audits created or changed through the API take effect without a restart.
 * ``run_audit(run_id)``: ``queued → running`` is again a compare-and-set, so a duplicate message does
-  nothing. It scores the data with the job's model, stores the report, and on a breach creates an
+  nothing. It scores the data with the job's model (or reads a prediction log's own output,
+  :mod:`app.audits.logs`), summarises the scores per group and measures their drift against the previous
+  and the pinned baseline run (:mod:`app.audits.drift`), stores the report, and on a breach creates an
   :class:`~app.models.Alert` and sends its webhook.
 * ``deliver_alert(alert_id)``: POSTs the alert JSON (httpx) with Celery's autoretry: exponential back-off
   from ``FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S`` (capped at 600 s), at most ``FAIRSOLVE_AUDIT_WEBHOOK_RETRIES``
@@ -24,13 +26,16 @@ from typing import Any
 import httpx
 from sqlalchemy import select, update
 
-from app.artifacts import artifact_path
+from app.artifacts import artifact_file
+from app.audits.drift import compare, summarise
+from app.audits.logs import log_of
 from app.audits.metrics import MetricSpec
 from app.audits.model import AuditModel, ModelError
 from app.audits.report import evaluate
 from app.audits.runs import new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
 from app.audits.webhooks import WebhookRefused, check_destination
+from app.blobstore import dataset_file, model_file
 from app.db import session_scope
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, utcnow
 from app.settings import get_settings
@@ -95,25 +100,32 @@ def _inputs(run_id: str) -> dict[str, Any] | None:
         previous = s.scalar(select(AuditRun).where(AuditRun.audit_id == audit.id, AuditRun.status == "succeeded",
                                                    AuditRun.id != run_id)
                             .order_by(AuditRun.finished_at.desc()).limit(1))
-        return {"run": run, "audit": audit, "job": job, "weights": weights, "previous": previous,
+        baseline = s.get(AuditRun, audit.baseline_run_id) if audit.baseline_run_id else None
+        return {"run": run, "audit": audit, "job": job, "weights": weights, "previous": previous, "baseline": baseline,
                 "training": s.get(Dataset, job.dataset_id) if job is not None else None,
                 "uploaded": s.get(UploadedModel, audit.model_artifact_id) if audit.model_artifact_id else None,
                 "dataset": s.get(Dataset, audit.dataset_id) if audit.dataset_id else None}
 
 
-def _model(inputs: dict[str, Any]) -> AuditModel:
-    """The audited model: an uploaded audit model file, or the job's weights with its encoder refitted."""
+def _model(inputs: dict[str, Any]):
+    """The audited model (``score(table) -> Scored``): a prediction log's columns, an uploaded audit model file or
+    ONNX model, or the job's weights with its encoder refitted."""
+    if inputs["audit"].predictions is not None:
+        return log_of(inputs["audit"].predictions)
     if inputs["uploaded"] is not None:
-        return AuditModel.from_file(settings.storage_dir / "models" / inputs["uploaded"].stored_name)
+        path = model_file(inputs["uploaded"])
+        if inputs["uploaded"].stored_name.endswith(".onnx"):  # an uploaded ONNX model: scored by onnxruntime
+            from app.onnx_models.scorer import OnnxModel
+            return OnnxModel.from_file(path, inputs["uploaded"].spec, settings.max_onnx_bytes)
+        return AuditModel.from_file(path)
     job, weights = inputs["job"], inputs["weights"]
     if job.status != "succeeded" or weights is None:
         raise ModelError(f"job {job.id!r} has {job.status} and no model")
-    return AuditModel.from_job(job.id, job.spec, artifact_path(weights.stored_name), _table(inputs["training"]).table)
+    return AuditModel.from_job(job.id, job.spec, artifact_file(weights), _table(inputs["training"]).table)
 
 
 def _table(dataset: Dataset) -> Data:
-    path = settings.storage_dir / "datasets" / dataset.stored_name
-    table = load_table(path, dataset.format, dataset.read_options, dataset.sha256)
+    table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256)
     return Data(table, dataset.sha256, len(table))
 
 
@@ -129,12 +141,16 @@ def run_audit(run_id: str) -> str:
     inputs = _inputs(run_id)
     if inputs is None:
         return "skipped"
-    audit, previous = inputs["audit"], inputs["previous"]
+    audit, previous, baseline = inputs["audit"], inputs["previous"], inputs["baseline"]
     try:
         model = _model(inputs)
         data = _data(audit, inputs["dataset"])
-        report = evaluate([MetricSpec.model_validate(m) for m in audit.metrics], model.score(data.table),
-                          previous.results if previous is not None else None)
+        scored = model.score(data.table)
+        summary = summarise(scored)
+        drift = {"previous": compare(summary, previous.score_summary, previous.id) if previous else None,
+                 "baseline": compare(summary, baseline.score_summary, baseline.id) if baseline else None}
+        report = evaluate([MetricSpec.model_validate(m) for m in audit.metrics], scored,
+                          previous.results if previous is not None else None, drift=drift)
     except (ModelError, SourceError, SpecError, ValueError) as exc:
         return _fail(run_id, str(exc))
     except Exception as exc:  # an audit error fails the run, never the worker
@@ -146,6 +162,7 @@ def run_audit(run_id: str) -> str:
         run.status, run.finished_at, run.data_sha256, run.n_rows = "succeeded", utcnow(), data.sha256, data.n_rows
         run.results, run.breached, run.passed = report["results"], report["breached"], report["passed"]
         run.group_sizes, run.previous_run_id = report["group_sizes"], previous.id if previous is not None else None
+        run.score_summary, run.score_drift = summary, drift
         if report["breached"]:
             breached = [{k: r[k] for k in ("key", "value", "ci", "threshold", "direction")}
                         for r in report["results"] if r["passed"] is False]

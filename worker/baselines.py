@@ -13,9 +13,9 @@ import traceback
 
 from sqlalchemy import update
 
+from app.blobstore import dataset_file
 from app.db import session_scope
 from app.models import Baseline, Dataset, utcnow
-from app.settings import get_settings
 from app.storage import load_table
 from solvers import ProblemSpec, run
 from worker.celery_app import celery_app
@@ -44,8 +44,7 @@ def compute_baseline(baseline_id: str) -> str:
         spec, dataset = ProblemSpec.model_validate(row.spec), s.get(Dataset, row.dataset_id)
         s.expunge(dataset)
     try:
-        path = get_settings().storage_dir / "datasets" / dataset.stored_name
-        out = run(load_table(path, dataset.format, dataset.read_options, dataset.sha256), spec)
+        out = run(load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256), spec)
         values = {"status": "succeeded", "result": summarize(out), "error": None}
     except Exception as exc:  # a failed baseline is shown as such; it never fails a job
         log.error("baseline %s failed:\n%s", baseline_id, traceback.format_exc())

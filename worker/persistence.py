@@ -11,7 +11,8 @@ thread at its next iteration (the job then fails with it).
 Every ``checkpoint_every_s`` seconds the solver hands over its whole state
 (:mod:`solvers.checkpoint`); the observer first writes the buffered rows (so the
 database holds every iterate up to the checkpoint), then replaces the job's checkpoint
-file atomically. A redelivered job resumes from it (``worker.tasks``).
+object (``checkpoint_key`` in ``store``, :mod:`app.blobstore`: a file replaced atomically, or an object any
+host can read). A redelivered job resumes from it (``worker.tasks``), on this host or another.
 
 Fencing: an observer made with ``fence`` = the job's ``starts`` when this start began writes only while the
 job is still ``running`` under that start (``UPDATE jobs ... WHERE starts = :fence AND status = 'running'``,
@@ -30,8 +31,7 @@ from __future__ import annotations
 import threading
 import time
 from array import array
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from app.models import Job, TrajectoryPoint, utcnow
 from solvers import checkpoint as ckpt
 from solvers.observer import IterationRecord, Observer
 
+if TYPE_CHECKING:
+    from app.blobstore import BlobStore
+
 
 class StaleAttempt(RuntimeError):
     """This start of the job was superseded (fenced off): it must stop without writing anything more."""
@@ -49,7 +52,8 @@ class StaleAttempt(RuntimeError):
 
 class PersistingObserver(Observer):
     def __init__(self, job_id: str, sessions: sessionmaker[Session], *, flush_s: float = 1.0,
-                 flush_rows: int = 1000, checkpoint_path: Path | None = None, checkpoint_every_s: float = 30.0,
+                 flush_rows: int = 1000, checkpoint_key: str | None = None, store: BlobStore | None = None,
+                 checkpoint_every_s: float = 30.0,
                  resumed_from: int = 0, exact_every: int = 0, fence: int | None = None,
                  checkpoint_start: int | None = None) -> None:
         self.job_id = job_id
@@ -73,7 +77,7 @@ class PersistingObserver(Observer):
         self.objectives, self.violations = array("d"), array("d")
         self.first_iteration_at: float | None = None  # wall clock (epoch s) of the first and last iterate
         self.last_iteration_at: float | None = None
-        self.checkpoint_path, self.checkpoint_every_s = checkpoint_path, checkpoint_every_s
+        self.checkpoint_key, self.store, self.checkpoint_every_s = checkpoint_key, store, checkpoint_every_s
         self.checkpoint_iteration = self.resumed_from = resumed_from
         self.fence, self.checkpoint_start = fence, checkpoint_start  # the start writing; the start whose file
         self._flush_lock = threading.Lock()  # one write at a time: progress and rows committed in order
@@ -138,17 +142,19 @@ class PersistingObserver(Observer):
             raise StaleAttempt(f"job {self.job_id}: start {self.fence} was superseded")
 
     def checkpoint_due(self) -> bool:
-        return self.checkpoint_path is not None and time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s
+        return self.checkpoint_key is not None and time.monotonic() - self._last_checkpoint >= self.checkpoint_every_s
 
     def on_checkpoint(self, checkpoint: ckpt.Checkpoint) -> None:
         """Save this start's file, then name it in the job with every iterate up to it (one guarded write)."""
-        ckpt.save(self.checkpoint_path, checkpoint)
+        staged = self.store.staging(self.checkpoint_key)
+        ckpt.save(staged, checkpoint)
+        self.store.put(self.checkpoint_key, staged)
         with self._lock:
             self.checkpoint_iteration, self.checkpoint_start = checkpoint.iteration, self.fence
         try:
             self.flush()
         except StaleAttempt:
-            self.checkpoint_path.unlink(missing_ok=True)  # never named: nobody resumes from it
+            self.store.delete(self.checkpoint_key)  # never named: nobody resumes from it
             raise
         self._last_checkpoint = time.monotonic()
 

@@ -28,20 +28,19 @@ import json
 import logging
 import math
 import os
-import shutil
 import socket
 import traceback
 from datetime import timedelta
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
 from safetensors.torch import load_file
 from sqlalchemy import delete, func, select, update
 
-from app.artifacts import artifact_path, write_artifacts
+from app.artifacts import artifact_file, write_artifacts
 from app.audits.model_file import problem_spec
 from app.baselines import ensure_baseline, send_baseline
+from app.blobstore import artifact_key, blobs, checkpoint_key, dataset_key
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
@@ -58,15 +57,9 @@ log = logging.getLogger(__name__)
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
-def checkpoint_path(job_id: str, start: int) -> Path:
-    """The checkpoint file of one start of a job (a start never writes another start's file)."""
-    return get_settings().storage_dir / "checkpoints" / f"{job_id}.{start}.safetensors"
-
-
 def remove_checkpoints(job_id: str) -> None:
-    """The job ended: every start's checkpoint is spent."""
-    for path in (get_settings().storage_dir / "checkpoints").glob(f"{job_id}.*.safetensors"):
-        path.unlink(missing_ok=True)
+    """The job ended: every start's checkpoint (``checkpoint_key``: a start never writes another's) is spent."""
+    blobs().delete_prefix(checkpoint_key(job_id))
 
 
 def _saved_checkpoint(job: Job) -> ckpt.Checkpoint | None:
@@ -75,7 +68,7 @@ def _saved_checkpoint(job: Job) -> ckpt.Checkpoint | None:
     if not start or not iteration:
         return None
     try:
-        saved = ckpt.load(checkpoint_path(job.id, start))
+        saved = ckpt.load(blobs().fetch(checkpoint_key(job.id, start)))
     except Exception:  # a missing or damaged file: start over rather than fail the job
         log.warning("job %s: unreadable checkpoint; restarting from iteration 0", job.id)
         return None
@@ -130,7 +123,7 @@ def _warm_start_weights(s, job: Job) -> dict | None:
     if not job.warm_start_from:
         return None
     art = s.scalar(select(Artifact).where(Artifact.job_id == job.warm_start_from, Artifact.kind == "weights"))
-    return load_file(str(artifact_path(art.stored_name))) if art is not None else None
+    return load_file(str(artifact_file(art))) if art is not None else None
 
 
 def held(job_id: str, fence: int):
@@ -279,13 +272,9 @@ def _run(job_id: str, attempt: int) -> str:
     except StaleAttempt:
         log.warning("job %s: start %s was superseded (paused past the stale period?); exiting without writing",
                     job_id, started.fence)
-        checkpoint_path(job_id, started.fence).unlink(missing_ok=True)
-        shutil.rmtree(artifact_folder(job_id, started.fence), ignore_errors=True)
+        blobs().delete(checkpoint_key(job_id, started.fence))
+        blobs().delete_prefix(artifact_key(f"{job_id}/{started.fence}/"))
         return "stale"
-
-
-def artifact_folder(job_id: str, fence: int) -> Path:
-    return artifact_path(f"{job_id}/{fence}")
 
 
 def _train(job_id: str, attempt: int, started: Started) -> str:
@@ -295,10 +284,9 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
     log.info("job started: solver %s, attempt %s%s", spec.solver.name, attempt,
              f", resuming after iteration {resumed_from}" if resume is not None else "")
     settings = get_settings()
-    path = checkpoint_path(job_id, fence)
-    path.parent.mkdir(parents=True, exist_ok=True)
     observer = PersistingObserver(job_id, session_factory(), flush_s=settings.trajectory_flush_s,
-                                  flush_rows=settings.trajectory_flush_rows, checkpoint_path=path,
+                                  flush_rows=settings.trajectory_flush_rows,
+                                  checkpoint_key=checkpoint_key(job_id, fence), store=blobs(),
                                   checkpoint_every_s=settings.checkpoint_every_s, resumed_from=resumed_from,
                                   exact_every=settings.exact_trace_every, fence=fence,
                                   checkpoint_start=resume_start)
@@ -307,7 +295,7 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
     try:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
-        table = load_table(settings.storage_dir / "datasets" / dataset.stored_name, dataset.format,
+        table = load_table(blobs().fetch(dataset_key(dataset.stored_name), dataset.sha256), dataset.format,
                            dataset.read_options, dataset.sha256)
         out = run(table, spec, observer, initial_state=initial_state, resume=resume)
         observer.close()

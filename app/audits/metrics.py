@@ -15,6 +15,10 @@ on a percentile ``interval``, scores = raw f as in training); :mod:`solvers.auc.
 the AUC-fairness ``variant``); accuracy, balanced accuracy and log loss are scikit-learn's. Predictions
 are ŷ = 1{f > 0} = 1{σ(f) > ½}, as everywhere in FairSolve.
 
+**What a metric reads** (``needs``): ``"label"`` (the outcome y) and / or ``"score"`` (a continuous score f
+rather than the decision alone). A prediction log (:mod:`app.audits.logs`) without a label column or with only a
+decision column offers only the metrics whose needs it meets; the others are refused naming the missing field.
+
 **Confidence intervals** (:func:`bootstrap`): percentile bootstrap 95% intervals over
 ``N_BOOT = 200`` row resamples drawn at once as one (B, n) index matrix from
 ``numpy.random.default_rng(SEED = 0)``, so a report is reproducible; every metric of a run is
@@ -46,15 +50,20 @@ ByGroup = dict[str, dict[str, float | None]]
 
 @dataclass(frozen=True)
 class Scored:
-    """What every metric reads: labels y ∈ {0, 1}, raw scores f, group index per row and the group names."""
+    """What every metric reads: labels y ∈ {0, 1}, raw scores f, group index per row and the group names.
+
+    ``decisions``: the decisions ŷ when they are not 1{f > 0} (a prediction log's own threshold or decision
+    column); None for FairSolve's models."""
 
     y: np.ndarray
     logits: np.ndarray
     group: np.ndarray
     group_names: list[str]
+    decisions: np.ndarray | None = None
 
     def take(self, rows: np.ndarray) -> "Scored":
-        return Scored(self.y[rows], self.logits[rows], self.group[rows], self.group_names)
+        return Scored(self.y[rows], self.logits[rows], self.group[rows], self.group_names,
+                      None if self.decisions is None else self.decisions[rows])
 
     @property
     def proba(self) -> np.ndarray:
@@ -62,7 +71,7 @@ class Scored:
 
     @property
     def pred(self) -> np.ndarray:
-        return (self.logits > 0).astype(np.int64)
+        return (self.logits > 0).astype(np.int64) if self.decisions is None else self.decisions
 
     @property
     def n_groups(self) -> int:
@@ -92,6 +101,8 @@ class AuditMetric:
     aliases: ClassVar[tuple[str, ...]]
     description: ClassVar[str]
     direction: ClassVar[Literal["max", "min"]]
+    needs: ClassVar[frozenset[str]] = frozenset({"label", "score"})
+    drift: ClassVar[str | None] = None  # the statistic of :mod:`app.audits.drift` a drift metric reads
     Options: ClassVar[type[MetricOptions]] = MetricOptions
 
     @staticmethod
@@ -121,29 +132,33 @@ def _auc(s: Scored) -> float | None:
     return auc(s.y, s.logits)
 
 
+LABEL, SCORE = frozenset({"label"}), frozenset({"label", "score"})
+
+
 def _performance(name: str, stat: Callable[[Scored], float | None], direction: str, description: str,
-                 aliases: tuple[str, ...] = ()) -> None:
+                 aliases: tuple[str, ...] = (), needs: frozenset[str] = SCORE) -> None:
     """Register an overall performance metric whose per-group statistic is itself on the group's rows."""
 
-    @AUDIT_METRICS.register(name, aliases=aliases, description=description, direction=direction)
+    @AUDIT_METRICS.register(name, aliases=aliases, description=description, direction=direction, needs=needs)
     class Performance(AuditMetric):
         @staticmethod
         def compute(scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
             return _num(stat(scored)), {name: _per_group(scored, stat)}
 
 
-_performance("accuracy", _accuracy, "min", "Share of correct predictions 1{f > 0} = y.")
-_performance("balanced_accuracy", _balanced_accuracy, "min", "Mean of TPR and TNR.")
+_performance("accuracy", _accuracy, "min", "Share of correct predictions 1{f > 0} = y.", needs=LABEL)
+_performance("balanced_accuracy", _balanced_accuracy, "min", "Mean of TPR and TNR.", needs=LABEL)
 _performance("roc_auc", _auc, "min", "ROC AUC AUĈ(D+, D−) of the raw scores (ties ½).", aliases=("auc",))
 _performance("log_loss", _log_loss, "max", "Mean binary cross-entropy of σ(f).")
 
 
 # -- group fairness of predictions ---------------------------------------------------------------------------
 
-def _group_fairness(name: str, stats: dict[str, Callable[[Any], Any]], description: str) -> None:
+def _group_fairness(name: str, stats: dict[str, Callable[[Any], Any]], description: str,
+                    needs: frozenset[str] = LABEL) -> None:
     """Register one gap of :func:`solvers.metrics.group_fairness` with its per-group rates."""
 
-    @AUDIT_METRICS.register(name, description=description, direction="max")
+    @AUDIT_METRICS.register(name, description=description, direction="max", needs=needs)
     class GroupGap(AuditMetric):
         @staticmethod
         def compute(scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
@@ -157,7 +172,7 @@ def _value(v: Any) -> Any:
 
 
 _group_fairness("demographic_parity", {"selection_rate": _value},
-                "max_g Pr(ŷ=1 | g) − min_g Pr(ŷ=1 | g).")
+                "max_g Pr(ŷ=1 | g) − min_g Pr(ŷ=1 | g).", needs=frozenset())
 _group_fairness("equal_opportunity", {"tpr": _value}, "max_g TPR_g − min_g TPR_g.")
 _group_fairness("equalized_odds", {"tpr": lambda d: d and d["tpr"], "fpr": lambda d: d and d["fpr"]},
                 "max(TPR gap, FPR gap) over groups.")
@@ -184,7 +199,7 @@ class MinorityOptions(MetricOptions):
 
 
 @AUDIT_METRICS.register("minority_rate", description="The minority's share of the positive predictions "
-                        "P_min / P (a lower bound).", direction="min")
+                        "P_min / P (a lower bound).", direction="min", needs=frozenset())
 class MinorityRate(AuditMetric):
     Options = MinorityOptions
 
@@ -212,8 +227,8 @@ class IntervalOptions(MetricOptions):
 
 
 def _partial(name: str, aliases: tuple[str, ...], description: str,
-             value: Callable[[Scored, IntervalOptions], float]) -> None:
-    @AUDIT_METRICS.register(name, aliases=aliases, description=description, direction="max")
+             value: Callable[[Scored, IntervalOptions], float], needs: frozenset[str] = SCORE) -> None:
+    @AUDIT_METRICS.register(name, aliases=aliases, description=description, direction="max", needs=needs)
     class Partial(AuditMetric):
         Options = IntervalOptions
 
@@ -248,10 +263,13 @@ def _peod(s: Scored, o: IntervalOptions) -> float:
 
 
 _partial("partial_statistical_parity", ("psp", "partial_sp"),
-         "pSP: max over group pairs of the KS distance of the scores kept in each group's interval.", _psp)
+         "pSP: max over group pairs of the KS distance of the scores kept in each group's interval.", _psp,
+         frozenset({"score"}))
 _partial("partial_demographic_parity", ("pdp", "partial_dp"),
-         "pDP: max over group pairs of |Pr(f > θ̂)| differences among the scores kept in the interval.", _pdp)
-_partial("partial_group_auc", (), "max over group pairs of |Pr(f_i ≥ f_j) − ½| on the kept scores.", _pgauc)
+         "pDP: max over group pairs of |Pr(f > θ̂)| differences among the scores kept in the interval.", _pdp,
+         frozenset({"score"}))
+_partial("partial_group_auc", (), "max over group pairs of |Pr(f_i ≥ f_j) − ½| on the kept scores.", _pgauc,
+         frozenset({"score"}))
 _partial("partial_equal_opportunity", (), "pDP among the positives (y = 1), ranks within (group, y=1).", _peop)
 _partial("partial_equalized_odds", (), "max over y ∈ {0, 1} of the per-label pDP.", _peod)
 
@@ -276,6 +294,29 @@ class AUCParity(AuditMetric):
         by_group = {g: _num(fairness_gap(scored.y, scored.logits, scored.group == i, options.variant))
                     if np.any(scored.group == i) else None for i, g in enumerate(scored.group_names)}
         return _num(value), {"one_vs_rest": by_group}
+
+
+# -- score drift between runs (computed by app.audits.drift, not from one run's rows) -------------------------
+
+class DriftOptions(MetricOptions):
+    against: Literal["previous", "baseline"] = Field("previous", description="The reference run: the previous "
+                                                     "succeeded run, or the audit's pinned baseline run.")
+
+
+def _drift(name: str, stat: str, description: str) -> None:
+    @AUDIT_METRICS.register(name, description=description, direction="max", needs=frozenset(), drift=stat)
+    class Drift(AuditMetric):
+        Options = DriftOptions
+
+        @staticmethod
+        def compute(scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
+            raise TypeError(f"{name} compares two runs: see app.audits.drift")
+
+
+_drift("score_ks", "ks", "max over groups of the Kolmogorov-Smirnov statistic sup_x |F_run(x) − F_ref(x)| of the "
+       "group's scores against the reference run (no value, no verdict on an audit's first run).")
+_drift("score_psi", "psi", "max over groups of the population stability index Σ_b (p_b − q_b) ln(p_b / q_b) over "
+       "10 bins cut at the reference run's deciles of the group's scores.")
 
 
 # -- specs ---------------------------------------------------------------------------------------------------
@@ -326,7 +367,8 @@ class MetricSpec(BaseModel):
 def describe_metrics() -> list[dict[str, Any]]:
     """The catalog: every metric type with aliases, direction, description and its options' JSON schema."""
     return [{"type": m.name, "aliases": list(m.aliases), "direction": m.direction, "description": m.description,
-             "options_schema": m.Options.model_json_schema()} for m in AUDIT_METRICS.classes()]
+             "needs": sorted(m.needs), "options_schema": m.Options.model_json_schema()}
+            for m in AUDIT_METRICS.classes()]
 
 
 # -- bootstrap -----------------------------------------------------------------------------------------------

@@ -28,13 +28,12 @@ from safetensors.torch import load_file, save, save_file
 from solvers import ProblemSpec
 from solvers.api import predict_scores, prepare
 from solvers.algorithms.auc_postprocess import restore_model
-from solvers.encoding import TableEncoder, build_groups
-from solvers.spec import labels_of
+from solvers.encoding import TableEncoder
 from solvers.models import model_factory
 
 from .metrics import Scored
-from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, check_size, groups, problem_spec, read_metadata,
-                         required_columns, spec_and_encoder)
+from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, check_size, groups, labelled_groups, problem_spec,
+                         read_metadata, required_columns, spec_and_encoder)
 
 __all__ = ["AuditModel", "ModelError", "problem_spec"]
 
@@ -93,13 +92,7 @@ class AuditModel:
 
     def score(self, table: pd.DataFrame) -> Scored:
         """Labels, raw scores f(x) and groups of every row of ``table`` (ModelError on a missing column)."""
-        missing = [c for c in self.required_columns() if c not in table.columns]
-        if missing:
-            raise ModelError(f"the data lacks the model's column(s) {', '.join(map(repr, missing))}")
-        if len(table) == 0:
-            raise ModelError("the data has no rows")
-        group, names = build_groups(table, self.spec.sensitive, self.spec.group_rules)
-        y = labels_of(self.spec, table)  # SpecError when the positive label never matches
+        y, group, names = labelled_groups(self.spec, self.required_columns(), table)
         X = self.encoder.transform(table)
         try:
             model = restore_model(model_factory(self.spec.model)(X.shape[1]), self.state)
@@ -107,4 +100,4 @@ class AuditModel:
             raise ModelError(f"the weights do not fit the model of {X.shape[1]} features: {exc}") from exc
         model.eval()
         logits = predict_scores(model, X, torch.device("cpu")).reshape(-1)
-        return Scored(np.asarray(y, np.int64), logits, np.asarray(group, np.int64), [str(n) for n in names])
+        return Scored(y, logits, group, names)

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from safetensors import SafetensorError, safe_open
 
@@ -107,6 +108,22 @@ def groups(meta: dict[str, str]) -> list[str]:
 def required_columns(spec: ProblemSpec, encoder: TableEncoder) -> list[str]:
     """The columns a model reads: target, sensitive columns, then the encoder's features."""
     return list(dict.fromkeys([spec.target, *spec.sensitive, *encoder.columns]))
+
+
+def labelled_groups(spec: ProblemSpec, required: list[str], table) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Labels y, group index and group names of every row of ``table`` for a model that reads ``required``
+    (ModelError on a missing column or no rows; SpecError when the positive label never matches)."""
+    from solvers.encoding import build_groups
+    from solvers.spec import labels_of
+
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise ModelError(f"the data lacks the model's column(s) {', '.join(map(repr, missing))}")
+    if len(table) == 0:
+        raise ModelError("the data has no rows")
+    group, names = build_groups(table, spec.sensitive, spec.group_rules)
+    y = labels_of(spec, table)
+    return np.asarray(y, np.int64), np.asarray(group, np.int64), [str(n) for n in names]
 
 
 def model_columns(path: Path) -> list[str]:

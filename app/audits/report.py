@@ -7,6 +7,11 @@ A result (one per metric spec, in the spec's order)::
      "threshold": 0.1, "value": 0.12, "ci": [0.07, 0.18], "passed": false,
      "by_group": {"selection_rate": {"F": {"value": 0.2, "ci": [0.15, 0.26]}, ...}},
      "drift": {"previous": 0.1, "delta": 0.02}}        # null without a previous value
+
+The score-drift metrics (``score_ks``, ``score_psi``: :mod:`app.audits.drift`) compare this run with a
+reference run instead of reading its rows: their value is the largest group's statistic, their per-group
+statistics have no CI (there is one summary per run, not a resample), and without the reference run (an
+audit's first run, no pinned baseline) they have no value and no verdict (``passed`` None).
 """
 from __future__ import annotations
 
@@ -17,20 +22,38 @@ import numpy as np
 from .metrics import N_BOOT, SEED, MetricSpec, Scored, bootstrap, passes, resamples
 
 
+def drift_result(spec: MetricSpec, drift: dict[str, Any]) -> dict[str, Any]:
+    """A drift metric's value (the largest group's statistic) and per-group statistics, from ``drift[against]``."""
+    against = drift.get(spec.options.against)
+    if against is None:
+        return {"value": None, "ci": None, "by_group": {}, "reference_run_id": None}
+    groups = against[spec.metric.drift]
+    defined = [v for v in groups.values() if v is not None]
+    return {"value": max(defined) if defined else None, "ci": None, "reference_run_id": against["run_id"],
+            "by_group": {spec.metric.drift: {g: {"value": v, "ci": None} for g, v in groups.items()}}}
+
+
 def evaluate(specs: list[MetricSpec], scored: Scored, previous: list[dict[str, Any]] | None = None,
-             n_boot: int = N_BOOT, seed: int = SEED) -> dict[str, Any]:
-    """``{"results": [...], "breached": [keys], "passed": bool | None, "group_sizes": {group: n}}``."""
+             n_boot: int = N_BOOT, seed: int = SEED, drift: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{"results": [...], "breached": [keys], "passed": bool | None, "group_sizes": {group: n}}``;
+    ``drift``: ``{"previous": ..., "baseline": ...}`` of :func:`app.audits.drift.compare` for the drift metrics."""
     rows = resamples(len(scored.y), n_boot, seed)
     before = {r["key"]: r.get("value") for r in previous or []}
     results = []
     for spec in specs:
         metric = spec.metric
-        out = bootstrap(spec, scored, rows)
+        if metric.drift is not None:
+            out = drift_result(spec, drift or {})
+            verdict = None if out["reference_run_id"] is None else passes(metric.direction, out["value"],
+                                                                          spec.threshold)
+        else:
+            out = bootstrap(spec, scored, rows)
+            verdict = passes(metric.direction, out["value"], spec.threshold)
         prev = before.get(spec.key)
         results.append({
             "key": spec.key, "type": spec.type, "options": spec.options.model_dump(mode="json"),
             "direction": metric.direction, "threshold": spec.threshold, **out,
-            "passed": passes(metric.direction, out["value"], spec.threshold),
+            "passed": verdict,
             "drift": None if prev is None or out["value"] is None else {"previous": prev,
                                                                           "delta": out["value"] - prev},
         })

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .logs import PredictionLog
 from .metrics import MetricSpec
 from .schedule import next_run
 
@@ -27,8 +28,9 @@ def _webhook(value: str | None) -> str | None:
 
 
 class AuditCreate(BaseModel):
-    """An audit of a job's or an uploaded model (exactly one of ``job_id`` / ``model_artifact_id``) on exactly one of
-    ``dataset_id`` / ``source``; ``schedule`` None = run on demand only."""
+    """An audit of a job's or an uploaded model, or of a prediction log (exactly one of ``job_id`` /
+    ``model_artifact_id`` / ``predictions``) on exactly one of ``dataset_id`` / ``source``; ``schedule`` None =
+    run on demand only."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -36,6 +38,8 @@ class AuditCreate(BaseModel):
     job_id: str | None = Field(None, description="A succeeded job of the caller whose model is audited.")
     model_artifact_id: str | None = Field(None, description="An uploaded model of the caller (POST /api/v1/models); "
                                           "give it or job_id.")
+    predictions: PredictionLog | None = Field(None, description="The data already holds a model's output: "
+                                              "audit it as a prediction log (no model is run).")
     dataset_id: str | None = Field(None, description="One of the caller's datasets.")
     source: str | None = Field(None, max_length=2048, description="A server file path or http(s) URL under "
                                "FAIRSOLVE_AUDIT_SOURCES, re-read at each run.")
@@ -82,8 +86,10 @@ class AuditOut(BaseModel):
     name: str
     job_id: str | None
     model_artifact_id: str | None
+    predictions: dict[str, Any] | None = None
     dataset_id: str | None
     source: str | None
+    baseline_run_id: str | None = None
     metrics: list[dict[str, Any]]
     schedule: str | None
     webhook_url: str | None
@@ -108,9 +114,18 @@ class RunOut(BaseModel):
     group_sizes: dict[str, int] | None
     results: list[dict[str, Any]] | None
     previous_run_id: str | None
+    score_drift: dict[str, Any] | None = None
     breached: list[str] | None
     passed: bool | None
     error: str | None
+
+
+class BaselinePin(BaseModel):
+    """The run score drift is measured against from now on (a succeeded run of the same audit)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(max_length=32)
 
 
 class AlertOut(BaseModel):

@@ -14,11 +14,14 @@ from app.audits.export import BLOCK, AuditFile, audit_file
 from app.audits.metrics import describe_metrics
 from app.audits.model_file import ModelError, model_columns, problem_spec
 from app.audits.runs import new_run, next_run_at, start_run
-from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, RunOut, RunSummary
+from app.audits.logs import PredictionLog, log_of
+from app.audits.metrics import MetricSpec
+from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, BaselinePin, RunOut, RunSummary
 from app.audits.sources import SourceError, check_source
-from app.artifacts import artifact_path
+from app.artifacts import artifact_file
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
+from app.onnx_models import onnx_columns
 from app.routers.datasets import dataset_path
 from app.routers.jobs import owned_dataset, spec_error
 from app.routers.models import model_path
@@ -64,10 +67,19 @@ def audited_model(db: Session, settings, model_id: str, caller) -> tuple[Uploade
     row = owned(db, UploadedModel, model_id, caller)
     if row is None:
         raise spec_error(("model_artifact_id",), f"model {model_id!r} not found")
+    if row.stored_name.endswith(".onnx"):
+        return row, onnx_columns(row.spec)
     try:
         return row, model_columns(model_path(settings, row))
     except ModelError as exc:  # the stored file is gone or damaged
         raise spec_error(("model_artifact_id",), f"model {model_id!r} cannot be read: {exc}") from exc
+
+
+def check_log(log: PredictionLog, metrics: list[MetricSpec]) -> None:
+    """Every metric can be computed from the log's columns, or a 422 naming the missing one."""
+    refused = log.refusal(metrics)
+    if refused is not None:
+        raise spec_error(("predictions", refused[0]), refused[1])
 
 
 def audit_out(db: Session, audit: Audit) -> dict:
@@ -87,13 +99,18 @@ def list_audit_metrics(caller: CurrentCaller) -> list[dict]:
 
 @router.post("/api/v1/audits", status_code=status.HTTP_201_CREATED, response_model=AuditOut)
 def create_audit(body: AuditCreate, db: DB, settings: AppSettings, caller: CurrentCaller) -> dict:
-    """Create an audit of a succeeded job's model or an uploaded model, on a dataset or an allow-listed source."""
-    if (body.job_id is None) == (body.model_artifact_id is None):
-        raise spec_error(("job_id",), "give exactly one of job_id (a succeeded job's model) or model_artifact_id "
-                                      "(an uploaded model, POST /api/v1/models)")
+    """Create an audit of a succeeded job's model, an uploaded model or a prediction log, on a dataset or an
+    allow-listed source."""
+    if sum(x is not None for x in (body.job_id, body.model_artifact_id, body.predictions)) != 1:
+        raise spec_error(("job_id",), "give exactly one of job_id (a succeeded job's model), model_artifact_id "
+                                      "(an uploaded model, POST /api/v1/models) or predictions (the data holds "
+                                      "the model's output)")
     if body.job_id is not None:
         job = audited_job(db, body.job_id, caller)
         needed, label = job_columns(job), f"job {job.id}"
+    elif body.predictions is not None:
+        check_log(body.predictions, body.metrics)
+        needed, label = body.predictions.columns(), "a prediction log"
     else:
         uploaded, needed = audited_model(db, settings, body.model_artifact_id, caller)
         label = f"model {uploaded.name}"
@@ -108,6 +125,7 @@ def create_audit(body: AuditCreate, db: DB, settings: AppSettings, caller: Curre
             raise spec_error(("source",), str(exc)) from exc
     audit = Audit(id=new_id(), owner=caller.owner, name=body.name or f"audit of {label}", job_id=body.job_id,
                   model_artifact_id=body.model_artifact_id, dataset_id=body.dataset_id, source=body.source,
+                  predictions=body.predictions.model_dump(mode="json") if body.predictions else None,
                   metrics=[m.model_dump(mode="json", exclude_none=False) for m in body.metrics],
                   schedule=body.schedule, webhook_url=body.webhook_url, enabled=body.enabled,
                   next_run_at=next_run_at(body.schedule, body.enabled), created_at=utcnow())
@@ -137,6 +155,8 @@ def update_audit(audit_id: str, db: DB, caller: CurrentCaller, body: AuditUpdate
     if "metrics" in changes:
         if body.metrics is None:
             raise spec_error(("metrics",), "metrics cannot be null")
+        if audit.predictions is not None:
+            check_log(log_of(audit.predictions), body.metrics)
         changes["metrics"] = [m.model_dump(mode="json") for m in body.metrics]
     for key in ("name", "enabled"):
         if key in changes and changes[key] is None:
@@ -186,6 +206,31 @@ def get_run(audit_id: str, run_id: str, db: DB, caller: CurrentCaller) -> AuditR
     return run
 
 
+@router.put("/api/v1/audits/{audit_id}/baseline", response_model=AuditOut)
+def pin_baseline(audit_id: str, body: BaselinePin, db: DB, caller: CurrentCaller) -> dict:
+    """Pin a succeeded run of the audit as the baseline its later runs' score drift (``score_ks`` /
+    ``score_psi`` with ``against: baseline``) is measured against."""
+    audit = get_or_404(db, Audit, audit_id, "audit", caller)
+    run = db.get(AuditRun, body.run_id)
+    if run is None or run.audit_id != audit.id:
+        raise spec_error(("run_id",), f"audit {audit_id!r} has no run {body.run_id!r}")
+    if run.status != "succeeded" or not run.score_summary:
+        raise spec_error(("run_id",), f"run {body.run_id!r} has {run.status} without a score summary; pin a "
+                                      "succeeded run")
+    audit.baseline_run_id = run.id
+    db.commit()
+    return audit_out(db, audit)
+
+
+@router.delete("/api/v1/audits/{audit_id}/baseline", response_model=AuditOut)
+def unpin_baseline(audit_id: str, db: DB, caller: CurrentCaller) -> dict:
+    """Unpin the baseline run (drift against the baseline then has no value)."""
+    audit = get_or_404(db, Audit, audit_id, "audit", caller)
+    audit.baseline_run_id = None
+    db.commit()
+    return audit_out(db, audit)
+
+
 @router.get("/api/v1/alerts", response_model=list[AlertOut], tags=["alerts"])
 def list_alerts(db: DB, caller: CurrentCaller, audit_id: str | None = None, limit: int = Query(100, ge=1, le=1000),
                 offset: Offset = 0) -> list[Alert]:
@@ -209,7 +254,7 @@ def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: Cur
     art = weights_of(db, job_id)
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
-    streamed = audit_file(job.id, job.spec, artifact_path(art.stored_name))
+    streamed = audit_file(job.id, job.spec, artifact_file(art))
     if streamed is None:  # weights written before the worker stored the encoder: refit it on the dataset
         streamed = refitted_audit_file(job, art, db, settings)
     return StreamingResponse(streamed.chunks, media_type="application/octet-stream",
@@ -226,7 +271,7 @@ def refitted_audit_file(job: Job, art: Artifact, db: Session, settings) -> Audit
     dataset = db.get(Dataset, job.dataset_id)
     table = read_table(dataset_path(settings, dataset), dataset.format, dataset.read_options)
     try:
-        model = AuditModel.from_job(job.id, job.spec, artifact_path(art.stored_name), table)
+        model = AuditModel.from_job(job.id, job.spec, artifact_file(art), table)
     except SpecError as exc:
         raise HTTPException(status_code=409, detail=f"the job's spec no longer fits its dataset: {exc}") from exc
     tmp = settings.storage_dir / "tmp" / f"{new_id()}.audit-model"

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
+from app.blobstore import blobs, dataset_file, dataset_key
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.feature_screening import dataset_screen
 from app.models import Alert, Audit, AuditRun, Dataset, Job, new_id
@@ -29,7 +30,8 @@ router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"], route_class=Upl
 
 
 def dataset_path(settings, dataset: Dataset):
-    return settings.storage_dir / "datasets" / dataset.stored_name
+    """A local file holding the dataset (:func:`app.blobstore.dataset_file`)."""
+    return dataset_file(dataset, settings)
 
 
 def printable(text: str | None) -> str:
@@ -107,7 +109,6 @@ async def upload_dataset(
         remove_quietly(tmp)
         raise
     stored_name = f"{dataset_id}.{fmt}"
-    final = settings.storage_dir / "datasets" / stored_name
     filename = printable(file.filename)[:255]
     label = printable(name) or os.path.basename(filename.replace("\\", "/"))[:255] or dataset_id
     dataset = Dataset(id=dataset_id, owner=caller.owner, name=label,
@@ -115,18 +116,23 @@ async def upload_dataset(
                       stored_name=stored_name, size_bytes=stored.size_bytes, sha256=stored.sha256,
                       n_rows=profile.n_rows, n_columns=profile.n_columns, columns=profile.schema(),
                       summary=profile.summary())
-    await run_in_threadpool(keep, db, dataset, tmp, final)
+    try:
+        await run_in_threadpool(keep, db, settings, dataset, tmp)
+    finally:
+        remove_quietly(tmp)  # gone once stored; left only when storing failed
     return dataset
 
 
-def keep(db, dataset: Dataset, tmp: Path, final: Path) -> None:
-    """Move the upload to its stored name and record the dataset (the file goes if the record fails)."""
-    os.replace(tmp, final)
+def keep(db, settings: Settings, dataset: Dataset, tmp: Path) -> None:
+    """Store the upload under its name (:mod:`app.blobstore`) and record the dataset (the object goes if the
+    record fails)."""
+    key = dataset_key(dataset.stored_name)
+    blobs(settings).put(key, tmp, dataset.sha256)
     try:
         db.add(dataset)
         db.commit()
     except BaseException:
-        remove_quietly(final)
+        blobs(settings).delete(key)
         raise
 
 
@@ -191,10 +197,9 @@ def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
         if dependants:
             raise HTTPException(status_code=409, detail=f"dataset_id: this dataset is read by {dependants}; delete "
                                                         "them first, or pass ?cascade=true to delete them with it")
-    path = dataset_path(settings, dataset)
     db.delete(dataset)  # the audits go with it (ON DELETE CASCADE), and their runs and alerts with them
     db.commit()
-    remove_quietly(path)
+    blobs(settings).delete(dataset_key(dataset.stored_name))
 
 
 MAX_NAMED = 5  # audit ids named in a 409

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app import idempotency
 from app.admission import check_active_jobs, check_caps
-from app.artifacts import artifact_path
+from app.artifacts import artifact_file
 from app.auth import Caller
 from app.baselines import baselines_for
 from app.deps import DB, KEEP, AppSettings, CurrentCaller, Offset, get_or_404, owned
@@ -176,5 +176,5 @@ def download_artifact(job_id: str, kind: str, db: DB, caller: CurrentCaller) -> 
     art = db.scalar(select(Artifact).where(Artifact.job_id == job_id, Artifact.kind == kind))
     if art is None:
         raise HTTPException(status_code=404, detail=f"job {job_id!r} has no {kind!r} artifact")
-    return FileResponse(artifact_path(art.stored_name), media_type=art.media_type,
+    return FileResponse(artifact_file(art), media_type=art.media_type,
                         filename=f"{job_id}-{art.stored_name.rsplit('/', 1)[-1]}")

@@ -23,6 +23,8 @@ from torch import nn
 
 from ..auc.constraint import AUCParity
 from ..auc.objective import auc_square_per_sample
+from ..randomized import is_randomized_state
+from ..randomized import restore as restore_randomized
 from .base import ALGORITHMS, Algorithm, gradient
 
 OMEGA1 = np.round(np.arange(0.0, 5.0 + 1e-9, 0.05), 2)
@@ -62,7 +64,10 @@ def restore_model(model: nn.Module, state: dict) -> nn.Module:
 
     A post-processed state (``net.base.*``, ``net.omega``, ``net.column``) first wraps ``model.net`` in a
     :class:`GroupShift`, so the reloaded model applies the protected group's score shift to new data; any
-    other state is loaded as it is (strictly). Returns ``model``."""
+    other state is loaded as it is (strictly). A randomised classifier's state (``net.mix``, the reductions
+    solver) is rebuilt by :func:`solvers.randomized.restore`. Returns ``model``."""
+    if is_randomized_state(state):
+        return restore_randomized(model, state)
     if is_shifted_state(state):
         device = next(model.parameters()).device
         model.net = GroupShift(model.net, int(state["net.column"]), 1.0, 0.0).to(device)

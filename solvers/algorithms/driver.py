@@ -77,7 +77,7 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
     if resume is not None:
         ckpt.restore(algorithm, resume)
         with torch.enable_grad():  # a plain evaluation: the step differentiates its graph
-            current = problem.evaluate(model, getattr(algorithm, "last_batch", None))
+            current = problem.evaluate(algorithm.model, getattr(algorithm, "last_batch", None))
         t0, seen, first = time.perf_counter() - resume.elapsed_s, resume.samples_seen, resume.iteration
     names = problem.constraint_names
     m, params = len(names), getattr(algorithm, "params", None) or list(model.parameters())
@@ -104,7 +104,7 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
         record = IterationRecord(
             iteration=k + 1, elapsed_s=elapsed, samples_seen=seen, objective=flat[0],
             constraints=constraints, max_violation=max([0.0, *constraints]), duals=dual_lists,
-            exact=tracer(model) if tracer is not None and tracer.due(k + 1, elapsed) else None,
+            exact=tracer(algorithm.model) if tracer is not None and tracer.due(k + 1, elapsed) else None,
         )
         observer.on_iteration(record)
         if observer.checkpoint_due():
@@ -122,6 +122,7 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
         values = torch.cat([final.objective.detach().reshape(1), final.constraints.detach().reshape(-1)]).tolist()
         record = dataclasses.replace(record, objective=values[0], constraints=values[1:],
                                      max_violation=max([0.0, *values[1:]]))
+    model = algorithm.model  # the algorithm's output: the model it was given, or one it built (reductions' Q)
     model.eval()
     return SolveResult(
         model=model, status=status, stop_reason=stop_reason, iterations=record.iteration if record else first,

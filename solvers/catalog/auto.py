@@ -38,6 +38,9 @@ class AutoConfig(BaseModel):
         "its current model) while its exact train or validation metric exceeds the tolerance.")
     refine_iterations: PositiveInt = Field(200, le=100_000, description="Iterations of each continued solve.")
 
+    exhaustive: bool = Field(
+        False, description="Run every candidate of the portfolio. False: stop after the first candidate whose model "
+        "keeps every tolerance with margin (exact value ≤ 0.85 ε on the validation and training splits).")
     settings: dict[str, list[dict[str, Any]]] = Field(
         {}, description="Per solver, the params to search, in order (the next only when one diverges or gives a "
         "near-constant model), replacing auto's own for that solver, e.g. {\"plada\": [{\"eta\": 0.5}, "

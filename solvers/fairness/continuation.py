@@ -6,7 +6,9 @@ Rules:
 * the families are copies of the job's families with only the tolerance changed (re-bound by the new
   :class:`~solvers.problem.Problem`, so every cached −ε is rebuilt); the model is warm-started (trained in place);
 * a continuation runs at most ``max(1, max_iterations // 2)`` iterations and never past the job's deadline
-  (``time_limit_s`` counted from the start of the job's solve);
+  (``time_limit_s`` counted from the start of the job's solve). Decision: ``max_iterations`` bounds each solve
+  (the main one, each continuation, each of ``auto``'s candidates), not their sum; the job's ``iterations``
+  counts every stage, so it can exceed ``max_iterations``; ``time_limit_s`` is the budget of the whole job;
 * the observer sees one trajectory: iteration numbers and elapsed seconds continue those of the previous
   stage, constraint rows read against the user's tolerances, exact traces continue, ``on_start`` is not repeated,
   checkpoints are not taken (a resumed job restarts from the main solve's checkpoint and enforces again), and

@@ -8,13 +8,20 @@ model h the bound U_j(h) of constraint j is the one-sided upper bound of :mod:`.
 cells, each at α/(2Rm)), for a loss / AUC gap the bootstrap quantile (asymptotic). So for a *fixed* h,
 P(∃ j: Δ_j(h) > U_j(h)) ≤ α/R, Δ_j(h) the constraint's value on the data distribution.
 
-**The loop.** Candidates h_1, h_2, ... (at most 3R): h_1 is the solver's model, exactly enforced on train at
-τ_1 = ε (:mod:`.enforce`); h_{r+1} continues h_r (warm start) with every training target tightened,
+**The loop.** Candidates h_1, h_2, ... (at most 3R), aimed at what the test will accept (Seldonian candidate
+selection with a predicted bound): h_1 is the solver's model h_0, exactly enforced on train (:mod:`.enforce`)
+at τ_1 = max(ε/10, min(ε, ε − 1.25 w_0)); h_{r+1} continues h_r (warm start) with every training target tightened,
 
     τ_{r+1} = max(ε/10, min(τ_r − ε/(2R), ε − 1.25 w_r)),
 
 then enforced exactly on train at τ_{r+1}, with w_r = (U^train(h_r) − v^train(h_r))·√(n_train/n_val) the
 bound's width predicted from the *training* split (its own bound's width rescaled to the validation size).
+
+**Verifiability.** When w_0 ≥ ε for some constraint, no model can pass the test at this validation size, not
+even one with a validation value of 0 (e.g. COMPAS by race: a few hundred rows per group give a DP bound
+width of about 0.08; Adult by sex: about 0.03 for DP, 0.13 for equalized odds): the guarantee then reports
+``verifiable: false`` (with ``predicted_width`` w_0) beside ``met: false``, and the loop still returns the
+candidate of smallest bound.
 A candidate is *tested* — its validation bound compared with ε — only if, on the training split alone, it is not
 near-trivial (balanced accuracy ≥ 0.55, every group's predicted-positive rate ≥ 1 %, :func:`.report.trivial_reasons`:
 a constant classifier is fair but useless) and its predicted bound v^train + w ≤ ε. The first tested candidate
@@ -66,6 +73,20 @@ def _next_targets(tau: np.ndarray, eps: np.ndarray, width: np.ndarray, max_tests
                                                      eps - MARGIN * np.nan_to_num(width, nan=0.0)))
 
 
+def _width(families, model, scores, train: tuple, group_names: Sequence[str], level: float, scale: float,
+           seed: int, logits: np.ndarray | None = None, value: np.ndarray | None = None) -> np.ndarray:
+    """w = (U^train − v^train)·√(n_train/n_val): the width of ``model``'s bound predicted for the validation split."""
+    X_tr, y_tr, g_tr = train
+    logits = scores(model, X_tr) if logits is None else logits
+    value = exact_gaps(families, y_tr, logits, g_tr, group_names) if value is None else value
+    return scale * (upper_bounds(families, y_tr, logits, g_tr, group_names, confidence=level, seed=seed) - value)
+
+
+def _first_targets(eps: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """τ_1 = max(ε·TARGET_FLOOR, min(ε, ε − MARGIN·w_0))."""
+    return np.maximum(TARGET_FLOOR * eps, np.minimum(eps, eps - MARGIN * np.nan_to_num(width, nan=0.0)))
+
+
 def seldonian(model, continuation, confidence: float, max_tests: int, train: tuple, val: tuple,
               group_names: Sequence[str], scores: Callable[[Any, np.ndarray], np.ndarray], *, enforce: bool = True,
               seed: int = 0) -> tuple[Any, dict[str, Any] | None, dict[str, Any]]:
@@ -83,8 +104,12 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     fallback = None      # (worst validation excess, model, enforcement, bounds) of the best non-trivial candidate
     enforcement = too_wide = None
     tests = 0
+    first_width = None   # the bound's width predicted at the validation split's size from the solver's model
     for r in range(ROUNDS_PER_TEST * max_tests):
-        if r > 0:
+        if r == 0:  # aim the first candidate at what the test can accept: τ_1 = clip(ε − MARGIN · w_0)
+            first_width = _width(families, model, scores, train, group_names, level, scale, seed)
+            tau = _first_targets(eps, first_width)
+        else:
             result = continuation.resolve(model, tau)
             if result is None or result.diverged:
                 break
@@ -96,8 +121,7 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
         train_logits = scores(model, X_tr)
         trivial = split_trivial_reasons(y_tr, train_logits, g_tr, group_names)
         value = exact_gaps(families, y_tr, train_logits, g_tr, group_names)
-        width = scale * (upper_bounds(families, y_tr, train_logits, g_tr, group_names, confidence=level,
-                                      seed=seed) - value)
+        width = _width(families, model, scores, train, group_names, level, scale, seed, train_logits, value)
         predicted = value + width
         if np.any(width >= eps):  # even a validation value of 0 would fail the test: said in the message
             too_wide = width
@@ -140,7 +164,10 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     n_trivial = sum(bool(c["near_trivial"]) for c in candidates)
     if n_trivial:
         message += f"; {n_trivial} near-trivial candidate(s) were not accepted"
+    verifiable = first_width is not None and bool(np.all(first_width < eps))
     guarantee = {"confidence": confidence, "met": bool(met), "best_bound": [_num(b) for b in bounds],
+                 "verifiable": verifiable,
+                 "predicted_width": None if first_width is None else [_num(w) for w in first_width],
                  "tolerances": eps.tolist(), "test_level": level, "max_tests": max_tests, "tests": tests,
                  "candidates": candidates, "message": message}
     return model, enforcement, guarantee

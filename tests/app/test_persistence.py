@@ -76,8 +76,10 @@ def test_a_superseded_start_writes_nothing(sessions, tmp_path):
 
     with sessions() as s, s.begin():
         s.execute(update(Job).values(status="running", starts=1, attempts=1))
+    from app.blobstore.local import LocalStore
+
     path = tmp_path / "j.1.safetensors"
-    obs = PersistingObserver("j", sessions, flush_s=60, fence=1, checkpoint_path=path)
+    obs = PersistingObserver("j", sessions, flush_s=60, fence=1, checkpoint_key=path.name, store=LocalStore(tmp_path))
     obs.on_start({"max_iterations": 10})
     obs.on_iteration(record(1))
     obs.on_checkpoint(ckpt.Checkpoint(iteration=1, samples_seen=10, elapsed_s=0.1))

@@ -265,3 +265,88 @@ def test_deleting_an_audited_dataset_names_its_audits_unless_cascade(beat_stack,
         assert client.get(f"/api/v1/datasets/{data['id']}").status_code == 404
         assert client.get(f"/api/v1/audits/{audit_id}").status_code == 404
         assert client.get(f"/api/v1/alerts/{alert['id']}").status_code == 404
+
+
+def prediction_log(n: int, seed: int):
+    """A table that already holds a model's output: planted rows with a score column (no FairSolve model)."""
+    import numpy as np
+
+    table = planted_table(n, seed=seed)
+    male = (table["sex"] == "Male").to_numpy()
+    table["score"] = 1 / (1 + np.exp(-(-1.0 + 1.6 * male + 0.03 * (table["hours-per-week"].to_numpy() - 40))))
+    return table
+
+
+def test_prediction_log_audit_with_drift_alerts_baseline_and_reports(beat_stack, trained):
+    """A prediction log on a source re-read at each run: 422s naming the field; the first run pinned as the
+    baseline; a resample of the same rows raises no drift alert, a planted shift of one group's scores does
+    (PSI against the baseline, KS against the previous run); the run's bias report in JSON, CSV and HTML."""
+    import numpy as np
+
+    dataset, job = trained
+    log_file = beat_stack.sources / "log.csv"
+    base = prediction_log(800, seed=11)
+    base.to_csv(log_file, index=False)
+    log = {"score_column": "score", "label_column": "income", "positive_label": ">50K", "sensitive": ["sex"]}
+    metrics = [{"type": "demographic_parity", "threshold": 1.0}, {"type": "accuracy"},
+               {"type": "score_psi", "threshold": 0.25, "against": "baseline"}, {"type": "score_ks", "threshold": 0.2}]
+    body = {"name": "log", "predictions": log, "source": str(log_file), "metrics": metrics}
+    with beat_stack.client() as client:
+        cases = [({"job_id": job["id"]}, ["body", "job_id"]),
+                 ({"predictions": {**log, "label_column": None}}, ["body", "predictions", "label_column"]),
+                 ({"predictions": {**log, "score_column": None, "prediction_column": "income"},
+                   "metrics": [{"type": "roc_auc"}]}, ["body", "predictions", "score_column"]),
+                 ({"predictions": {**log, "threshold": 2}}, ["body", "predictions"]),
+                 ({"source": None, "dataset_id": dataset["id"]}, ["body", "dataset_id"])]  # no score column
+        for change, loc in cases:
+            response = client.post("/api/v1/audits", json={**body, **change})
+            assert response.status_code == 422, (change, response.text)
+            assert response.json()["detail"][0]["loc"] == loc, (change, response.text)
+        created = client.post("/api/v1/audits", json=body)
+        assert created.status_code == 201, created.text
+        audit = created.json()
+        assert audit["predictions"]["score_column"] == "score" and audit["job_id"] is None
+
+        def run_once(expected: int) -> dict:
+            client.post(f"/api/v1/audits/{audit['id']}/run")
+            runs = wait_for(lambda: (lambda r: r if len(r) == expected else None)(finished_runs(client, audit["id"])),
+                            60, beat_stack, f"run {expected}")
+            return runs[0]
+
+        first = run_once(1)
+        assert first["status"] == "succeeded", first
+        assert first["passed"] is True and first["score_drift"] == {"previous": None, "baseline": None}
+        assert [r["passed"] for r in first["results"]] == [True, None, None, None]
+        refused = client.put(f"/api/v1/audits/{audit['id']}/baseline", json={"run_id": "nope"})
+        assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", "run_id"]
+        pinned = client.put(f"/api/v1/audits/{audit['id']}/baseline", json={"run_id": first["id"]})
+        assert pinned.status_code == 200 and pinned.json()["baseline_run_id"] == first["id"]
+
+        base.sample(frac=1.0, replace=True, random_state=1).to_csv(log_file, index=False)  # same population
+        second = run_once(2)
+        assert second["status"] == "succeeded" and second["breached"] == [], second["results"]
+        assert second["score_drift"]["baseline"]["run_id"] == first["id"]
+        assert 0 <= second["results"][2]["value"] < 0.25 and second["results"][2]["passed"] is True
+
+        female = (base["sex"] == "Female").to_numpy()
+        base.assign(score=np.where(female, np.minimum(base["score"] + 0.25, 1.0), base["score"])).to_csv(
+            log_file, index=False)
+        third = run_once(3)
+        assert third["breached"] == ["score_psi[against=baseline]", "score_ks"], third["results"]
+        psi = third["results"][2]
+        assert psi["by_group"]["psi"]["Female"]["value"] > 0.25 > psi["by_group"]["psi"]["Male"]["value"]
+        assert psi["reference_run_id"] == first["id"] and third["results"][3]["reference_run_id"] == second["id"]
+        alerts = client.get("/api/v1/alerts", params={"audit_id": audit["id"]}).json()
+        assert [a["run_id"] for a in alerts] == [third["id"]]
+        assert {b["key"] for b in alerts[0]["breached"]} == {"score_psi[against=baseline]", "score_ks"}
+
+        url = f"/api/v1/audits/{audit['id']}/runs/{third['id']}/report"
+        doc = client.get(url, params={"format": "json"}).json()
+        assert [s["value"] for s in doc["summary"]] == [r["value"] for r in third["results"]]
+        assert doc["attributes"][0]["reference"] == "Male" and doc["data"]["sha256"] == third["data_sha256"]
+        csv_text = client.get(url, params={"format": "csv"})
+        assert csv_text.headers["content-type"].startswith("text/csv") and "score_psi" in csv_text.text
+        page = client.get(url)
+        assert page.status_code == 200 and "Bias report" in page.text
+        assert client.get(url, params={"reference": "Nobody"}).status_code == 422
+        assert client.get(f"/api/v1/audits/{audit['id']}/runs/nope/report").status_code == 404

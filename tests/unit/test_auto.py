@@ -46,7 +46,8 @@ def test_auto_is_the_default_solver_and_named_solvers_keep_their_defaults():
 def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validation():
     train, val, (Xv, yv, sv) = _problems()
     obs = RecordingObserver()
-    result = solve(train, "auto", obs, max_iterations=300, seed=0, validation=val)
+    result = solve(train, {"name": "auto", "params": {"exhaustive": True}}, obs, max_iterations=300, seed=0,
+                   validation=val)
     tried = result.tried
     assert {t["solver"] for t in tried} == {"ssg", "plada", "lagrangian", "penalty"}
     for t in tried:
@@ -69,6 +70,25 @@ def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validat
     assert result.iterations == len(obs.records) == sum(t["iterations"] for t in tried)
     elapsed = [r.elapsed_s for r in obs.records]
     assert all(b >= a for a, b in zip(elapsed, elapsed[1:]))
+
+
+def test_the_portfolio_ends_once_a_strong_candidate_keeps_every_tolerance_with_margin():
+    from solvers.auto import KEEP
+
+    train, val, _ = _problems()
+    def rows(params: dict) -> list[dict]:
+        tried = solve(train, {"name": "auto", "params": params}, max_iterations=300, seed=0, validation=val).tried
+        return [{k: v for k, v in t.items() if k not in ("seconds", "selected")} for t in tried]
+
+    short, full = rows({}), rows({"exhaustive": True})
+    assert len(short) < len(full) and short == full[:len(short)]  # the same solves, cut after a candidate
+    last = short[-1]["solver"]
+    assert full[len(short)]["solver"] != last  # ... at the end of the candidate's refinements
+    margin = [t for t in short if t["outcome"] == "meets" and not t.get("weak")
+              and max(*t["gaps"], *t["train_gaps"]) <= KEEP * TOL]
+    assert margin  # the row that ended it
+    earlier = [t for t in short if t["solver"] != last]  # no candidate before the last one had such a row
+    assert not any(t in margin for t in earlier)
 
 
 def test_the_exact_traces_reach_the_caller_through_the_portfolio():

@@ -723,6 +723,31 @@
     jobSel.addEventListener("change", syncDataset);
     dsSel.addEventListener("change", () => { dsSel.dataset.touched = "1"; });
     syncDataset();
+    const isLog = () => $("#a-kind-log").checked;
+    const syncKind = () => {
+      $("#job-field").hidden = isLog();
+      $("#log-fields").hidden = !isLog();
+    };
+    for (const radio of $$('input[name="a-kind"]', form)) radio.addEventListener("change", syncKind);
+    syncKind();
+
+    /* A prediction log's columns (POST /api/v1/audits' ``predictions``). */
+    function buildLog(text) {
+      const kind = $("#p-output-kind").value;
+      const output = text("#p-output");
+      const log = { label_column: text("#p-label"),
+                    sensitive: ($("#p-sensitive").value || "").split(",").map((c) => c.trim()).filter(Boolean) };
+      if (kind === "decision") log.prediction_column = output;
+      else {
+        log.score_column = output;
+        log.score_scale = kind;
+        const t = num($("#p-threshold"));
+        if (t !== undefined) log.threshold = t;
+      }
+      const positive = text("#p-positive");
+      if (positive !== null) log.positive_label = positive;
+      return log;
+    }
 
     const addMetric = (type, threshold) => typedRow({
       box: box, prefix: "metrics", rowClass: "metric", typeClass: "m-type", typeLabel: "Metric",
@@ -738,9 +763,11 @@
 
     function buildAudit() {
       const text = (id) => { const v = $(id).value.trim(); return v === "" ? null : v; };
-      const body = { job_id: jobSel.value, dataset_id: dsSel.value || null, source: text("#a-source"),
+      const body = { dataset_id: dsSel.value || null, source: text("#a-source"),
                      schedule: text("#a-schedule"), webhook_url: text("#a-webhook"),
                      enabled: $("#a-enabled").checked, metrics: [] };
+      if (isLog()) body.predictions = buildLog(text);
+      else body.job_id = jobSel.value;
       const name = text("#a-name");
       if (name !== null) body.name = name;
       for (const row of $$(".metric", box)) {

@@ -1,0 +1,117 @@
+r"""Audits of an uploaded ONNX model: labels and groups from the audit fields stored at upload (target,
+positive label, sensitive columns, group rules: the same :func:`~solvers.spec.labels_of` and
+:func:`~solvers.encoding.build_groups` as :class:`~app.audits.model.AuditModel`), scores from an
+onnxruntime session fed one column per input, by name (:mod:`.check` says which output is read and how).
+
+String inputs get the values as FairSolve normalises them (:func:`~solvers.encoding.normalise_values`),
+numeric inputs the column as numbers (NaN for missing in float inputs). Rows are scored in blocks of
+``BLOCK_ROWS``, so the feeds of one block are all that is held besides the table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from app.audits.metrics import Scored
+from app.audits.model_file import ModelError, labelled_groups, problem_spec
+from solvers import ProblemSpec
+from solvers.encoding import normalise_scalar, normalise_values
+
+from . import AUDIT_FIELDS
+from .check import describe, input_problems, load_checked
+
+BLOCK_ROWS = 65_536
+_NUMPY = {"float": np.float32, "double": np.float64, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
+
+
+def column_kinds(table: pd.DataFrame) -> dict[str, str]:
+    """Each column's kind as the dataset profile names it (integer, float, boolean, string)."""
+    def kind(dtype) -> str:
+        if pd.api.types.is_bool_dtype(dtype):
+            return "boolean"
+        if pd.api.types.is_integer_dtype(dtype):
+            return "integer"
+        return "float" if pd.api.types.is_float_dtype(dtype) else "string"
+    return {str(c): kind(table[c].dtype) for c in table.columns}
+
+
+def _feed(series: pd.Series, spec: dict[str, Any]) -> np.ndarray:
+    if spec["type"] == "string":
+        values = normalise_values(series).astype(object)
+    elif spec["type"] in ("float", "double"):
+        values = series.to_numpy(dtype=_NUMPY[spec["type"]], na_value=np.nan)
+    else:
+        if series.isna().any():
+            raise ModelError(f"input {spec['name']!r} takes {spec['type']} values but column {spec['name']!r} has "
+                             "missing values")
+        values = series.to_numpy(dtype=_NUMPY[spec["type"]])
+    return values.reshape(-1, 1) if spec["rank"] == 2 else values
+
+
+@dataclass
+class OnnxModel:
+    spec: ProblemSpec          # the audit fields (target, positive label, sensitive columns, group rules)
+    graph: dict[str, Any]      # what :func:`.check.describe` found: inputs, the output used
+    session: Any               # onnxruntime.InferenceSession
+
+    @classmethod
+    def from_file(cls, path: Path, stored: dict[str, Any], max_bytes: int) -> "OnnxModel":
+        """The uploaded model in ``path`` (checked again before its session is made); ``stored`` is the
+        upload's ``spec`` (the audit fields)."""
+        import onnxruntime as ort
+
+        model = load_checked(path, max_bytes)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1  # a worker process per core
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        return cls(audit_spec(stored), describe(model), session)
+
+    def required_columns(self) -> list[str]:
+        return list(dict.fromkeys([self.spec.target, *self.spec.sensitive, *(i["name"] for i in self.graph["inputs"])]))
+
+    def logits(self, table: pd.DataFrame) -> np.ndarray:
+        """f(x) of every row from the output the upload chose (ModelError on a missing or mistyped input)."""
+        inputs, out = self.graph["inputs"], self.graph["output"]
+        if (problem := input_problems(inputs, column_kinds(table))) is not None:
+            raise ModelError(problem)
+        parts = []
+        for start in range(0, len(table), BLOCK_ROWS):
+            block = table.iloc[start:start + BLOCK_ROWS]
+            feeds = {i["name"]: _feed(block[i["name"]], i) for i in inputs}
+            try:
+                (value,) = self.session.run([out["name"]], feeds)
+            except Exception as exc:  # onnxruntime's errors: the graph failed on these values
+                raise ModelError(f"the ONNX model failed on the data: {exc}"[:400]) from exc
+            value = np.asarray(value)
+            value = value[:, out["column"]] if out["column"] is not None else value.reshape(len(block), -1)[:, 0]
+            parts.append(value)
+        value = np.concatenate(parts)
+        if out["kind"] == "logit":
+            return value.astype(np.float64)
+        if out["kind"] == "label":
+            hit = (normalise_values(pd.Series(value)) == normalise_scalar(self.spec.positive_label)
+                   if value.dtype.kind in "OUS" else value.astype(np.float64) == 1)
+            return np.where(hit, np.inf, -np.inf)
+        p = value.astype(np.float64)
+        if not np.all((p >= 0) & (p <= 1)):
+            raise ModelError(f"output {out['name']!r} is read as a probability but gives values outside [0, 1]; "
+                             "name a raw-score output 'logit'")
+        with np.errstate(divide="ignore"):
+            return np.log(p) - np.log1p(-p)
+
+    def score(self, table: pd.DataFrame) -> Scored:
+        """Labels, raw scores f(x) and groups of every row of ``table`` (ModelError on a missing column)."""
+        y, group, names = labelled_groups(self.spec, self.required_columns(), table)
+        return Scored(y, self.logits(table), group, names)
+
+
+def audit_spec(fields: dict[str, Any]) -> ProblemSpec:
+    """The audit fields as the library's :class:`ProblemSpec` (ModelError naming what is wrong)."""
+    try:
+        return problem_spec({k: fields[k] for k in AUDIT_FIELDS if fields.get(k) is not None})
+    except ValueError as exc:
+        raise ModelError(" ".join(str(exc).splitlines()[:3])[:400]) from exc

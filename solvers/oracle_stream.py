@@ -1,0 +1,136 @@
+"""fairlearn's oracle calls as a stream the driver steps through, one iteration per call.
+
+fairlearn's ``fit`` runs its whole loop and has no callback, so it runs on a thread of its own and reports
+each oracle call through two hooks that change nothing in its computation:
+
+* :class:`OracleEstimator`, the estimator handed to fairlearn: a scikit-learn meta-estimator whose ``fit``
+  fits (a clone of) the real estimator on fairlearn's reweighted, relabelled rows, then hands the fitted
+  classifier to the stream;
+* :func:`probed`, the constraint moment handed to fairlearn: its ``signed_weights(λ)`` (called once per
+  oracle call, just before it, outside fairlearn's oracle timer) records λ and first waits until the driver
+  has taken the previous call, so the fit runs at most one oracle call ahead of the trajectory, and raises
+  :class:`Stopped` once the driver asked it to stop (cancel, time limit, iteration budget).
+
+An oracle call whose relabelled targets are constant is fitted by fairlearn with a DummyClassifier, not
+with the estimator: no record (it changes no weight of the returned classifier that the trajectory shows).
+The stream has ``__slots__`` (no ``__dict__``), so checkpoints do not walk it, and it deep-copies to itself
+(fairlearn copies its moment, GridSearch its estimator).
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import deque
+from typing import Any
+
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
+
+
+class Stopped(Exception):
+    """Raised inside fairlearn's fit when the driver stopped reading the stream."""
+
+
+class OracleStream:
+    """Items ``("oracle", classifier, λ)`` per oracle call, then ``("done", fitted fairlearn estimator, None)``,
+    ``("stopped", None, None)`` or ``("error", exception, None)``."""
+
+    __slots__ = ("_cond", "_items", "_pending", "_stopped", "_lambda", "_thread", "taken")
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._items: deque = deque()
+        self._pending = 0
+        self._stopped = False
+        self._lambda = None
+        self._thread: threading.Thread | None = None
+        self.taken = 0   # items the driver has taken
+
+    def __deepcopy__(self, memo) -> "OracleStream":
+        return self
+
+    # --- fairlearn's thread
+    def probe(self, lambda_vec) -> None:
+        """Before an oracle call: wait for the driver to take the previous one; record λ."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._pending == 0 or self._stopped)
+            if self._stopped:
+                raise Stopped
+            self._lambda = lambda_vec
+
+    def fitted(self, classifier) -> None:
+        self._put(("oracle", classifier, self._lambda))
+
+    def _put(self, item: tuple) -> None:
+        with self._cond:
+            self._items.append(item)
+            self._pending += 1
+            self._cond.notify_all()
+
+    def start(self, fitter, X, y, **fit_params: Any) -> "OracleStream":
+        """Run ``fitter.fit(X, y, **fit_params)`` on a daemon thread."""
+        def run() -> None:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    warnings.filterwarnings("ignore", module="fairlearn")   # pandas deprecations of its code
+                    fitter.fit(X, y, **fit_params)
+            except Stopped:
+                self._put(("stopped", None, None))
+            except BaseException as exc:  # noqa: BLE001  (re-raised in the driver's thread)
+                self._put(("error", exc, None))
+            else:
+                self._put(("done", fitter, None))
+
+        self._thread = threading.Thread(target=run, name="fairlearn-fit", daemon=True)
+        self._thread.start()
+        return self
+
+    # --- the driver's thread
+    def next(self) -> tuple:
+        """The next item (blocks until fairlearn has one)."""
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self._items))
+            item = self._items.popleft()
+            self._pending -= 1
+            self.taken += 1
+            self._cond.notify_all()
+            return item
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Ask fairlearn's fit to stop at its next oracle call and wait (at most ``timeout_s``) for it."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+
+class OracleEstimator(ClassifierMixin, BaseEstimator):
+    """The estimator fairlearn calls: fits a clone of ``estimator`` and reports it to ``stream``."""
+
+    def __init__(self, estimator=None, stream: OracleStream | None = None) -> None:
+        self.estimator = estimator
+        self.stream = stream
+
+    def fit(self, X, y, sample_weight=None):
+        self.estimator_ = clone(self.estimator).fit(X, y, sample_weight=sample_weight)
+        self.classes_ = self.estimator_.classes_
+        self.stream.fitted(self.estimator_)
+        return self
+
+    def predict(self, X):
+        return self.estimator_.predict(X)
+
+
+def probed(moment_cls: type, stream: OracleStream, **kwargs: Any):
+    """An instance of fairlearn moment class ``moment_cls`` (``kwargs``: its bounds) whose ``signed_weights``
+    calls ``stream.probe(λ)`` first and otherwise is the class's own."""
+
+    class Probed(moment_cls):
+        def signed_weights(self, lambda_vec):
+            stream.probe(lambda_vec)
+            return super().signed_weights(lambda_vec)
+
+    Probed.__name__ = Probed.__qualname__ = moment_cls.__name__
+    return Probed(**kwargs)
