@@ -114,6 +114,9 @@ def _layers(state: dict[str, np.ndarray], prefix: str) -> list[tuple[np.ndarray,
 
 def _network(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: int) -> str:
     """f(X) as a [N, 1] float32 value: the layers, then the group shift when the state has one."""
+    if "mix" in state:
+        raise ExportError("a randomised classifier (solver 'reductions') has no ONNX export: its audit model file "
+                          "(GET /api/v1/jobs/{id}/audit-model) serves it")
     shifted = "net.omega" in state and "net.column" in state
     layers = _layers(state, "net.base" if shifted else "net")
     if model.get("type") not in ("linear", "mlp"):
