@@ -243,7 +243,8 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
                  problem: Problem) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
     """After the solve: the Seldonian loop when ``spec.guarantee`` is set, else, when ``spec.exact_enforcement``
     and the surrogate is met on the train split (G_j ≤ ``SURROGATE_MET`` · ε_j + 10⁻³ for every row j), exact
-    enforcement there
+    enforcement there (not for solvers that keep the exact constraint by construction, ``keeps_exact``: their
+    model's ``net.report``, if any, is the record)
     (:mod:`solvers.fairness`); nothing after a cancellation, without constraints or for ``erm`` (the
     unconstrained baseline, e.g. a sweep's reference job). Returns (model, enforcement, guarantee)."""
     model, device = result.model, problem.device
@@ -261,6 +262,10 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     if spec.guarantee is not None:
         return seldonian(model, continuation, spec.guarantee.confidence, spec.guarantee.max_tests, rows("train"),
                          rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed)
+    if spec.solver.entry.keeps_exact:  # chosen by the exact rates already: its own record (e.g. the threshold LP)
+        from .algorithms.group_thresholds import report_of
+
+        return model, report_of(model), None
     if not spec.exact_enforcement:
         return model, None, None
     X_tr, y_tr, g_tr = rows("train")
