@@ -132,3 +132,19 @@ def test_text_as_categories_reads_the_same_table_and_prepares_the_same_problem(t
     assert a.group_names == b.group_names and a.encoder.plan == b.encoder.plan
     for field in ("X", "y", "group", "order"):
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+def test_linear_offset_by_row_blocks_equals_one_block(monkeypatch):
+    import solvers.fairness.enforce as enforce
+
+    rng = np.random.default_rng(4)
+    group = rng.integers(0, 3, 1000)
+    X = np.column_stack([rng.normal(size=(1000, 3)), np.eye(3)[group]]).astype(np.float32)  # one-hot group columns
+    offsets = np.array([0.5, -1.0, 0.25])
+    whole = enforce.linear_offset(X, group, offsets)
+    monkeypatch.setattr(enforce, "OFFSET_ROWS", 37)
+    blocks = enforce.linear_offset(X, group, offsets)
+    assert whole is not None and blocks is not None
+    np.testing.assert_allclose(X @ blocks[:-1] + blocks[-1], offsets[group], atol=1e-6)
+    np.testing.assert_allclose(blocks, whole, atol=1e-9)
+    assert enforce.linear_offset(X[:, :3], group, offsets) is None  # without the one-hot columns: not linear
