@@ -91,6 +91,7 @@ def run_job(stack, client, spec: dict, worker_pid: int) -> dict:
     return {"status": job["status"], "error": job.get("error"), "wall_s": wall,
             "iterations": result.get("iterations"), "solver_time_s": result.get("solver_time_s"),
             "stop_reason": result.get("stop_reason"), "worker_peak_mib": peak,
+            "enforcement": (result.get("enforcement") or {}).get("method"),
             "test_accuracy": test.get("accuracy"), "test_dp": test.get("demographic_parity")}
 
 
