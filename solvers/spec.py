@@ -110,7 +110,10 @@ class ModelSpec(Strict):
             raise ValueError("'ball' and 'radius' must be given together")
         if self.ball is not None and self.type != "linear":
             raise ValueError("'ball' applies to linear models only")
-        if self.type != "gbdt" and (given := [f for f in GBDT_FIELDS if f in self.model_fields_set]):
+        # a gbdt hyper-parameter set to another value than its default on another model type is a mistake; its
+        # default is not (a stored spec, dumped with every field, reads back)
+        if self.type != "gbdt" and (given := [f for f in GBDT_FIELDS if f in self.model_fields_set and
+                                              getattr(self, f) != type(self).model_fields[f].default]):
             raise ValueError(f"{given[0]!r} applies to gbdt models only")
         if self.type == "gbdt" and (leaves := self.n_estimators * self.num_leaves) > MAX_TREE_LEAVES:
             raise ValueError(f"'n_estimators': {self.n_estimators} trees of {self.num_leaves} leaves have {leaves} "

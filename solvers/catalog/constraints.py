@@ -26,7 +26,7 @@ class DemographicParityConfig(RateConfig):
     "equal_opportunity",
     max_tolerance=1.0,
     implementation="solvers.constraints.equal_opportunity:EqualOpportunity",
-    aliases=("eopp", "tpr_parity"),
+    aliases=("eopp", "tpr_parity", "fnr_parity"),  # FNR_g = 1 − TPR_g: the same spread
     description="Equal opportunity: the true-positive rates Pr(f>0 | s=g, y=1) of all groups lie within "
     "`tolerance` of each other (surrogate: max − min over K groups of the mean σ(f) on y=1 samples).",
 )

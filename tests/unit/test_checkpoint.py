@@ -106,18 +106,19 @@ SOLVERS = {info["name"]: info for info in list_solvers()}
 
 def service_problems(name: str) -> tuple[Problem, Problem]:
     """Train and validation problems built as the service builds them (:func:`solvers.api.prepare`)."""
+    model = "linear" if "linear" in SOLVERS[name]["supports"]["models"] else SOLVERS[name]["supports"]["models"][0]
     spec = ProblemSpec(target="income", positive_label=">50K", sensitive=["sex"],
-                       model={"type": "linear"}, objective="logistic", constraints=[service_constraint(SOLVERS[name])],
+                       model={"type": model}, objective="logistic", constraints=[service_constraint(SOLVERS[name])],
                        solver={"name": name}, split={"test": 0.2, "validation": 0.2, "seed": 0},
                        max_iterations=SERVICE_K)
     data = prepare(adult_like(SERVICE_N), spec)
     train, val = data.splits["train"], data.splits["validation"]
     factory = model_factory(spec.model)
     problem = Problem(data.X[train], data.y[train], data.group[train], data.group_names, model_factory=factory,
-                      model_type="linear", objective="logistic", constraints=[c.build() for c in spec.constraints],
+                      model_type=model, objective="logistic", constraints=[c.build() for c in spec.constraints],
                       device="cpu")
     validation = Problem(data.X[val], data.y[val], data.group[val], data.group_names, model_factory=factory,
-                         model_type="linear", device="cpu")
+                         model_type=model, device="cpu")
     return problem, validation
 
 
@@ -132,6 +133,7 @@ NO_CHECKPOINTS = {"auto"}  # a portfolio: a redelivered auto job starts its port
 def test_every_solver_resumes_on_a_one_hot_problem(name, tmp_path):
     problem, validation = service_problems(name)
     assert float((problem.X != 0).float().mean()) <= SPARSE_DENSITY  # the CSR path of the linear solvers
+    X = problem.X
     full = CheckpointAt(SERVICE_AT)
     reference = solve(problem, {"name": name}, full, max_iterations=SERVICE_K, seed=1, validation=validation)
     if name in NO_CHECKPOINTS:
@@ -153,6 +155,7 @@ def test_every_solver_resumes_on_a_one_hot_problem(name, tmp_path):
                                rtol=1e-5, atol=1e-6)
     for a, b in zip(resumed.model.parameters(), reference.model.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(resumed.model(X), reference.model(X), rtol=1e-5, atol=1e-6)  # gbdt: no parameters
 
 
 @pytest.mark.parametrize("layout", [torch.sparse_coo, torch.sparse_csr, torch.sparse_csc])

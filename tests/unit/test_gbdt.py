@@ -36,6 +36,8 @@ def test_spec_bounds_and_refusals():
     assert ModelSpec(type="gbdt").parameter_count(10) <= MAX_TREE_LEAVES
     with pytest.raises(ValidationError, match="num_leaves"):
         ModelSpec(type="linear", num_leaves=8)  # a gbdt field on another model type
+    linear = ModelSpec(type="linear")
+    assert ModelSpec.model_validate(linear.model_dump()) == linear  # a stored spec (every field dumped) reads back
     with pytest.raises(ValidationError, match="objective"):
         ProblemSpec(target="y", positive_label=1, sensitive=["s"], model={"type": "gbdt"}, objective="hinge")
     spec = ProblemSpec(target="y", positive_label=1, sensitive=["s"], model={"type": "gbdt"}, solver={"name": "ssg"})
