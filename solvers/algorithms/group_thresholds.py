@@ -15,15 +15,17 @@ train as any in-sample post-processing does. Supported families: ``demographic_p
 ``equalized_odds`` (both aggregates: max(TPR gap, FPR gap) ≤ ε and the two gaps ≤ ε are the same set); several
 families at once. A base model is trained (or boosted, gbdt) as ``erm`` trains it.
 
-**Partial parity on an interval (IDCA's types): refused (422), and where the maths would allow it.** Both keep,
-in each group, the rows whose rank by the OUTPUT score lies in the percentile interval I. pSP bounds the KS
-distance between the kept rows' score distributions: a statement about the whole distribution of f', which a
-per-group threshold only translates — not a rate of the rule, so not a programme over ROC points. pDP bounds,
-over the kept rows, the gap of the shares with f' > θ̂. For DETERMINISTIC thresholds f' = f − t_g keeps each
-group's ranks, so the kept set is that of the base score and the share is a rate of the rule on a fixed subset:
-one more linear band, exact, in the mixed-integer programme (not implemented here). A randomised rule gives the
-rows of one group different shifts, reorders them and moves the kept set, so pDP is not linear in the mixture
-weights and the LP could not state it. Loss and AUC gaps are not rates of a thresholded rule either.
+**Partial parity on an interval (IDCA's types).** Both keep, in each group, the rows whose rank by the OUTPUT
+score lies in the percentile interval I. ``partial_demographic_parity`` (pDP) bounds, over the kept rows, the gap
+of the shares with f' > θ̂. For DETERMINISTIC thresholds f' = f − t_g keeps each group's ranks, so the kept set is
+that of the base score and the share is a rate of the rule on a fixed subset, monotone along the ROC points:
+one more band, exact (the sweep alone, the mixed-integer programme with other families) — supported, with
+deterministic thresholds (the default when pDP is asked) and θ̂ = 0 (the paper's; with θ̂ ≠ 0 the share
+{f − t_g > θ̂} depends on where t_g lies between two scores, not on the rule alone: refused). A randomised rule gives the rows of one group different
+shifts, reorders them and moves the kept set, so pDP is not linear in the mixture weights: refused with
+``randomized: true``. ``partial_statistical_parity`` (pSP) bounds the KS distance between the kept rows' score
+distributions — the whole distribution of f', which a per-group threshold only translates: not a rate of the
+rule, not a programme over ROC points, refused (422). So are loss and AUC gaps.
 
 **The stored model** (:class:`ThresholdNet`, wrapping the base network): f'(x) = f(x) − t_{g(x), J(x)} with
 
@@ -62,7 +64,7 @@ import torch
 from torch import nn
 
 from ..fairness.exact import exact_gaps
-from ..fairness.threshold_lp import FAMILY_RATES, ThresholdSolution, solve_thresholds
+from ..fairness.threshold_lp import DETERMINISTIC_ONLY, FAMILY_RATES, ThresholdSolution, solve_thresholds
 from .base import ALGORITHMS
 from .erm import ERM
 
@@ -219,7 +221,11 @@ class _Thresholded:
             raise ValueError(f"group_thresholds supports {sorted(FAMILY_RATES)} constraints, not {unsupported}")
         self.pretrained = self.config.base_job_id is not None
         bands = sum(len(FAMILY_RATES[name]) for name, _ in self.families)
-        self.randomized = self.config.randomized if self.config.randomized is not None else bands > 1
+        partial = any(name in DETERMINISTIC_ONLY for name, _ in self.families)
+        self.randomized = self.config.randomized if self.config.randomized is not None else (bands > 1 and not partial)
+        if partial and self.randomized:
+            raise ValueError("group_thresholds: partial_demographic_parity needs deterministic thresholds "
+                             "(randomized: false)")
 
     def start(self, current) -> None:
         super().start(current)
@@ -238,8 +244,14 @@ class _Thresholded:
         scores = self.model(fit.X).double().cpu().numpy()
         K = len(p.group_names)
         y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
+        kept, theta = None, 0.0
+        for family in p.constraints:   # partial DP: the kept rows of the base score (a shift keeps the ranks)
+            if family.name in DETERMINISTIC_ONLY:
+                from ..partial.metrics import kept_mask
+
+                kept, theta = kept_mask(scores, g, family.intervals), float(family.config.threshold)
         solution = solve_thresholds(scores, y, g, K, self.families, self.config.objective, self.randomized,
-                                    self.config.time_limit_s)
+                                    self.config.time_limit_s, kept, theta)
         X = p.X if v is None else torch.cat([p.X, v.X])
         group = p.group if v is None else torch.cat([p.group, v.group])
         reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), K)
@@ -283,6 +295,7 @@ def _boosted() -> type:
     if not _BOOSTED:
         from .boosting import GradientBoosting
 
-        attrs = {k: getattr(GroupThresholds, k) for k in ("name", "aliases", "Config", "entry", *GroupThresholds.entry.metadata)}
+        names = ("name", "aliases", "Config", "entry", *GroupThresholds.entry.metadata)
+        attrs = {k: getattr(GroupThresholds, k) for k in names}
         _BOOSTED.append(type("GroupThresholdsBoosted", (_Thresholded, GradientBoosting), attrs))
     return _BOOSTED[0]

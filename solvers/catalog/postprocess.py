@@ -20,7 +20,7 @@ from .base import ALGORITHMS
     "DP / equal opportunity / equalized odds ≤ tolerance, solved exactly as a linear programme over the groups' "
     "ROC points (HiGHS). The model reads the group from the sensitive columns' features.",
     supported_models=("linear", "mlp", "gbdt"),
-    supported_constraints=("demographic_parity", "equal_opportunity", "equalized_odds"),
+    supported_constraints=("demographic_parity", "equal_opportunity", "equalized_odds", "partial_demographic_parity"),
     keeps_exact=True,
 )
 class GroupThresholdsConfig(PrimalConfig):
@@ -32,8 +32,8 @@ class GroupThresholdsConfig(PrimalConfig):
         "component a fixed draw from its features (the drawn rule meets the tolerance on validation up to the "
         "draw's noise). False: one threshold per group, exact on validation (one rate band, DP or equal "
         "opportunity: an exact sweep; equalized odds: a mixed-integer solve). None: False for DP / equal "
-        "opportunity (on Adult it gives up less than 0.001 validation accuracy to the LP), True for equalized "
-        "odds and several constraints.")
+        "opportunity (on Adult it gives up less than 0.001 validation accuracy to the LP) and whenever "
+        "partial_demographic_parity is asked (deterministic only), True for equalized odds and several constraints.")
     time_limit_s: float = Field(
         60.0, gt=0.0, le=600.0, description="Time limit of the mixed-integer solve (randomized: false); the best "
         "rule found is kept when it runs out.")

@@ -243,7 +243,8 @@ def test_randomised_rule_is_reproducible_and_warm_starts_from_its_base():
     X = np.column_stack([rng.normal(size=(n, 2)) + 0.7 * g[:, None], g == 1, g == 0]).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=n) > 0.6).astype(np.int64)
     kw = dict(group_names=["a", "b"], device="cpu")
-    problem = Problem(X=X[:1000], y=y[:1000], group=g[:1000], constraints=[CONSTRAINTS.get("demographic_parity")(0.01)], **kw)
+    problem = Problem(X=X[:1000], y=y[:1000], group=g[:1000],
+                      constraints=[CONSTRAINTS.get("demographic_parity")(0.01)], **kw)
     val = Problem(X=X[1000:], y=y[1000:], group=g[1000:], **kw)
     res = solve(problem, {"name": "group_thresholds", "params": {"randomized": True}}, max_iterations=100,
                 validation=val)
@@ -260,11 +261,36 @@ def test_randomised_rule_is_reproducible_and_warm_starts_from_its_base():
         "equalized_odds"] <= 0.02
 
 
+def test_partial_dp_deterministic_optimum_is_the_brute_force_one():
+    from solvers.partial.metrics import kept_mask, partial_dp
+
+    s, y, group = _small(3, 11, levels=4, n=90)
+    interval, eps, theta = [0.0, 0.5], 0.1, 0.0
+    from solvers.partial.intervals import Intervals
+
+    kept = kept_mask(s, group, Intervals.build(interval, ["0", "1", "2"]))
+    sol = solve_thresholds(s, y, group, 3, [("partial_demographic_parity", eps)], randomized=False, kept=kept,
+                           theta=theta)
+    options = [np.append(np.unique(s[group == g]) - 1e-9, s[group == g].max() + 1) for g in range(3)]
+    best = -np.inf
+    for thresholds in itertools.product(*options):     # the exact metric of each shifted score f − t_g
+        shifted = s - np.asarray(thresholds)[group]
+        if partial_dp(shifted, group, interval, theta, 3)["value"] <= eps:
+            best = max(best, float(np.mean((shifted > 0) == (y == 1))))
+    assert sol.objective == pytest.approx(best, abs=1e-12)
+    with pytest.raises(ValueError, match="deterministic"):
+        solve_thresholds(s, y, group, 3, [("partial_demographic_parity", eps)], randomized=True, kept=kept)
+    with pytest.raises(ValueError, match="θ̂ = 0"):
+        solve_thresholds(s, y, group, 3, [("partial_demographic_parity", eps)], randomized=False, kept=kept,
+                         theta=0.5)
+
+
 def test_unsupported_constraint_is_refused_by_the_spec():
     from solvers.spec import SpecError, check_solver_supports
 
     spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"],
-                       constraints=[{"type": "loss_gap", "tolerance": 0.05}], solver={"name": "group_thresholds"})
+                       constraints=[{"type": "partial_statistical_parity", "tolerance": 0.05,
+                                     "interval": [0.0, 0.5]}], solver={"name": "group_thresholds"})
     with pytest.raises(SpecError, match="group_thresholds") as err:
         check_solver_supports(spec)
     assert err.value.loc == ("constraints", 0, "type")
