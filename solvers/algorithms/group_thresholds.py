@@ -230,6 +230,10 @@ class _Thresholded:
     def start(self, current) -> None:
         super().start(current)
         self.converged = self.pretrained   # the base job's model is post-processed as it is
+        p, v = self.problem, self.validation   # the group codebook first: no training when it cannot exist
+        X = p.X if v is None else torch.cat([p.X, v.X])
+        group = p.group if v is None else torch.cat([p.group, v.group])
+        self.reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), len(p.group_names))
 
     def step(self, k, current):
         if self.pretrained:
@@ -252,12 +256,9 @@ class _Thresholded:
                 kept, theta = kept_mask(scores, g, family.intervals), float(family.config.threshold)
         solution = solve_thresholds(scores, y, g, K, self.families, self.config.objective, self.randomized,
                                     self.config.time_limit_s, kept, theta)
-        X = p.X if v is None else torch.cat([p.X, v.X])
-        group = p.group if v is None else torch.cat([p.group, v.group])
-        reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), K)
 
         def wrap(net):
-            return threshold_net(net, solution, reader, p.n_features, self.seed, p.device)
+            return threshold_net(net, solution, self.reader, p.n_features, self.seed, p.device)
 
         if isinstance(getattr(self.model, "net", None), nn.Module):   # a ScoreModel: its network is wrapped
             self.model.net = wrapper = wrap(self.model.net)

@@ -58,9 +58,11 @@ CASES = {
     "reductions_gbdt": ({"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
                         {"solver": {"name": "reductions"}, "max_iterations": 100,
                          "constraints": [{"type": "demographic_parity", "tolerance": 0.01}]}),
-    "thresholds_mlp": ({"type": "mlp", "hidden": [8]}, {"solver": {"name": "group_thresholds"}}),
+    # randomised (a mixture per group; for DP the default is one threshold per group)
+    "thresholds_mlp": ({"type": "mlp", "hidden": [8]},
+                       {"solver": {"name": "group_thresholds", "params": {"randomized": True}}}),
     "thresholds_gbdt": ({"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
-                        {"solver": {"name": "group_thresholds"}, "max_iterations": 10}),
+                        {"solver": {"name": "group_thresholds", "params": {"randomized": True}}, "max_iterations": 10}),
     "thresholds_fixed": ({"type": "linear"}, {"solver": {"name": "group_thresholds", "params": {"randomized": False}},
                                               "constraints": [{"type": "equalized_odds", "tolerance": 0.05}]}),
     "group_shift": ({"type": "linear"}, {
