@@ -294,3 +294,21 @@ def test_unsupported_constraint_is_refused_by_the_spec():
     with pytest.raises(SpecError, match="group_thresholds") as err:
         check_solver_supports(spec)
     assert err.value.loc == ("constraints", 0, "type")
+
+
+def test_a_randomised_base_wrapped_whole_restores_from_its_state():
+    """A model without a ``net`` (the reductions' randomised classifier, as gbdt) is wrapped whole; its saved
+    state (``base.mix``, ... and the rule's buffers) rebuilds both through ``restore_model``."""
+    from solvers.models import linear
+    from solvers.randomized import RandomizedModel
+
+    d, rng = 3, np.random.default_rng(0)
+    base = RandomizedModel(d, weight=torch.as_tensor(rng.normal(size=(2, d))), bias=torch.zeros(2),
+                           mix=torch.tensor([0.3, 0.7]))
+    net = ThresholdNet(base, [0], [1e6], [[0.0], [1.0]], [[0.0], [1.0]], [0, 1], [[0.1], [-0.2]], [[1.0], [1.0]],
+                       np.zeros(d))
+    X = torch.as_tensor(np.column_stack([rng.integers(0, 2, 50), rng.normal(size=(50, 2))]), dtype=torch.float32)
+    restored = restore_model(linear(d), {k: v.clone() for k, v in net.state_dict().items()})
+    assert isinstance(restored, ThresholdNet) and isinstance(restored.base, RandomizedModel)
+    with torch.no_grad():
+        torch.testing.assert_close(restored(X), net(X), rtol=0, atol=0)
