@@ -49,7 +49,7 @@ def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validat
     result = solve(train, {"name": "auto", "params": {"exhaustive": True}}, obs, max_iterations=300, seed=0,
                    validation=val)
     tried = result.tried
-    assert {t["solver"] for t in tried} == {"ssg", "plada", "lagrangian", "penalty"}
+    assert {t["solver"] for t in tried} >= {"ssg", "plada", "lagrangian", "penalty"}  # + the dedicated solvers
     for t in tried:
         assert {"solver", "params", "training_tolerances", "accuracy", "gaps", "train_gaps", "seconds",
                 "outcome", "judged_on"} <= set(t) and t["judged_on"] == "validation"
