@@ -12,10 +12,17 @@ f(x) > 0" and P(y = 1 | x) = σ(f(x)), so the module's score is
 
 σ(f_Q) = p_Q up to the clip: the job's ``score`` column and every σ-based metric (Brier, log-loss, the
 sigmoid surrogate of a rate constraint) are those of the randomised classifier Q, while the job's
-prediction 1{f_Q > 0} = 1{p_Q > ½} is Q's weighted majority vote, a deterministic classifier (chosen over a
-seeded draw: the same row always gets the same answer, and a served model needs no random state). The exact
-metrics the job reports (accuracy, DP, ...) are those of the majority vote; fairlearn's randomised metrics
-are the expectations over Q, computable from the scores p_Q (``bench/reductions.py`` reports both).
+prediction 1{f_Q > 0} = 1{p_Q > ½} is Q's weighted majority vote (``decision="majority"``, the default: the
+scores stay Q's probabilities). The exact metrics the job reports (accuracy, DP, ...) are then those of the
+majority vote, which need not keep Q's fairness (``bench/reductions.py`` reports both).
+
+``decision="draw"`` instead makes every row's prediction one draw of Q, deterministic per row: with
+u(x) = frac(|xᵀr|) ∈ [0, 1), r ~ N(0, 1000² I) drawn once under the solve's seed and stored (``draw``, (d,)),
+
+    f_Q(x) = logit(clip(p_Q(x))) − logit(clip(u(x))),   1{f_Q(x) > 0} = 1{u(x) < p_Q(x)}  (up to the clip),
+
+so over rows whose u(x) spread uniformly the predictions have Q's expected rates (fairlearn's ``predict`` draws
+u independently per call instead). The score is then the draw's margin, no longer a probability.
 
 Components, in this order:
 
@@ -25,7 +32,8 @@ Components, in this order:
 * trees h_k(x) = 1{F_k(x) > 0}, F_k the raw score of LightGBM's LGBMClassifier (its ``predict`` is
   1{σ(F_k) > ½}), each a :class:`~solvers.gbdt.GBDTModel` whose state is LightGBM's text model.
 
-State (a plain ``state_dict``, safetensors-ready, no pickle): ``mix`` (K,) = w, ``linear.weight`` (K_l, d),
+State (a plain ``state_dict``, safetensors-ready, no pickle): ``mix`` (K,) = w, ``draw`` (d,) = r (empty
+for the majority vote), ``linear.weight`` (K_l, d),
 ``linear.bias`` (K_l,), ``trees.<i>.booster`` (LightGBM's text as uint8) for i < K − K_l. Loading a state
 resizes the module to it; :func:`restore` builds one from a state alone (called by
 :func:`solvers.algorithms.auc_postprocess.restore_model` for every saved model).
@@ -44,7 +52,7 @@ class RandomizedModel(nn.Module):
     """x ↦ logit(clip(Σ_k w_k h_k(x))) (n,), over ``n_features`` features (see the module docstring)."""
 
     def __init__(self, n_features: int, weight: Tensor | None = None, bias: Tensor | None = None,
-                 trees: list[nn.Module] = (), mix: Tensor | None = None) -> None:
+                 trees: list[nn.Module] = (), mix: Tensor | None = None, draw: Tensor | None = None) -> None:
         super().__init__()
         weight = torch.zeros(0, n_features) if weight is None else weight
         bias = torch.zeros(weight.shape[0]) if bias is None else bias
@@ -57,10 +65,11 @@ class RandomizedModel(nn.Module):
         self.linear.register_buffer("bias", bias.double())
         self.trees = nn.ModuleList(trees)
         self.register_buffer("mix", mix.double())
+        self.register_buffer("draw", torch.zeros(0) if draw is None else draw.double())
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
         """Take the saved sizes: buffers resized, one empty tree model per saved ``trees.<i>.booster``."""
-        for owner, name, key in ((self, "mix", MIX_KEY), (self.linear, "weight", WEIGHT_KEY),
+        for owner, name, key in ((self, "mix", MIX_KEY), (self, "draw", "draw"), (self.linear, "weight", WEIGHT_KEY),
                                  (self.linear, "bias", "linear.bias")):
             saved, current = state_dict.get(prefix + key), getattr(owner, name)
             if isinstance(saved, Tensor) and saved.shape != current.shape:
@@ -82,9 +91,20 @@ class RandomizedModel(nn.Module):
         """p_Q(x) (n,), float64."""
         return self.decisions(x) @ self.mix
 
+    def uniform(self, x: Tensor) -> Tensor:
+        """u(x) = frac(|xᵀr|) (n,), float64 (``decision="draw"`` only)."""
+        return torch.frac((x.double() @ self.draw).abs())
+
     def forward(self, x: Tensor) -> Tensor:
-        p = self.positive_probability(x).clamp(CLIP, 1.0 - CLIP)
-        return torch.logit(p).to(x.dtype if x.is_floating_point() else torch.float32)
+        f = torch.logit(self.positive_probability(x).clamp(CLIP, 1.0 - CLIP))
+        if self.draw.numel():
+            f = f - torch.logit(self.uniform(x).clamp(CLIP, 1.0 - CLIP))
+        return f.to(x.dtype if x.is_floating_point() else torch.float32)
+
+
+def draw_vector(n_features: int, seed: int) -> Tensor:
+    """r ~ N(0, 1000² I) of ``decision="draw"``, from its own generator seeded with ``seed``."""
+    return torch.randn(n_features, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * 1000.0
 
 
 def is_randomized_state(state: dict) -> bool:
@@ -102,13 +122,14 @@ def restore(model: nn.Module, state: dict) -> RandomizedModel:
     return randomized
 
 
-def linear_and_trees(parts: list[tuple[str, object]], weights: np.ndarray, n_features: int) -> RandomizedModel:
+def linear_and_trees(parts: list[tuple[str, object]], weights: np.ndarray, n_features: int,
+                     draw: Tensor | None = None) -> RandomizedModel:
     """Q from components ``("linear", (w, b))`` or ``("tree", GBDTModel)`` and their weights (same order);
-    components of weight 0 are left out."""
+    components of weight 0 are left out. ``draw``: r of ``decision="draw"`` (None: the majority vote)."""
     keep = [(kind, part, float(w)) for (kind, part), w in zip(parts, weights) if w > 0]
     linear = [(part, w) for kind, part, w in keep if kind == "linear"]
     trees = [(part, w) for kind, part, w in keep if kind == "tree"]
     weight = torch.as_tensor(np.array([p[0] for p, _ in linear], dtype=np.float64).reshape(len(linear), n_features))
     bias = torch.as_tensor(np.array([p[1] for p, _ in linear], dtype=np.float64))
     mix = torch.as_tensor(np.array([w for _, w in linear] + [w for _, w in trees], dtype=np.float64))
-    return RandomizedModel(n_features, weight, bias, [t for t, _ in trees], mix)
+    return RandomizedModel(n_features, weight, bias, [t for t, _ in trees], mix, draw)

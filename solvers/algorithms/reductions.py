@@ -37,7 +37,7 @@ fairlearn has no callback, so it runs on a thread and reports through its estima
 the call's classifier h_t alone (the algorithm replaces its model, :class:`~solvers.randomized.RandomizedModel`),
 F and G are the problem's objective and constraint rows at its score, the duals
 are the λ it responded to. The last iteration is the returned Q (:mod:`solvers.randomized`: score
-logit(Σ_k w_k 1{h_k(x) = 1}), prediction 1{p_Q > ½}). Stopped before fairlearn finished (cancel, time limit,
+logit(Σ_k w_k 1{h_k(x) = 1}), prediction 1{p_Q > ½}; with ``decision="draw"`` one seeded draw per row). Stopped before fairlearn finished (cancel, time limit,
 ``max_iterations``), the model is the last call's h_t: fairlearn's Q exists only at the end of its fit.
 
 Checkpoints: fairlearn's state lives in its fit's locals and cannot be captured, but its fit is deterministic
@@ -52,7 +52,7 @@ import torch
 
 from ..oracle_stream import OracleEstimator, OracleStream, probed
 from ..problem import Evaluation
-from ..randomized import RandomizedModel, linear_and_trees
+from ..randomized import RandomizedModel, draw_vector, linear_and_trees
 from .base import ALGORITHMS, Algorithm
 
 #: FairSolve constraint type -> fairlearn moment class name (fairlearn.reductions)
@@ -110,10 +110,11 @@ def fairlearn_output(fitter) -> tuple[list, np.ndarray]:
     return [fitter.predictors_[fitter.best_idx_]], np.ones(1)
 
 
-def randomized(classifiers, weights, n_features: int) -> RandomizedModel:
-    """Q = Σ_k w_k h_k over the classifiers of weight w_k > 0."""
+def randomized(classifiers, weights, n_features: int, draw=None) -> RandomizedModel:
+    """Q = Σ_k w_k h_k over the classifiers of weight w_k > 0 (``draw``: r of ``decision="draw"``)."""
     kept = [(c, w) for c, w in zip(classifiers, weights) if w > 0]
-    return linear_and_trees([component(c, n_features) for c, _ in kept], np.array([w for _, w in kept]), n_features)
+    return linear_and_trees([component(c, n_features) for c, _ in kept], np.array([w for _, w in kept]), n_features,
+                            draw)
 
 
 @ALGORITHMS.implements("reductions")
@@ -180,13 +181,14 @@ class Reductions(Algorithm):
             raise payload
         duals = None
         d = self.problem.n_features
+        draw = draw_vector(d, self.seed) if self.config.decision == "draw" else None
         if kind == "oracle":
             self.oracle_calls += 1
-            model = randomized([payload], [1.0], d)
+            model = randomized([payload], [1.0], d, draw)
             duals = {"lambda": torch.tensor(np.asarray(lambda_vec, dtype=np.float64))}
         else:   # "done": fairlearn's Q
             self.fitted = payload
-            model = randomized(*fairlearn_output(payload), d)
+            model = randomized(*fairlearn_output(payload), d, draw)
             self.converged = True
         self.model = model.to(self.problem.device)
         return self.problem.evaluate(self.model), duals

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic.json_schema import SkipJsonSchema
 
 from .base import ALGORITHMS, AlgorithmConfig
 
@@ -21,7 +22,8 @@ REDUCTION_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "equalized_o
     description="Fair classification as a game between the learner (cost-sensitive classification oracle: our "
     "model type fitted to reweighted, relabelled rows) and the λ-player (exponentiated gradient on the Lagrange "
     "multipliers of the moment constraints). Returns the randomised classifier Q = Σ_k w_k h_k; its score is "
-    "logit(Σ_k w_k 1{h_k(x) = 1}), so a prediction is the weighted majority of the h_k.",
+    "logit(Σ_k w_k 1{h_k(x) = 1}), so a prediction is the weighted majority of the h_k (or, with decision "
+    "'draw', one deterministic draw of Q per row).",
     supported_models=("linear", "gbdt"),
     supported_constraints=REDUCTION_CONSTRAINTS,
     constraint_count=(1, 1),
@@ -30,7 +32,12 @@ class ReductionsConfig(AlgorithmConfig):
     method: Literal["exponentiated_gradient", "grid_search"] = Field(
         "exponentiated_gradient", description="'exponentiated_gradient' (Agarwal et al. 2018, Algorithm 1: a "
         "randomised classifier) or 'grid_search' (their §3.4 grid over λ: the best single classifier).")
-    batch_size: None = Field(None, description="Not used: every oracle call fits the whole training split.")
+    decision: Literal["majority", "draw"] = Field(
+        "majority", description="How Q = Σ_k w_k h_k decides a row: 'majority' = 1{Σ_k w_k h_k(x) > ½} (the score "
+        "stays Q's probability P(ŷ = 1 | x)); 'draw' = one draw of Q per row, deterministic (u(x) from a seeded hash "
+        "of the row's features; the score is the draw's margin), so the predictions keep Q's rates.")
+    batch_size: SkipJsonSchema[None] = Field(None, description="Not used: every oracle call fits the whole training "
+                                             "split (only None is accepted; not listed in the schema).")
     difference_bound: NonNegativeFloat | None = Field(
         None, le=1.0, description="fairlearn's bound c on every group's distance to the overall rate. None = the "
         "largest c for which fairlearn's constraints keep the spec's spread max − min ≤ tolerance ε: ε · max_g p_g "

@@ -186,3 +186,24 @@ def test_gbdt_components_are_fairlearns_lightgbm_and_round_trip_as_lightgbm_text
     reloaded = restore_model(model_factory(spec)(X.shape[1]), state)
     with torch.no_grad():
         torch.testing.assert_close(reloaded(torch.as_tensor(X)), model(torch.as_tensor(X)), rtol=0, atol=0)
+
+
+def test_draw_decides_each_row_by_one_seeded_draw_of_q():
+    """decision 'draw': ŷ = 1{u(x) < p_Q(x)} with u(x) = frac(|xᵀr|) spread uniformly over rows, so each group's
+    positive rate is Q's expected one (within sampling error); deterministic, and the same after restore."""
+    X, y, group = three_groups(n=3000, seed=5)
+    X[:, 0] = np.round(X[:, 0], 2)   # a grid of values, as encoded tables have
+    result = solve(problem_of(X, y, group, "demographic_parity"),
+                   {"name": "reductions", "params": {"decision": "draw"}}, seed=7)
+    model, x = result.model, torch.as_tensor(X)
+    with torch.no_grad():
+        decided = (model(x) > 0).numpy()
+        p, u = model.positive_probability(x).numpy(), model.uniform(x).numpy()
+    np.testing.assert_array_equal(decided, u < p)
+    assert abs(u.mean() - 0.5) < 0.03 and abs((u < 0.25).mean() - 0.25) < 0.03
+    for g in range(3):
+        rows = group == g
+        assert abs(decided[rows].mean() - p[rows].mean()) <= 4 * np.sqrt(0.25 / rows.sum())
+    state = load(save({k: v.contiguous() for k, v in model.state_dict().items()}))
+    with torch.no_grad():
+        torch.testing.assert_close(restore_model(linear(X.shape[1]), state)(x), model(x), rtol=0, atol=0)
