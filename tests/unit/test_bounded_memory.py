@@ -105,3 +105,46 @@ def test_full_batch_evaluation_outside_autograd_is_by_blocks_and_equal(monkeypat
     torch.testing.assert_close(blocks.scores, whole.scores.detach())
     torch.testing.assert_close(blocks.constraints, whole.constraints.detach())
     torch.testing.assert_close(blocks.objective, whole.objective.detach())
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_text_as_categories_reads_the_same_table_and_prepares_the_same_problem(tmp_path, monkeypatch, fmt):
+    import app.storage as storage
+
+    df = table(600, seed=2)
+    df["kind"] = df["kind"].astype(object)
+    df["note"] = ["7"] * 300 + ["x", "y"] * 150  # CSV: numbers in the first chunks, so not categorical in every one
+    path = tmp_path / f"t.{fmt}"
+    df.to_csv(path, index=False) if fmt == "csv" else df.to_parquet(path, index=False)
+    monkeypatch.setattr(storage, "CHUNK_ROWS", 100)  # six chunks with different categories each
+    options = {"delimiter": ","} if fmt == "csv" else {}
+    plain = storage.read_table(path, fmt, options)
+    compact = storage.read_table(path, fmt, options, text_as_categories=True)
+    text = ["color", "kind", "sex", "label"]
+    assert all(isinstance(compact[c].dtype, pd.CategoricalDtype) for c in text)
+    assert list(compact["sex"].cat.categories) == ["F", "M"]
+    assert isinstance(compact["note"].dtype, pd.CategoricalDtype) == (fmt == "parquet")
+    text += ["note"] if fmt == "parquet" else []
+    pd.testing.assert_frame_equal(compact.astype({c: plain[c].dtype for c in text}), plain)
+    spec = ProblemSpec(target="label", positive_label="yes", sensitive=["sex", "color"],
+                       constraints=[{"type": "demographic_parity", "tolerance": 0.05}])
+    a, b = prepare(plain, spec), prepare(compact, spec)
+    assert a.group_names == b.group_names and a.encoder.plan == b.encoder.plan
+    for field in ("X", "y", "group", "order"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+def test_linear_offset_by_row_blocks_equals_one_block(monkeypatch):
+    import solvers.fairness.enforce as enforce
+
+    rng = np.random.default_rng(4)
+    group = rng.integers(0, 3, 1000)
+    X = np.column_stack([rng.normal(size=(1000, 3)), np.eye(3)[group]]).astype(np.float32)  # one-hot group columns
+    offsets = np.array([0.5, -1.0, 0.25])
+    whole = enforce.linear_offset(X, group, offsets)
+    monkeypatch.setattr(enforce, "OFFSET_ROWS", 37)
+    blocks = enforce.linear_offset(X, group, offsets)
+    assert whole is not None and blocks is not None
+    np.testing.assert_allclose(X @ blocks[:-1] + blocks[-1], offsets[group], atol=1e-6)
+    np.testing.assert_allclose(blocks, whole, atol=1e-9)
+    assert enforce.linear_offset(X[:, :3], group, offsets) is None  # without the one-hot columns: not linear
