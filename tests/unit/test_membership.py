@@ -124,3 +124,28 @@ def test_a_partition_through_the_membership_path_equals_the_old_path():
     sub_old, sub_new = old.data.subset(idx).by_group, new.data.subset(idx).by_group
     torch.testing.assert_close(sub_new.counts, sub_old.counts)
     torch.testing.assert_close(sub_new.sums(scores[idx]), sub_old.sums(scores[idx]))
+
+
+def test_plada_solves_on_overlapping_groups_full_and_mini_batch_with_an_exact_trace():
+    from solvers import solve
+    from solvers.models import scores_in_blocks
+    from solvers.observer import RecordingObserver
+
+    n, k = 120, 5
+    m = _random_membership(n, k, seed=6)
+    family = Intersectional(0.05, {"min_group_fraction": 0.0})
+    train = _problem(m.take(np.arange(80)), family, 80, seed=7)
+    val = _problem(m.take(np.arange(80, n)), Intersectional(0.05, {"min_group_fraction": 0.0}), 40, seed=8)
+    observer = RecordingObserver(exact_every=1)
+    result = solve(train, {"name": "plada", "params": {"eta": 0.05}}, observer, max_iterations=15, validation=val)
+    assert result.status == "completed" and len(observer.records) == 15
+    last = observer.records[-1]
+    assert len(last.constraints) == len(family.names) == k
+    with torch.no_grad():
+        logits = scores_in_blocks(result.model, train.X).double().numpy()
+    expected = exact_gaps([family], train.y.numpy(), logits, None, train.group_names, membership=train.membership)
+    assert last.exact["train"][0] == pytest.approx(float(expected[0]))
+    assert last.exact["validation"][0] is not None
+    batched = solve(train, {"name": "plada", "params": {"eta": 0.05, "batch_size": 16}}, RecordingObserver(),
+                    max_iterations=10)
+    assert batched.status == "completed" and batched.iterations == 10
