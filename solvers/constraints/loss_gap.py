@@ -75,7 +75,7 @@ class LossGap(ConstraintFamily):
         """R ∈ R^{K×m} with Δ̂ = Lᵀ R (L the group losses): column r of a one-sided row g is
         (e_g − ω) with ω_h = w_h 1{h valid} / Σ_{h'} w_h' 1{h' valid} (w_h = N_h/N), of a two-sided row (a, b)
         is e_a − e_b; a column whose group(s) are absent (``valid`` False) is 0. No host sync.
-        ``overlapping``: one-sided columns are e_g alone (the overall mean is :meth:`overall_rows`' term)."""
+        ``overlapping``: one-sided columns are e_g alone (the overall mean (1/n) 1ᵀℓ is subtracted apart)."""
         if self.config.mode == "one_sided":
             rows = self._cached("rows", self._rows[0], valid)
             if overlapping:
