@@ -24,7 +24,8 @@ solvers dedicated to the spec's constraint types — each within what is left of
    about 0.005 between splits of 6,500 rows). When a refinement did not lower the worst exact value by
    :data:`STALL` of itself, the surrogate is loose there (the scores sit near 0, where σ(f) measures mean
    scores rather than rates): the next refinement divides the temperature T of the rate families' surrogate
-   σ(f/T) by :data:`COOLING` instead (down to :data:`MIN_TEMPERATURE`); two refinements in a row without
+   σ(f/T) by ``COOLING`` instead (down to ``MIN_TEMPERATURE``, those of exact enforcement:
+   :func:`solvers.fairness.enforce.cooled`); two refinements in a row without
    progress end the candidate.
 4. **Early end (satisficing).** Unless ``exhaustive``, the portfolio ends after a candidate (with its
    refinements) once some strong row meets every tolerance with margin: worst exact value on the judging
@@ -65,6 +66,7 @@ from torch import nn
 from .algorithms import SolveResult, run_algorithm
 from .catalog import ALGORITHMS
 from .catalog.auto import DEFAULT_PORTFOLIO, AutoConfig
+from .fairness.enforce import cooled
 from .fairness.exact import exact_gaps
 from .observer import IterationRecord, Observer
 from .problem import Problem
@@ -88,9 +90,6 @@ AIM = 0.7
 TIE_SE = 0.5
 #: a refinement that lowers the worst exact value by less than this share of it ends the candidate's refining
 STALL = 0.2
-#: a stalled refinement divides the surrogate's temperature T (σ(f/T), rate families) by this, down to the floor
-COOLING = 4.0
-MIN_TEMPERATURE = 1.0 / 64
 #: outcomes of a row that selection never prefers over a working model
 FAILED = ("diverged", "near_constant", "error")
 
@@ -314,15 +313,12 @@ class _Portfolio:
         return over, worst
 
     def _cool(self, row: _Row) -> np.ndarray | None:
-        """The next surrogate temperatures: T/:data:`COOLING` for the families to refine (down to
-        :data:`MIN_TEMPERATURE`), or None when none can be cooled."""
+        """The next surrogate temperatures (:func:`solvers.fairness.enforce.cooled` of the families to refine), or
+        None when none can be cooled."""
         refine = self._over(row)
         if refine is None:
             return None
-        can = refine[0] & np.isfinite(self.temperature) & (self.temperature > MIN_TEMPERATURE)
-        if not can.any():
-            return None
-        return np.where(can, np.maximum(self.temperature / COOLING, MIN_TEMPERATURE), self.temperature)
+        return cooled(self.temperature, refine[0])
 
     def _tighten(self, row: _Row, tolerance: np.ndarray) -> np.ndarray | None:
         """The next training tolerances (module docstring, step 3), or None when the row needs none / cannot."""

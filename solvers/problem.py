@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from .batching import BatchSampler
 from .constraints import ConstraintFamily, FairnessData
 from .device import resolve_device
-from .models import ModelFactory, linear
+from .models import ModelFactory, linear, scores_in_blocks
 from .objectives import Objective, get_objective
 
 
@@ -126,8 +126,8 @@ class Problem:
     def evaluate(self, model: nn.Module, idx: Tensor | None = None) -> Evaluation:
         """F and G at θ on the whole training set, or on the samples ``idx`` (an unbiased
         mini-batch estimate of F; a plug-in estimate of G)."""
-        if idx is None:
-            scores = model(self.X)
+        if idx is None:  # outside autograd (an output rule's or a trace's evaluation) by row blocks
+            scores = model(self.X) if torch.is_grad_enabled() else scores_in_blocks(model, self.X)
             return Evaluation(scores, self.objective(scores, self.y), self.constraint_values_on(scores, self.data))
         scores = model(self.X[idx])
         return Evaluation(scores, self.objective(scores, self.y[idx]),

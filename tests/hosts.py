@@ -26,6 +26,7 @@ class Hosts:
 
 @contextmanager
 def worker_hosts(home: Path, n_hosts: int = 2, extra_env: dict[str, str] | None = None) -> Iterator[Hosts]:
+    home.mkdir(parents=True, exist_ok=True)
     url, drop = pg_database()
     try:
         with object_store(home / "s3.log") as s3:

@@ -39,8 +39,9 @@ from sqlalchemy import delete, func, select, update
 
 from app.artifacts import artifact_file, write_artifacts
 from app.audits.model_file import problem_spec
+from app.base_jobs import base_job_id
 from app.baselines import ensure_baseline, send_baseline
-from app.blobstore import artifact_key, blobs, checkpoint_key, dataset_key
+from app.blobstore import artifact_key, blobs, checkpoint_key, dataset_file
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
@@ -119,10 +120,12 @@ def _start(job_id: str, attempt: int) -> Started | None:
 
 
 def _warm_start_weights(s, job: Job) -> dict | None:
-    """The weights of the job this one warm-starts from, when that job produced them (else a cold start)."""
-    if not job.warm_start_from:
+    """The weights of the job whose model this one post-processes (``base_job_id``, the same owner's), else of
+    the job it warm-starts from, when that job produced them (else a cold start)."""
+    source = base_job_id(job.spec) or job.warm_start_from
+    if not source or (source != job.warm_start_from and s.scalar(select(Job.owner).where(Job.id == source)) != job.owner):
         return None
-    art = s.scalar(select(Artifact).where(Artifact.job_id == job.warm_start_from, Artifact.kind == "weights"))
+    art = s.scalar(select(Artifact).where(Artifact.job_id == source, Artifact.kind == "weights"))
     return load_file(str(artifact_file(art))) if art is not None else None
 
 
@@ -295,8 +298,9 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
     try:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
-        table = load_table(blobs().fetch(dataset_key(dataset.stored_name), dataset.sha256), dataset.format,
-                           dataset.read_options, dataset.sha256)
+        if initial_state is None and (base := base_job_id(spec.model_dump(mode="json"))) is not None:
+            raise SpecError(("solver", "params", "base_job_id"), f"the model of job {base!r} is no longer stored")
+        table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256)
         out = run(table, spec, observer, initial_state=initial_state, resume=resume)
         observer.close()
     except StaleAttempt:

@@ -14,6 +14,7 @@ from app import idempotency
 from app.admission import check_active_jobs, check_caps
 from app.artifacts import artifact_file
 from app.auth import Caller
+from app.base_jobs import check_base_jobs
 from app.baselines import baselines_for
 from app.deps import DB, KEEP, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.feature_screening import screened
@@ -84,6 +85,7 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
         raise spec_error(exc.loc, exc.msg) from exc
     check_active_jobs(db, caller.owner, 1, settings)
     spec = payload if screen is None else {**payload, "features": screen.kept, "feature_screen": screen.notes}
+    check_base_jobs(db, caller, dataset.id, [spec])
     job = Job(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=spec, status="queued",
               queue=queue_for(body.device), progress={"iteration": 0, "max_iterations": body.max_iterations})
     response = {"id": job.id, "status": job.status, "queue": job.queue}

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from app.charts import sweeps as sweep_charts
 from app.charts.labels import figure_json
 from app import idempotency
+from app.base_jobs import check_base_jobs
 from app.admission import check_active_jobs, check_caps
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.feature_screening import screened
@@ -54,6 +55,7 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
         raise spec_error(("base", *exc.loc), exc.msg) from exc
     except GridError as exc:
         raise spec_error(exc.loc, exc.msg) from exc
+    check_base_jobs(db, caller, dataset.id, [plan.spec.model_dump(mode="json") for plan in planned], ("body", "base"))
     check_active_jobs(db, caller.owner, len(planned), settings)
     sweep = Sweep(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=payload, n_jobs=len(planned))
     db.add(sweep)

@@ -54,25 +54,44 @@ class GroupShift(nn.Module):
 SHIFT_KEYS = ("net.omega", "net.column")
 
 
-def is_shifted_state(state: dict) -> bool:
+def is_shifted_state(state: dict, prefix: str = "net.") -> bool:
     """True when ``state`` is the state_dict of a post-processed (:class:`GroupShift`) score model."""
-    return all(k in state for k in SHIFT_KEYS)
+    return all(f"{prefix}{k[len('net.'):]}" in state for k in SHIFT_KEYS)
+
+
+def rebuild_net(net: nn.Module, state: dict, prefix: str = "net.") -> nn.Module:
+    """``net`` inside the post-processing wrappers whose buffers ``state`` holds under ``prefix`` (a
+    :class:`GroupShift`, a :class:`~.group_thresholds.ThresholdNet`, nested in any order), ready to load it."""
+    from .group_thresholds import ThresholdNet
+
+    if is_shifted_state(state, prefix):
+        return GroupShift(rebuild_net(net, state, f"{prefix}base."), int(state[f"{prefix}column"]), 1.0, 0.0)
+    if ThresholdNet.saved_in(state, prefix):
+        return ThresholdNet.like(rebuild_net(net, state, f"{prefix}base."), state, prefix)
+    return net
 
 
 def restore_model(model: nn.Module, state: dict) -> nn.Module:
     """Load a saved state into ``model``, a fresh model of the problem's architecture (``problem.make_model()``).
 
-    A post-processed state (``net.base.*``, ``net.omega``, ``net.column``) first wraps ``model.net`` in a
-    :class:`GroupShift`, so the reloaded model applies the protected group's score shift to new data; any
-    other state is loaded as it is (strictly). A randomised classifier's state (``net.mix``, the reductions
-    solver) is rebuilt by :func:`solvers.randomized.restore`. Returns ``model``."""
+    A post-processed state (``net.base.*`` with a :class:`GroupShift`'s ``net.omega``, ``net.column``, or a
+    group-thresholds model's buffers) first wraps ``model.net`` as it was saved (:func:`rebuild_net`), so the
+    reloaded model post-processes new data the same way; any other state is loaded as it is (strictly). A
+    randomised classifier's state (``net.mix``, the reductions solver) is rebuilt by
+    :func:`solvers.randomized.restore`. Returns ``model``."""
     if is_randomized_state(state):
         return restore_randomized(model, state)
-    if is_shifted_state(state):
-        device = next(model.parameters()).device
-        model.net = GroupShift(model.net, int(state["net.column"]), 1.0, 0.0).to(device)
+    if hasattr(model, "net"):
+        model.net = rebuild_net(model.net, state).to(_device(model))
+    else:       # a model without a ``net`` (gbdt) is wrapped whole, its state under ``base.``
+        model = rebuild_net(model, state, "").to(_device(model))
     model.load_state_dict(state)
     return model
+
+
+def _device(model: nn.Module) -> torch.device:
+    tensor = next(iter([*model.parameters(), *model.buffers()]), None)
+    return tensor.device if tensor is not None else torch.device("cpu")
 
 
 def _wins(a: np.ndarray, b_sorted: np.ndarray, shifts: np.ndarray, scale: float) -> np.ndarray:

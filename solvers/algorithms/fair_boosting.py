@@ -4,13 +4,13 @@ Problem: min_f F(f) = (1/N) Σ_i log(1 + e^{−ỹ_i f(x_i)})  s.t.  c_j(f) ≤ 
 constraints of :mod:`solvers.gbdt.proxy_rates` (each group's rate against the worst group's: demographic parity,
 FNR parity = equal opportunity, and FPR + FNR parity = equalized odds, any number of groups), c̃ their
 cross-entropy proxies (that module states the proxies, their derivatives and where they depart from FairGBM's
-implementation, with the measurement that made us).
+implementation, with the measurements behind each choice).
 
-Proxy-Lagrangian (the paper's Sec. 3.2, after Cotter et al. 2019): the model player descends
+Proxy-Lagrangian (the paper's, after Cotter et al. 2019): the model player descends
 
     L̃(f, λ) = F(f) + Σ_j λ_j c̃_j(f),   c̃ the cross-entropy proxies of the rates,
 
-the multiplier player ascends on the EXACT constraints. Round k (Algorithm 1 of the paper):
+the multiplier player ascends on the EXACT constraints. Round k (the paper's training loop: descent, then ascent):
 
 1. g_i = N ∂L̃/∂f_i (f_k, λ_k) = (σ(f_i) − y_i) + N Σ_j λ_j ∂c̃_j/∂f_i,  h_i = σ(f_i)(1 − σ(f_i))
    (``hessian="loss"``: FairGBM's implementation adds no constraint Hessian; ``"lagrangian"`` adds
@@ -31,8 +31,8 @@ returns the final ensemble).
 
 Each round's record: F and the constraint families' own surrogate rows G (as for every solver), and in ``duals``,
 per rate kind and group b (:meth:`ProxyRates.names` order), the paper's per-group values: ``lambda`` Σ_a λ_{(a,b)},
-``constraint_exact`` max_a c_{(a,b)}(f_{k+1}) and ``constraint_proxy`` max_a c̃_{(a,b)}(f_{k+1}). Cancel, time limit and checkpoints act
-between rounds (:mod:`.boosting`); λ is a tensor, so a checkpoint carries it.
+``constraint_exact`` max_a c_{(a,b)}(f_{k+1}) and ``constraint_proxy`` max_a c̃_{(a,b)}(f_{k+1}). Cancel, time
+limit and checkpoints act between rounds (:mod:`.boosting`); λ is a tensor, so a checkpoint carries it.
 """
 from __future__ import annotations
 

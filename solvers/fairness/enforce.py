@@ -41,6 +41,16 @@ _BAND_GRID = 401         # candidate lower ends c of the band [c, c + t]
 _LINEAR_RTOL = 1e-6      # offset representable: max |Xv + v₀ − b_g| ≤ rtol · (1 + max |b|)
 
 
+def cooled(temperature: np.ndarray, violated: np.ndarray) -> np.ndarray | None:
+    """T_j / ``COOLING`` (down to ``MIN_TEMPERATURE``) for the violated families whose surrogate has a temperature
+    above the floor, the others unchanged; None when none of them can be cooled. Shared by :func:`enforce_exact`
+    and :mod:`solvers.auto`'s refinements."""
+    can = violated & np.isfinite(temperature) & (temperature > MIN_TEMPERATURE)
+    if not can.any():
+        return None
+    return np.where(can, np.maximum(temperature / COOLING, MIN_TEMPERATURE), temperature)
+
+
 def group_offsets(logits: np.ndarray, y: np.ndarray, group: np.ndarray, rows: np.ndarray, n_groups: int,
                   width: float) -> np.ndarray | None:
     """Per-group offsets b (K,) such that on the ``rows`` mask (DP: all rows, EOpp: y = 1) the shares
@@ -150,9 +160,8 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
         tighter = np.maximum(0.0, surrogate - excess)
         cooler = temperature
         if np.allclose(tighter, surrogate):  # the tolerance cannot move: sharpen σ(f/T) of the violated families
-            cooler = np.where((excess > 0) & (temperature > MIN_TEMPERATURE),
-                              np.maximum(temperature / COOLING, MIN_TEMPERATURE), temperature)
-            if np.array_equal(cooler, temperature, equal_nan=True):
+            cooler = cooled(temperature, excess > 0)
+            if cooler is None:
                 break
         previous = copy.deepcopy(model)
         result = continuation.resolve(model, tighter, cooler)

@@ -8,10 +8,10 @@ opportunity). Per group g, with n_{r,g} rows of g in M_r and z_i = s_r f_i:
     exact  r_{r,g}(f) = (1/n_{r,g}) Σ_{i ∈ M_r ∩ g} 1{s_r f_i > 0}   (1{f_i ≤ 0} for s_r = −1),
     proxy  r̄_{r,g}(f) = (1/n_{r,g}) Σ_{i ∈ M_r ∩ g} φ(z_i),   φ(z) = log(1 + e^{z + a}),  a = log(e^m − 1),
 
-(Cruz et al. 2023, Sec. 3.1: the cross-entropy proxy, shifted so that φ(0) = m; with the default margin m = 1,
+(Cruz et al. 2023: the cross-entropy proxy, shifted so that φ(0) = m; with the default margin m = 1,
 φ(z) ≥ 1 for z ≥ 0 and φ > 0: an upper bound of the step). φ'(z) = σ(z + a), φ''(z) = σ(z + a)(1 − σ(z + a)).
 
-Constraints of one kind (spread ≤ ε over any number of groups): the paper (Sec. 2.2) writes one per group b,
+Constraints of one kind (spread ≤ ε over any number of groups): the paper writes one per group b,
 c_b = max_a r_a − r_b − ε ≤ 0; we write the same feasible set as one per ordered pair of groups with rows,
 
     c_{r,(a,b)}(f) = r_{r,a}(f) − r_{r,b}(f) − ε_r ≤ 0   (a ≠ b),

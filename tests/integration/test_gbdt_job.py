@@ -7,6 +7,7 @@ import io
 
 import numpy as np
 import pandas as pd
+import pytest
 from safetensors.torch import load
 
 from fairsolve.model import FairModel
@@ -44,6 +45,18 @@ def test_a_gbdt_job_boosts_and_its_audit_model_rescores_the_predictions(postgres
 
         audit_model = client.get(f"/api/v1/jobs/{job['id']}/audit-model")
         assert audit_model.status_code == 200
+
+        fair = client.post("/api/v1/jobs", json=job_spec(dataset["id"], model=GBDT, solver={"name": "fair_boosting"},
+                                                         exact_enforcement=False))
+        assert fair.status_code == 202, fair.text
+        fair = postgres_stack.wait_job(client, fair.json()["id"], {"succeeded", "failed"})
+        assert fair["status"] == "succeeded", fair["error"]
+        points = client.get(f"/api/v1/jobs/{fair['id']}/trajectory", params={"max_points": 1000}).json()["points"]
+        assert len(points) == GBDT["n_estimators"]
+        assert {"lambda", "constraint_exact", "constraint_proxy"} <= set(points[-1]["duals"])
+        # the last round's exact train gap (per group: max_a r_a − r_b − ε) is the job's train metric
+        assert max(points[-1]["duals"]["constraint_exact"]) + 0.05 == pytest.approx(
+            fair["metrics"]["train"]["demographic_parity"], abs=1e-9)
     model = FairModel.from_audit_bytes(audit_model.content)
     rows = frame.loc[preds["row"]]
     np.testing.assert_allclose(model.predict_proba(rows)[:, 1], preds["score"], rtol=1e-5)

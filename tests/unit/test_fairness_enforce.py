@@ -81,3 +81,13 @@ def test_the_trajectory_continues_through_the_enforcement(loose):
     assert last.max_violation == max(0.0, *last.constraints)
     if "threshold" in out.enforcement["method"]:
         assert out.enforcement["threshold"] and last.duals is None  # the correction is the last iterate
+
+
+def test_cooling_divides_the_violated_families_temperature_down_to_the_floor():
+    from solvers.fairness.enforce import COOLING, MIN_TEMPERATURE, cooled
+
+    t = np.array([1.0, 1.0, np.nan, MIN_TEMPERATURE])
+    out = cooled(t, np.array([True, False, True, True]))  # NaN: no temperature; at the floor: cannot cool
+    assert out[0] == 1.0 / COOLING and out[1] == 1.0 and np.isnan(out[2]) and out[3] == MIN_TEMPERATURE
+    assert cooled(np.array([1.5 * MIN_TEMPERATURE]), np.array([True]))[0] == MIN_TEMPERATURE
+    assert cooled(t, np.array([False, False, True, True])) is None

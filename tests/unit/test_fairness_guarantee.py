@@ -9,7 +9,7 @@ from solvers import ProblemSpec, run
 from solvers.api import predict_scores
 from solvers.encoding import TableEncoder, build_groups, encode_labels
 from solvers.fairness.exact import exact_gaps
-from solvers.fairness.guarantee import guarantee_bounds
+from solvers.fairness.guarantee import MARGIN, guarantee_bounds
 from solvers.models import model_factory
 from solvers.spec import ConstraintSpec
 from tests.datagen import planted_table
@@ -66,6 +66,10 @@ def test_the_guarantee_holds_on_a_fresh_sample_of_the_planted_distribution():
     out = run(planted_table(20_000, seed=0), spec)
     g = out.guarantee
     assert g["met"] and g["confidence"] == 0.95 and all(b <= tol for b in g["best_bound"])
+    # verifiable at this validation size, and the first candidate aimed at the tolerance minus the predicted width
+    width = g["predicted_width"][0]
+    assert g["verifiable"] and 0 < width < tol
+    assert g["candidates"][0]["targets"][0] == pytest.approx(max(tol / 10, tol - MARGIN * width))
     assert out.fairness[0]["validation"]["value"] <= tol
     fresh = planted_table(200_000, seed=99)
     y, group, names = _labelled(fresh)
@@ -78,6 +82,9 @@ def test_an_unreachable_guarantee_ends_succeeded_with_a_clear_message():
     g = out.guarantee
     json.dumps([out.guarantee, out.enforcement, out.fairness], allow_nan=False)
     assert not g["met"] and g["best_bound"][0] > 0.01 and "NOT met" in g["message"]
+    # 300 validation rows: the bound's predicted width exceeds the tolerance, no model could pass; said so
+    assert not g["verifiable"] and g["predicted_width"][0] >= 0.01 and "at least the tolerance" in g["message"]
+    assert g["candidates"][0]["targets"][0] == pytest.approx(0.001)  # aimed at the floor ε/10
     assert "width" in g["message"] and g["message"] in out.warnings
     # the training split alone predicts the failure: no test is spent, no candidate is accepted
     assert g["tests"] == 0 and g["candidates"] and not any(c["tested"] for c in g["candidates"])

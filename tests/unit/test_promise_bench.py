@@ -20,3 +20,20 @@ def test_summary_counts_kept_jobs_excess_and_the_cost_against_the_best_violating
     # seed 0: best violating 0.85 (plada) vs auto 0.80; seed 1: auto itself violates at 0.82 -> cost 0
     assert summary["auto_cells_with_a_violating_model"] == 2
     assert abs(summary["auto_median_cost_vs_best_violating"] - 0.025) < 1e-12
+
+
+def test_the_guarantee_is_summarised_separately_where_it_is_verifiable():
+    jobs = {}
+    for seed, (verifiable, gap, accuracy) in enumerate([(True, 0.01, 0.80), (True, 0.03, 0.81), (False, 0.05, 0.7)]):
+        key, job = _job("auto+guarantee", seed, gap, accuracy)
+        jobs[key] = {**job, "guarantee": {"met": verifiable, "verifiable": verifiable, "predicted_width": [0.01]}}
+        key, job = _job("ssg", seed, 0.04, 0.84)
+        jobs[key] = job
+    s = summarise(jobs)["by_method"]["auto+guarantee"]
+    assert s["verifiable_jobs"] == 2 and s["kept_share_verifiable"] == 0.5
+    assert abs(s["max_excess_verifiable"] - 0.01) < 1e-12 and abs(s["kept_share"] - 1 / 3) < 1e-12
+    summary = summarise(jobs)
+    # costs against ssg's 0.84: 0.04, 0.03 in the verifiable cells (median 0.035), 0.14 in the other one
+    assert abs(summary["auto+guarantee_median_cost_vs_best_violating_verifiable"] - 0.035) < 1e-12
+    assert summary["auto+guarantee_verifiable_cells_with_a_violating_model"] == 2
+    assert abs(summary["auto+guarantee_median_cost_vs_best_violating"] - 0.04) < 1e-12

@@ -1,0 +1,278 @@
+r"""``group_thresholds``: post-processing by group-specific, possibly randomised thresholds of maximal accuracy
+under demographic parity, equal opportunity or equalized odds (Hardt, Price & Srebro 2016; the "relaxed group
+thresholds" of Cruz & Hardt, ICLR 2024), solved exactly as a linear programme over the groups' ROC points
+(:mod:`solvers.fairness.threshold_lp`, where the LP is stated).
+
+**Base scores.** Either a fresh model — ``erm`` on the train split (its update rule: Adam, or gradient descent,
+on F; these iterations are the trajectory) — or the weights of an existing job (``base_job_id``: the worker
+loads them as the start model, no training step is taken; the API checks that job has the same dataset, split,
+target, features and model). A warm start from a ``group_thresholds`` model post-processes its base again.
+
+**Selection split.** The thresholds are chosen on the VALIDATION split (expected accuracy, or balanced accuracy,
+under every constraint family's exact gap ≤ ε there). Without a validation split they are chosen on the
+training rows — the base model's own rows, whose scores are optimistic; the job then overfits the thresholds to
+train as any in-sample post-processing does. Supported families: ``demographic_parity``, ``equal_opportunity``,
+``equalized_odds`` (both aggregates: max(TPR gap, FPR gap) ≤ ε and the two gaps ≤ ε are the same set); several
+families at once. A base model is trained (or boosted, gbdt) as ``erm`` trains it.
+
+**Partial parity on an interval (IDCA's types): refused (422), and where the maths would allow it.** Both keep,
+in each group, the rows whose rank by the OUTPUT score lies in the percentile interval I. pSP bounds the KS
+distance between the kept rows' score distributions: a statement about the whole distribution of f', which a
+per-group threshold only translates — not a rate of the rule, so not a programme over ROC points. pDP bounds,
+over the kept rows, the gap of the shares with f' > θ̂. For DETERMINISTIC thresholds f' = f − t_g keeps each
+group's ranks, so the kept set is that of the base score and the share is a rate of the rule on a fixed subset:
+one more linear band, exact, in the mixed-integer programme (not implemented here). A randomised rule gives the
+rows of one group different shifts, reorders them and moves the kept set, so pDP is not linear in the mixture
+weights and the LP could not state it. Loss and AUC gaps are not rates of a thresholded rule either.
+
+**The stored model** (:class:`ThresholdNet`, wrapping the base network): f'(x) = f(x) − t_{g(x), J(x)} with
+
+* g(x) the group, read from the features like :class:`~.auc_postprocess.GroupShift` does, by a codebook fitted
+  on the fitting rows (train and validation): the columns constant inside every group and varying across them
+  (the one-hots of the sensitive columns, their intersections and merged values) give each row a code; when the
+  codes alone do not tell the groups apart (range rules, e.g. age bands), the numeric column along which the
+  groups form the fewest runs (value bands, at most ``MAX_RUNS_PER_GROUP`` per group) is added. Each run of one
+  group along (code, value) is a codebook row m with the code and the value interval [lo_m, hi_m], and
+  g(x) = label of argmin_m Σ_c s_c dist(x_c, [lo_{m,c}, hi_{m,c}]) (s_c = 10⁶ on code columns: the category
+  first, then the nearest value band). Exact on the fitting rows; an unseen category goes to the nearest code.
+  No such columns (the sensitive columns are not features): the solve fails and says so;
+* J(x) the component drawn for the row: u(x) = frac(43758.5453 · sin(κᵀx)) (float64, κ a seeded random vector
+  stored with the model) and J = #{j : W_{g,j} ≤ u} with W the cumulative mixture weights. The draw is a
+  deterministic function of the features: the same row always gets the same decision, on any machine, and
+  P(J = j) = w_{g,j} over rows whose κᵀx spread over many periods. ``randomized: false`` stores one threshold per
+  group (the mixed-integer optimum) and no draw happens.
+
+So "predict 1 when f'(x) > 0" is the rule, and every metric, chart, audit and export reads f' as any other score.
+Its state_dict holds ``net.base.*`` and the buffers ``net.columns``, ``net.scale``, ``net.lo``, ``net.hi``,
+``net.label`` (the codebook), ``net.thresholds``, ``net.cumulative``, ``net.key``;
+:func:`~.auc_postprocess.restore_model` rebuilds it (safetensors, no pickle).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..fairness.exact import exact_gaps
+from ..fairness.threshold_lp import FAMILY_RATES, ThresholdSolution, solve_thresholds
+from .base import ALGORITHMS
+from .erm import ERM
+
+_BUFFERS = ("columns", "scale", "lo", "hi", "label", "thresholds", "cumulative", "key")
+_HASH = 43758.5453
+_EXACT = 1e6          # weight of a mismatch in a column constant inside each group (category before value)
+MAX_RUNS_PER_GROUP = 20  # a numeric column reads the groups when its value bands are at most this many per group
+
+
+class GroupReadError(ValueError):
+    """The groups cannot be read from the model's features."""
+
+
+def group_reader(X: np.ndarray, group: np.ndarray, n_groups: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(columns (c,), scale (c,), lo (M, c), hi (M, c), label (M,)): the codebook of the module docstring,
+    fitted on rows (X, group); raises :class:`GroupReadError` when no such columns exist."""
+    X = np.asarray(X, dtype=np.float64)
+    group = np.asarray(group).astype(np.int64)
+    order = np.argsort(group, kind="stable")
+    sizes = np.bincount(group, minlength=n_groups)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[sizes > 0]
+    lo = np.minimum.reduceat(X[order], starts, axis=0)
+    hi = np.maximum.reduceat(X[order], starts, axis=0)
+    varies = X.max(0) > X.min(0)
+    fixed = np.flatnonzero((lo == hi).all(0) & varies)
+    _, code = np.unique(X[:, fixed], axis=0, return_inverse=True)
+    code = code.reshape(-1)
+    if fixed.size and _functional(code, group):          # categories alone tell the groups apart
+        return _codebook(X, group, fixed, None, code)
+    best, best_runs = None, None
+    for j in np.flatnonzero(varies & ~np.isin(np.arange(X.shape[1]), fixed)):   # set-up: one sort per column
+        runs = _runs(code, X[:, j], group)
+        if runs is not None and (best_runs is None or runs < best_runs):
+            best, best_runs = j, runs
+    if best is None or best_runs > MAX_RUNS_PER_GROUP * n_groups:
+        raise GroupReadError("group_thresholds reads each row's group from the features: include the sensitive "
+                             "columns among the model's features (they are by default)")
+    return _codebook(X, group, fixed, best, code)
+
+
+def _functional(code: np.ndarray, group: np.ndarray) -> bool:
+    """Whether each code value holds one group only."""
+    return len(np.unique(np.column_stack([code, group]), axis=0)) == len(np.unique(code))
+
+
+def _runs(code: np.ndarray, x: np.ndarray, group: np.ndarray) -> int | None:
+    """The number of runs of equal group along (code, x) sorted; None when one (code, x) holds two groups."""
+    order = np.lexsort((group, x, code))
+    c, v, g = code[order], x[order], group[order]
+    if ((c[1:] == c[:-1]) & (v[1:] == v[:-1]) & (g[1:] != g[:-1])).any():
+        return None
+    return 1 + int(((c[1:] != c[:-1]) | (g[1:] != g[:-1])).sum())
+
+
+def _codebook(X, group, fixed, numeric, code):
+    """One codebook row per run of equal group along (code, numeric value): its fixed columns' values and the
+    run's interval [lo, hi] of the numeric column (``numeric`` None: one row per code)."""
+    columns = fixed if numeric is None else np.concatenate([fixed, [numeric]])
+    x = np.zeros(len(X)) if numeric is None else X[:, numeric]
+    order = np.lexsort((x, code))
+    c, g = code[order], group[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (c[1:] != c[:-1]) | (g[1:] != g[:-1])
+    starts = np.flatnonzero(first)
+    Z = X[order][:, columns]
+    lo, hi = np.minimum.reduceat(Z, starts, axis=0), np.maximum.reduceat(Z, starts, axis=0)
+    scale = np.where(np.arange(len(columns)) < len(fixed), _EXACT, 1.0)
+    return columns, scale, lo, hi, g[starts]
+
+
+class ThresholdNet(nn.Module):
+    """x ↦ net(x) − t_{g(x), J(x)} (module docstring). Everything it needs is in its state_dict."""
+
+    def __init__(self, net: nn.Module, columns, scale, lo, hi, label, thresholds, cumulative, key) -> None:
+        super().__init__()
+        self.base = net
+        self.register_buffer("columns", torch.as_tensor(columns, dtype=torch.int64))
+        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float64))
+        self.register_buffer("lo", torch.as_tensor(lo, dtype=torch.float64))
+        self.register_buffer("hi", torch.as_tensor(hi, dtype=torch.float64))
+        self.register_buffer("label", torch.as_tensor(label, dtype=torch.int64))
+        self.register_buffer("thresholds", torch.as_tensor(thresholds, dtype=torch.float64))
+        self.register_buffer("cumulative", torch.as_tensor(cumulative, dtype=torch.float64))
+        self.register_buffer("key", torch.as_tensor(key, dtype=torch.float64))
+
+    @classmethod
+    def saved_in(cls, state: dict, prefix: str = "net.") -> bool:
+        return all(f"{prefix}{name}" in state for name in _BUFFERS)
+
+    @classmethod
+    def like(cls, net: nn.Module, state: dict, prefix: str = "net.") -> "ThresholdNet":
+        """An empty wrapper of the shapes saved in ``state`` (its values come with ``load_state_dict``)."""
+        return cls(net, *(torch.zeros_like(state[f"{prefix}{name}"]) for name in _BUFFERS))
+
+    def group_of(self, x: torch.Tensor) -> torch.Tensor:
+        """The group of each row: the label of the nearest codebook row (module docstring)."""
+        z = x[:, self.columns].double()[:, None, :]
+        d = (((self.lo[None] - z).clamp_min(0) + (z - self.hi[None]).clamp_min(0)) * self.scale).sum(-1)
+        return self.label[d.argmin(1)]
+
+    def draw(self, x: torch.Tensor) -> torch.Tensor:
+        """u(x) ∈ [0, 1), a deterministic function of the row."""
+        v = torch.sin(x.double() @ self.key) * _HASH
+        return v - torch.floor(v)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.base(x)
+        g = self.group_of(x)
+        cumulative = self.cumulative[g]
+        j = (cumulative <= self.draw(x)[:, None]).sum(1).clamp_max(cumulative.shape[1] - 1)
+        t = self.thresholds[g].gather(1, j[:, None]).reshape(h.shape)
+        return (h.double() - t).to(h.dtype)
+
+
+def threshold_net(net: nn.Module, solution: ThresholdSolution, reader: tuple, n_features: int, seed: int,
+                  device: torch.device) -> ThresholdNet:
+    """Wrap ``net`` with the rule of ``solution`` and the group codebook ``reader`` (:func:`group_reader`)."""
+    cumulative = np.cumsum(solution.weights, axis=1)
+    used = (solution.weights > 0).sum(1)
+    cumulative = np.where(np.arange(cumulative.shape[1])[None] >= used[:, None] - 1, 1.0, cumulative)  # ends at 1
+    generator = torch.Generator().manual_seed(int(seed))
+    key = torch.rand(n_features, generator=generator, dtype=torch.float64) * 1000.0
+    return ThresholdNet(net, *reader, solution.thresholds, cumulative, key).to(device)
+
+
+def unwrapped(model: nn.Module) -> nn.Module:
+    """``model`` without its threshold rule (a warm start post-processes its base again)."""
+    if isinstance(model, ThresholdNet):
+        return model.base
+    if isinstance(getattr(model, "net", None), ThresholdNet):
+        model.net = model.net.base
+    return model
+
+
+def report_of(model: nn.Module) -> dict | None:
+    """The threshold LP's record attached to a post-processed model (None for any other model)."""
+    for net in (model, getattr(model, "net", None)):
+        if isinstance(net, ThresholdNet):
+            return getattr(net, "report", None)
+    return None
+
+
+class _Thresholded:
+    """The base solver's steps (or none, from ``base_job_id``'s model), then the exact threshold LP in
+    :meth:`finish`; mixed into ``erm``'s rule of the model type (:class:`GroupThresholds`)."""
+
+    def __init__(self, problem, config, model, seed: int = 0) -> None:
+        super().__init__(problem, config, unwrapped(model), seed)
+        self.seed = seed
+        self.families = [(f.name, float(f.tolerance)) for f in problem.constraints]
+        unsupported = [name for name, _ in self.families if name not in FAMILY_RATES]
+        if unsupported:
+            raise ValueError(f"group_thresholds supports {sorted(FAMILY_RATES)} constraints, not {unsupported}")
+        self.pretrained = self.config.base_job_id is not None
+
+    def start(self, current) -> None:
+        super().start(current)
+        self.converged = self.pretrained   # the base job's model is post-processed as it is
+
+    def step(self, k, current):
+        if self.pretrained:
+            return current, None
+        return super().step(k, current)
+
+    @torch.no_grad()
+    def finish(self):
+        super().finish()
+        p, v = self.problem, self.validation
+        fit = v if v is not None else p
+        scores = self.model(fit.X).double().cpu().numpy()
+        K = len(p.group_names)
+        y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
+        solution = solve_thresholds(scores, y, g, K, self.families, self.config.objective, self.config.randomized,
+                                    self.config.time_limit_s)
+        X = p.X if v is None else torch.cat([p.X, v.X])
+        group = p.group if v is None else torch.cat([p.group, v.group])
+        reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), K)
+
+        def wrap(net):
+            return threshold_net(net, solution, reader, p.n_features, self.seed, p.device)
+
+        if isinstance(getattr(self.model, "net", None), nn.Module):   # a ScoreModel: its network is wrapped
+            self.model.net = wrapper = wrap(self.model.net)
+        else:                                                          # a model without one (gbdt): all of it
+            self.model = wrapper = wrap(self.model)
+        realised = self.model(fit.X).double().cpu().numpy()
+        gaps = exact_gaps(p.constraints, y, realised, g, p.group_names)
+        wrapper.report = {   # the job's ``enforcement`` record (solvers.api.keep_promise)
+            "method": "group_thresholds", "split": "validation" if v is not None else "train",
+            "objective_name": self.config.objective, **solution.summary(),
+            "realised_accuracy": float(((realised > 0) == (y > 0.5)).mean()),
+            "realised_gaps": dict(zip([f.name for f in p.constraints], gaps.tolist())),
+            "met": bool((gaps <= [f.tolerance for f in p.constraints]).all()),
+        }
+        return p.evaluate(self.model)
+
+
+@ALGORITHMS.implements("group_thresholds")
+class GroupThresholds(_Thresholded, ERM):
+    """``erm`` (Adam / gradient descent on F) then the threshold LP; a gbdt model is boosted instead
+    (:meth:`for_model`: LightGBM's own logistic objective, as ``erm`` does)."""
+
+    @classmethod
+    def for_model(cls, model_type: str):
+        if model_type == "gbdt":
+            return _boosted()
+        return cls
+
+
+_BOOSTED: list[type] = []
+
+
+def _boosted() -> type:
+    """``group_thresholds`` over :class:`~.boosting.GradientBoosting` (LightGBM imported on first use)."""
+    if not _BOOSTED:
+        from .boosting import GradientBoosting
+
+        attrs = {k: getattr(GroupThresholds, k) for k in ("name", "aliases", "Config", "entry", *GroupThresholds.entry.metadata)}
+        _BOOSTED.append(type("GroupThresholdsBoosted", (_Thresholded, GradientBoosting), attrs))
+    return _BOOSTED[0]

@@ -1,0 +1,40 @@
+"""Catalog: post-processing of scores by group-specific (randomised) thresholds, solved as an exact LP."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .plada import PrimalConfig
+from .base import ALGORITHMS
+
+
+@ALGORITHMS.declare(
+    "group_thresholds",
+    implementation="solvers.algorithms.group_thresholds:GroupThresholds",
+    aliases=("thresholds", "threshold_optimizer", "hardt"),
+    paper="Hardt, Price & Srebro 2016, Equality of Opportunity in Supervised Learning (§4, K groups); "
+    "Cruz & Hardt 2024, Unprocessing Seven Years of Algorithmic Fairness (relaxed group thresholds)",
+    description="Post-processing: a base model (erm on the train split, or an existing job's via base_job_id), "
+    "then per-group, possibly randomised thresholds of maximal validation accuracy (or balanced accuracy) under "
+    "DP / equal opportunity / equalized odds ≤ tolerance, solved exactly as a linear programme over the groups' "
+    "ROC points (HiGHS). The model reads the group from the sensitive columns' features.",
+    supported_models=("linear", "mlp", "gbdt"),
+    supported_constraints=("demographic_parity", "equal_opportunity", "equalized_odds"),
+    keeps_exact=True,
+)
+class GroupThresholdsConfig(PrimalConfig):
+    objective: Literal["accuracy", "balanced_accuracy"] = Field(
+        "accuracy", description="What the thresholds maximise on the selection split: accuracy, or balanced "
+        "accuracy ½(TPR + TNR).")
+    randomized: bool = Field(
+        True, description="True: mixtures of thresholds (the LP's exact optimum over the ROC hulls; each row's "
+        "component is a deterministic draw from its features). False: one threshold per group, the "
+        "mixed-integer optimum (no randomisation; at most the LP's accuracy).")
+    time_limit_s: float = Field(
+        60.0, gt=0.0, le=600.0, description="Time limit of the mixed-integer solve (randomized: false); the best "
+        "rule found is kept when it runs out.")
+    base_job_id: str | None = Field(
+        None, min_length=32, max_length=32, pattern="^[0-9a-f]{32}$",
+        description="Post-process this succeeded job's model instead of training one (same dataset, split, target, "
+        "features and model); no training iteration is run.")

@@ -1,0 +1,328 @@
+r"""Group-specific (randomised) thresholds of maximal accuracy under rate-parity constraints, solved exactly as
+a linear programme over the groups' ROC points (Hardt, Price & Srebro 2016, §4, for K groups and the spec's
+constraint families; the "relaxed group thresholds" of Cruz & Hardt, "Unprocessing Seven Years of Algorithmic
+Fairness", ICLR 2024).
+
+**ROC points.** Rows (score s_i, label y_i, group g_i); in group g let v_1 > v_2 > … > v_m be its distinct
+scores, P_g / N_g its positives / negatives and n_g = P_g + N_g. The deterministic rule "ŷ = 1{s > t}" with
+t ∈ [v_{j+1}, v_j) gives the point j of the group's ROC curve: TP_{g,j} = #{y = 1, s ≥ v_j}, FP_{g,j} likewise
+(j = 0: t = v_1, nobody positive, (0, 0); j = m: everybody positive). Stored threshold t_{g,j} = (v_j + v_{j+1})/2
+(v_m − 1 for j = m). All groups at once: one ``np.lexsort`` on (−s, g), one cumulative sum of y and 1 − y, the
+ends of the runs of equal (g, s). A point collinear with its two neighbours (integer cross product 0) lies on the
+segment between them and is dropped: it adds nothing to the hull.
+
+**Randomised rules = the convex hull.** A mixture of thresholds, w_{g,j} ≥ 0 with Σ_j w_{g,j} = 1, predicts 1
+with probability p_g(s) = Σ_j w_{g,j} 1{s > t_{g,j}} (any non-decreasing p_g is such a mixture); its expected
+rates are TPR_g = Σ_j w_{g,j} TP_{g,j}/P_g, FPR_g = Σ_j w_{g,j} FP_{g,j}/N_g and SR_g = Σ_j w_{g,j}
+(TP_{g,j} + FP_{g,j})/n_g: every point of the convex hull of the group's ROC points, and only those.
+
+**The LP.** Variables w (every kept point of every group) and one free band variable c_{f,r} per constraint
+family f and rate r ∈ R_f (demographic parity: SR; equal opportunity: TPR; equalized odds: TPR and FPR):
+
+    max_w  Σ_{g,j} w_{g,j} a_{g,j}          (accuracy: a = (TP − FP)/n, + Σ_g N_g/n constant;
+                                            balanced accuracy: a = ½(TP/P − FP/N), + ½ constant)
+    s.t.   Σ_j w_{g,j} = 1                      for every group g with rows,
+           c_{f,r} ≤ R_g(w) ≤ c_{f,r} + ε_f     for every f, r ∈ R_f and group g whose rate r is defined,
+           w ≥ 0.
+
+The band is the project's definition of the gap (:mod:`solvers.fairness.exact`, :func:`solvers.metrics.
+group_fairness`): max_g R_g − min_g R_g ≤ ε over the groups where R is defined (TPR: P_g > 0; FPR: N_g > 0)
+⇔ some c has every R_g in [c, c + ε]; K rows per side instead of K² pairwise ones. It is always feasible
+(everybody negative meets every band) and is solved by HiGHS (``scipy.optimize.linprog``) to its optimality
+tolerance: the optimum over every rule that thresholds the score, randomised per group.
+
+**Deterministic thresholds** (``randomized=False``): the same programme with w binary, one ROC point per
+group — every point, collinear ones included, since a deterministic rule must be one of them. Under one rate
+band (demographic parity or equal opportunity) it is solved exactly by a sweep over the band's lower end
+(:func:`band_sweep`, O(N log N)); otherwise (equalized odds: two rates; several families) as a mixed-integer
+programme (``scipy.optimize.milp``, HiGHS branch and bound, within ``time_limit_s``; the best feasible point
+found and its gap are returned when the time runs out).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from scipy import sparse
+
+#: the rates each supported constraint family bounds (the names of :func:`solvers.metrics.group_fairness`)
+FAMILY_RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "equalized_odds": ("tpr", "fpr")}
+OBJECTIVES = ("accuracy", "balanced_accuracy")
+_WEIGHT_EPS = 1e-9   # mixture weights below this (HiGHS round-off) are dropped, the rest renormalised
+_BAND_MARGIN = 1e-9  # ε is solved as ε − this, so that HiGHS' round-off never leaves a gap a hair above ε
+
+
+@dataclass
+class ROCPoints:
+    """The ROC points of every group, concatenated group by group in increasing (FP, TP) order."""
+
+    group: np.ndarray       # (N,) group of each point
+    tp: np.ndarray          # (N,) int64 true positives of the rule 1{s > threshold}
+    fp: np.ndarray          # (N,) int64 false positives
+    threshold: np.ndarray   # (N,) float64
+    positives: np.ndarray   # (K,) P_g
+    negatives: np.ndarray   # (K,) N_g
+
+    def subset(self, keep: np.ndarray) -> "ROCPoints":
+        return ROCPoints(self.group[keep], self.tp[keep], self.fp[keep], self.threshold[keep], self.positives,
+                         self.negatives)
+
+    def rates(self) -> dict[str, np.ndarray]:
+        """(N,) SR, TPR, FPR of each point (0 where the group has no positives / negatives)."""
+        P, N = self.positives[self.group], self.negatives[self.group]
+        return {"sr": (self.tp + self.fp) / np.maximum(P + N, 1), "tpr": self.tp / np.maximum(P, 1),
+                "fpr": self.fp / np.maximum(N, 1)}
+
+
+def roc_points(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int, hull: bool = True) -> ROCPoints:
+    """Every group's ROC points (module docstring); ``hull``: drop the points collinear with both neighbours."""
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    y = np.asarray(y).astype(np.int64).reshape(-1)
+    g = np.asarray(group).astype(np.int64).reshape(-1)
+    order = np.lexsort((-s, g))                    # by group, score decreasing
+    s, y, g = s[order], y[order], g[order]
+    n = len(s)
+    positives = np.bincount(g, weights=y, minlength=n_groups).astype(np.int64)
+    sizes = np.bincount(g, minlength=n_groups)
+    negatives = sizes - positives
+    before = np.concatenate([[0], np.cumsum(sizes)[:-1]])           # first row of each group
+    cum_p, cum_n = np.cumsum(y), np.cumsum(1 - y)
+    start_p = np.concatenate([[0], cum_p])[before]                  # cumulative counts before each group
+    start_n = np.concatenate([[0], cum_n])[before]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = (g[1:] != g[:-1]) | (s[1:] != s[:-1])               # end of a run of equal (group, score)
+    ends = np.flatnonzero(last)
+    end_group = g[ends]
+    group_last = np.ones(len(ends), dtype=bool)
+    group_last[:-1] = end_group[1:] != end_group[:-1]
+    nxt = s[np.minimum(ends + 1, n - 1)]
+    thr = np.where(group_last, s[ends] - 1.0, 0.5 * (s[ends] + nxt))
+    present = np.flatnonzero(sizes > 0)
+    # the (0, 0) point of each present group, threshold its top score; then the run ends
+    pg = np.concatenate([present, end_group])
+    ptp = np.concatenate([np.zeros(len(present), np.int64), cum_p[ends] - start_p[end_group]])
+    pfp = np.concatenate([np.zeros(len(present), np.int64), cum_n[ends] - start_n[end_group]])
+    pthr = np.concatenate([s[before[present]], thr])
+    rank = np.concatenate([np.zeros(len(present)), np.arange(1, len(ends) + 1)])
+    o = np.lexsort((rank, pg))
+    points = ROCPoints(pg[o], ptp[o], pfp[o], pthr[o], positives, negatives)
+    return points.subset(_not_collinear(points)) if hull else points
+
+
+def _not_collinear(p: ROCPoints) -> np.ndarray:
+    """Keep-mask: False for a point on the segment between its two neighbours of the same group (exact integers)."""
+    keep = np.ones(len(p.group), dtype=bool)
+    if len(keep) < 3:
+        return keep
+    same = (p.group[1:-1] == p.group[:-2]) & (p.group[1:-1] == p.group[2:])
+    cross = ((p.fp[1:-1] - p.fp[:-2]) * (p.tp[2:] - p.tp[1:-1])
+             - (p.tp[1:-1] - p.tp[:-2]) * (p.fp[2:] - p.fp[1:-1]))
+    keep[1:-1] = ~(same & (cross == 0))
+    return keep
+
+
+@dataclass
+class ThresholdSolution:
+    """The optimal rule: per group g the thresholds ``thresholds[g, :]`` with weights ``weights[g, :]`` (rows
+    sum to 1; padding has weight 0; a group without fitting rows keeps threshold 0, the base model's rule), and
+    what it achieves on the rows it was fitted on."""
+
+    thresholds: np.ndarray            # (K, M) float64
+    weights: np.ndarray               # (K, M) float64
+    objective: float                  # expected accuracy (or balanced accuracy) on the fitting rows
+    rates: dict[str, np.ndarray]      # expected "sr", "tpr", "fpr" per group (NaN where undefined / no rows)
+    gaps: dict[str, float]            # per family type: its exact expected gap (project definition)
+    randomized: bool
+    status: str                       # "optimal" or, for the deterministic MIP, "time_limit" with a gap
+    n_points: int                     # LP / MIP columns (ROC points)
+    seconds: float
+    mip_gap: float | None = None
+    info: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        """JSON-ready description (thresholds and weights of each group's used components)."""
+        used = self.weights > 0
+        return {"objective": self.objective, "randomized": self.randomized, "status": self.status,
+                "n_points": self.n_points, "seconds": self.seconds, "mip_gap": self.mip_gap,
+                "gaps": self.gaps,
+                "thresholds": [t[u].tolist() for t, u in zip(self.thresholds, used)],
+                "weights": [w[u].tolist() for w, u in zip(self.weights, used)]}
+
+
+def _defined(points: ROCPoints) -> dict[str, np.ndarray]:
+    """(K,) whether each group's SR / TPR / FPR is defined (it has rows / positives / negatives)."""
+    return {"sr": points.positives + points.negatives > 0, "tpr": points.positives > 0, "fpr": points.negatives > 0}
+
+
+def _band_rows(points: ROCPoints, rates: dict[str, np.ndarray], families: Sequence[tuple[str, float]],
+               n_groups: int) -> tuple[sparse.csr_matrix | None, np.ndarray | None, int]:
+    """A_ub (sparse, over [w, c]), b_ub and the number of band variables c of the families' bands."""
+    defined = _defined(points)
+    bands = [(r, eps) for name, eps in families for r in FAMILY_RATES[name]]
+    if not bands:
+        return None, None, 0
+    n_pts, n_band = len(points.group), len(bands)
+    blocks, rhs = [], []
+    for b, (r, eps) in enumerate(bands):   # the spec's few families; each block is built for all groups at once
+        ok = defined[r][points.group]
+        R = sparse.csr_matrix((rates[r][ok], (points.group[ok], np.flatnonzero(ok))), shape=(n_groups, n_pts))
+        C = sparse.csr_matrix((np.ones(int(defined[r].sum())), (np.flatnonzero(defined[r]),
+                               np.full(int(defined[r].sum()), b))), shape=(n_groups, n_band))
+        blocks += [sparse.hstack([R, -C]), sparse.hstack([-R, C])]    # R_g − c ≤ ε,  c − R_g ≤ 0
+        rhs += [np.where(defined[r], max(eps - _BAND_MARGIN, 0.0), 0.0), np.zeros(n_groups)]
+    return sparse.vstack(blocks).tocsr(), np.concatenate(rhs), n_band
+
+
+def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int,
+                     families: Sequence[tuple[str, float]], objective: str = "accuracy", randomized: bool = True,
+                     time_limit_s: float = 60.0) -> ThresholdSolution:
+    """The optimal per-group (randomised) thresholds of the module docstring on the rows given.
+
+    ``families``: (type, ε) pairs, type in :data:`FAMILY_RATES`; ``objective``: ``accuracy`` or
+    ``balanced_accuracy``; ``randomized=False``: one deterministic threshold per group (mixed-integer)."""
+    import time
+
+    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}")
+    unknown = [name for name, _ in families if name not in FAMILY_RATES]
+    if unknown:
+        raise ValueError(f"group thresholds bound {sorted(FAMILY_RATES)}, not {unknown}")
+    started = time.perf_counter()
+    points = roc_points(scores, y, group, n_groups, hull=randomized)
+    rates = points.rates()
+    P, N = int(points.positives.sum()), int(points.negatives.sum())
+    n = P + N
+    if objective == "accuracy":
+        gain = (points.tp - points.fp) / max(n, 1)
+    else:
+        gain = 0.5 * (points.tp / max(P, 1) - points.fp / max(N, 1))
+    n_pts = len(points.group)
+    A_ub, b_ub, n_band = _band_rows(points, rates, families, n_groups)
+    present = np.flatnonzero(points.positives + points.negatives > 0)
+    remap = np.full(n_groups, -1)
+    remap[present] = np.arange(len(present))
+    A_eq = sparse.hstack([sparse.csr_matrix((np.ones(n_pts), (remap[points.group], np.arange(n_pts))),
+                                            shape=(len(present), n_pts)),
+                          sparse.csr_matrix((len(present), n_band))]).tocsr()
+    c = np.concatenate([-gain, np.zeros(n_band)])
+    lower = np.concatenate([np.zeros(n_pts), np.full(n_band, -np.inf)])
+    upper = np.concatenate([np.ones(n_pts), np.full(n_band, np.inf)])
+    mip_gap = None
+    bands = [(r, eps) for name, eps in families for r in FAMILY_RATES[name]]
+    if not randomized and len(bands) <= 1:        # one rate band (DP or EOpp, or none): the exact sweep
+        w = band_sweep(points, rates, gain, bands[0] if bands else None, n_groups)
+        return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, "optimal",
+                         0.0, time.perf_counter() - started)
+    if randomized:
+        res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(len(present)),
+                      bounds=np.column_stack([lower, upper]), method="highs")
+        if res.status != 0:
+            raise RuntimeError(f"threshold LP: {res.message}")
+        status = "optimal"
+    else:
+        constraints = [LinearConstraint(A_eq, 1.0, 1.0)]
+        if A_ub is not None:
+            constraints.append(LinearConstraint(A_ub, -np.inf, b_ub))
+        integrality = np.concatenate([np.ones(n_pts), np.zeros(n_band)])
+        res = milp(c, constraints=constraints, integrality=integrality, bounds=Bounds(lower, upper),
+                   options={"time_limit": float(time_limit_s)})
+        if res.x is None:
+            raise RuntimeError(f"threshold MIP: {res.message}")
+        status = "optimal" if res.status == 0 else "time_limit"
+        mip_gap = float(getattr(res, "mip_gap", 0.0) or 0.0)
+    w = np.clip(res.x[:n_pts], 0.0, None)
+    w = np.where(w > _WEIGHT_EPS, w, 0.0)
+    total = np.bincount(points.group, weights=w, minlength=n_groups)
+    w = w / np.where(total > 0, total, 1.0)[points.group]
+    return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, status, mip_gap,
+                     time.perf_counter() - started)
+
+
+def band_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray, band: tuple[str, float] | None,
+               n_groups: int) -> np.ndarray:
+    """The deterministic optimum (one ROC point per group, weights 0/1) under ONE rate band, exactly, without a MIP.
+
+    Along a group's ROC points (threshold decreasing) every rate is non-decreasing, so the points whose rate lies
+    in a band [c, c + ε] are a contiguous run, found by one ``searchsorted`` on keys 4g + rate. The optimum has
+    c = min_g rate_g, a rate of some point: for every candidate c (the distinct rates) and every group the best
+    gain in its run comes from a sparse table of range argmaxes (O(N log N) once, O(1) per query; all C × K
+    queries at once); c of best total gain over the candidates where every constrained group has a point. Groups
+    whose rate is undefined (no positives for TPR, ...) take their best point."""
+    g, n_pts = points.group, len(points.group)
+    if band is None:
+        r, eps = np.zeros(n_pts), 1.0
+        constrained = np.zeros(n_groups, dtype=bool)
+    else:
+        r, eps = rates[band[0]], band[1]
+        constrained = _defined(points)[band[0]]
+    table = [np.arange(n_pts)]                     # table[k][i]: argmax of gain over [i, i + 2^k)
+    while 2 ** len(table) <= n_pts:
+        prev, half = table[-1], 2 ** (len(table) - 1)
+        a, b = prev[: n_pts - 2 * half + 1], prev[half: n_pts - half + 1]
+        table.append(np.where(gain[b] > gain[a], b, a))
+    width = max(len(t) for t in table)
+    table = np.stack([np.pad(t, (0, width - len(t))) for t in table])
+
+    def best(lo, hi):                                # argmax of gain over [lo, hi] (lo ≤ hi), vectorised
+        k = np.floor(np.log2(np.maximum(hi - lo + 1, 1))).astype(int)
+        a, b = table[k, lo], table[k, np.maximum(hi - 2 ** k + 1, lo)]
+        return np.where(gain[b] > gain[a], b, a)
+
+    first = np.searchsorted(g, np.arange(n_groups), side="left")
+    last = np.searchsorted(g, np.arange(n_groups), side="right") - 1
+    present = last >= first
+    own = best(np.minimum(first, n_pts - 1), np.maximum(last, np.minimum(first, n_pts - 1)))   # (K,) unconstrained
+    choice = np.where(present, own, -1)
+    groups = np.flatnonzero(constrained & present)
+    if groups.size:
+        key = 4.0 * g + r
+        c = np.unique(r[constrained[g]])                                             # (C,) candidate lower ends
+        lo = np.searchsorted(key, 4.0 * groups[None, :] + c[:, None], side="left")   # (C, Kc)
+        hi = np.searchsorted(key, 4.0 * groups[None, :] + c[:, None] + eps - _BAND_MARGIN, side="right") - 1
+        ok = (hi >= lo).all(1)
+        picked = best(np.minimum(lo, n_pts - 1), np.maximum(hi, np.minimum(lo, n_pts - 1)))
+        total = np.where(ok, gain[picked].sum(1), -np.inf)
+        choice[groups] = picked[int(np.argmax(total))]
+    w = np.zeros(n_pts)
+    w[choice[choice >= 0]] = 1.0
+    return w
+
+
+def _solution(points: ROCPoints, rates, w, gain, objective, P, N, families, n_groups, randomized, status,
+              mip_gap, seconds) -> ThresholdSolution:
+    used = w > 0
+    g = points.group[used]
+    count = np.bincount(g, minlength=n_groups)
+    width = max(int(count.max()) if count.size else 1, 1)
+    slot = np.arange(len(g)) - np.concatenate([[0], np.cumsum(count)[:-1]])[g]
+    thresholds = np.zeros((n_groups, width))          # a group without rows keeps the base rule f > 0
+    weights = np.zeros((n_groups, width))
+    weights[:, 0] = (count == 0)
+    thresholds[g, slot] = points.threshold[used]
+    weights[g, slot] = w[used]
+    last = np.maximum(count - 1, 0)                       # padding repeats the group's last threshold, weight 0
+    pad = np.arange(width)[None, :] > last[:, None]
+    thresholds = np.where(pad, thresholds[np.arange(n_groups), last][:, None], thresholds)
+    n = P + N
+    constant = points.negatives.sum() / max(n, 1) if objective == "accuracy" else 0.5
+    expected = {r: np.bincount(points.group, weights=w * v, minlength=n_groups) for r, v in rates.items()}
+    defined = _defined(points)
+    expected = {r: np.where(defined[r], v, np.nan) for r, v in expected.items()}
+    gaps = {name: max(_spread(expected[r]) for r in FAMILY_RATES[name]) for name, _ in families}
+    return ThresholdSolution(thresholds, weights, float(constant + gain @ w), expected, gaps, randomized, status,
+                             len(points.group), float(seconds), mip_gap)
+
+
+def _spread(values: np.ndarray) -> float:
+    v = values[np.isfinite(values)]
+    return float(v.max() - v.min()) if v.size else 0.0
+
+
+def expected_predictions(scores: np.ndarray, group: np.ndarray, solution: ThresholdSolution) -> np.ndarray:
+    """P(ŷ_i = 1) = Σ_j w_{g_i,j} 1{s_i > t_{g_i,j}} under the rule (vectorised over rows and components)."""
+    s = np.asarray(scores, dtype=np.float64).reshape(-1, 1)
+    g = np.asarray(group).astype(np.int64)
+    return (solution.weights[g] * (s > solution.thresholds[g])).sum(1)

@@ -1,0 +1,267 @@
+"""group_thresholds: the threshold LP / MIP against brute force on small problems, more than two groups (and
+intersections, range rules) read back from the features, and the saved model's safetensors round trip."""
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from solvers import Problem, ProblemSpec, run, solve
+from solvers.algorithms.auc_postprocess import restore_model
+from solvers.algorithms.group_thresholds import GroupReadError, ThresholdNet, group_reader
+from solvers.constraints import CONSTRAINTS
+from solvers.fairness.threshold_lp import FAMILY_RATES, expected_predictions, roc_points, solve_thresholds
+from solvers.metrics import group_fairness
+
+FAMILIES = [[("demographic_parity", 0.05)], [("equal_opportunity", 0.05)], [("equalized_odds", 0.1)],
+            [("demographic_parity", 0.1), ("equalized_odds", 0.15)]]
+
+
+def _small(n_groups, seed, levels=3, n=60):
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, n_groups, n)
+    y = (rng.random(n) < 0.3 + 0.1 * group).astype(int)
+    s = rng.integers(0, levels, n) + y + 0.5 * group            # few distinct scores per group: many ties
+    return s.astype(float), y, group
+
+
+def _value(pred, y, group, n_groups, families, objective):
+    """(objective, feasible) of hard (or expected) predictions of one rule, from solvers.metrics' definitions."""
+    if objective == "accuracy":
+        obj = float(np.mean(pred * y + (1 - pred) * (1 - y)))
+    else:
+        obj = 0.5 * (pred[y == 1].mean() + 1 - pred[y == 0].mean())
+    if np.all((pred == 0) | (pred == 1)):
+        rates = group_fairness(y, pred.astype(int), group, [str(g) for g in range(n_groups)])
+        gaps = [rates[name] or 0.0 for name, _ in families]
+    else:   # expected rates of a randomised rule
+        gaps = [_expected_gap(pred, y, group, n_groups, name) for name, _ in families]
+    return obj, all(g <= eps + 1e-9 for g, (_, eps) in zip(gaps, families))
+
+
+def _expected_gap(p, y, group, n_groups, name):
+    out = 0.0
+    for rate in FAMILY_RATES[name]:
+        rows = {"sr": np.ones_like(y, bool), "tpr": y == 1, "fpr": y == 0}[rate]
+        counts = np.bincount(group[rows], minlength=n_groups)
+        r = np.bincount(group[rows], weights=p[rows], minlength=n_groups)[counts > 0] / counts[counts > 0]
+        out = max(out, float(r.max() - r.min()) if r.size else 0.0)
+    return out
+
+
+def _brute_force(s, y, group, n_groups, families, objective, q=None):
+    """Best objective over every rule that picks, in each group, one threshold (q None: each distinct score
+    and above all) or a mixture of them with weights on the grid 1/q: all combinations of the groups' options,
+    enumerated by broadcasting (axis g = group g's options), rates counted from the rows."""
+    P, N = np.bincount(group, weights=y, minlength=n_groups), np.bincount(group, weights=1 - y, minlength=n_groups)
+    tp, fp = [], []
+    for g in range(n_groups):
+        t = np.concatenate([np.unique(s[group == g]), [np.inf]]) - 1e-9
+        hits = s[group == g][:, None] > t[None, :]                              # (n_g, T)
+        mix = np.eye(len(t)) if q is None else np.asarray(
+            [c for c in itertools.product(range(q + 1), repeat=len(t)) if sum(c) == q], float) / q
+        shape = [1] * n_groups
+        shape[g] = len(mix)
+        tp.append((mix @ (hits & (y[group == g] == 1)[:, None]).sum(0)).reshape(shape))
+        fp.append((mix @ (hits & (y[group == g] == 0)[:, None]).sum(0)).reshape(shape))
+    tp, fp = np.stack(np.broadcast_arrays(*tp), -1), np.stack(np.broadcast_arrays(*fp), -1)   # (..., K)
+    if objective == "accuracy":
+        obj = (tp + N - fp).sum(-1) / len(y)
+    else:
+        obj = 0.5 * (tp.sum(-1) / P.sum() + 1 - fp.sum(-1) / N.sum())
+    rates = {"sr": ((tp + fp) / np.maximum(P + N, 1), P + N > 0), "tpr": (tp / np.maximum(P, 1), P > 0),
+             "fpr": (fp / np.maximum(N, 1), N > 0)}
+    ok = np.ones(obj.shape, bool)
+    for name, eps in families:
+        for r in FAMILY_RATES[name]:
+            v, defined = rates[r]
+            ok &= v[..., defined].max(-1) - v[..., defined].min(-1) <= eps + 1e-9
+    return float(obj[ok].max())
+
+
+@pytest.mark.parametrize("n_groups,seed", [(2, 0), (3, 1), (4, 2)])
+@pytest.mark.parametrize("families", FAMILIES)
+@pytest.mark.parametrize("objective", ["accuracy", "balanced_accuracy"])
+def test_deterministic_optimum_is_the_brute_force_one(n_groups, seed, families, objective):
+    s, y, group = _small(n_groups, seed, levels=3 if n_groups < 4 else 2)
+    sol = solve_thresholds(s, y, group, n_groups, families, objective, randomized=False)
+    best = _brute_force(s, y, group, n_groups, families, objective)
+    assert sol.status == "optimal" and sol.objective == pytest.approx(best, abs=1e-9)
+    assert (sol.weights.max(1) == 1).all()                                  # one threshold per group
+    pred = expected_predictions(s, group, sol)
+    obj, ok = _value(pred, y, group, n_groups, families, objective)         # the rule does what it says
+    assert ok and obj == pytest.approx(sol.objective, abs=1e-9)
+
+
+@pytest.mark.parametrize("family", ["demographic_parity", "equal_opportunity"])
+@pytest.mark.parametrize("seed", [8, 9])
+def test_the_band_sweep_is_the_brute_force_optimum_on_many_thresholds(family, seed):
+    s, y, group = _small(3, seed, levels=10, n=400)                          # ~12 thresholds per group
+    for eps in (0.0, 0.02, 0.1):
+        fam = [(family, eps)]
+        sol = solve_thresholds(s, y, group, 3, fam, "accuracy", randomized=False)
+        assert sol.objective == pytest.approx(_brute_force(s, y, group, 3, fam, "accuracy"), abs=1e-12)
+
+
+@pytest.mark.parametrize("n_groups,seed", [(2, 3), (3, 4)])
+@pytest.mark.parametrize("families", FAMILIES[:3])
+def test_randomised_optimum_bounds_every_mixture_and_is_feasible(n_groups, seed, families):
+    s, y, group = _small(n_groups, seed, levels=2 if n_groups == 3 else 3)
+    sol = solve_thresholds(s, y, group, n_groups, families, "accuracy", randomized=True)
+    pred = expected_predictions(s, group, sol)
+    obj, ok = _value(pred, y, group, n_groups, families, "accuracy")
+    assert ok and obj == pytest.approx(sol.objective, abs=1e-9)             # feasible, value as reported
+    grid = _brute_force(s, y, group, n_groups, families, "accuracy", q=8 if n_groups == 2 else 5)
+    deterministic = _brute_force(s, y, group, n_groups, families, "accuracy")
+    assert sol.objective >= grid - 1e-9 and sol.objective >= deterministic - 1e-9   # no mixture does better
+    assert sol.objective - grid <= 0.05                                     # and the grid comes close
+
+
+def test_randomisation_beats_every_deterministic_rule_when_rates_cannot_match():
+    # group 0's scores allow selection rates {0, 1/2, 1}, group 1's {0, 1/3, 2/3, 1}: with ε = 0.05 only a
+    # mixture reaches a common rate other than 0 or 1
+    s = np.array([2.0, 2.0, 0.0, 0.0, 3.0, 1.0, 0.0])
+    y = np.array([1, 1, 0, 0, 1, 1, 0])
+    group = np.array([0, 0, 0, 0, 1, 1, 1])
+    fam = [("demographic_parity", 0.05)]
+    lp = solve_thresholds(s, y, group, 2, fam, randomized=True)
+    mip = solve_thresholds(s, y, group, 2, fam, randomized=False)
+    assert lp.objective > mip.objective + 0.05
+    assert mip.objective == pytest.approx(_brute_force(s, y, group, 2, fam, "accuracy"))
+
+
+def test_roc_points_are_the_counts_of_each_threshold():
+    s, y, group = _small(3, 7, levels=4, n=200)
+    pts = roc_points(s, y, group, 3, hull=False)
+    pred = s[None, :] > pts.threshold[:, None]                              # (points, rows)
+    own = group[None, :] == pts.group[:, None]
+    np.testing.assert_array_equal(pts.tp, (pred & own & (y == 1)).sum(1))
+    np.testing.assert_array_equal(pts.fp, (pred & own & (y == 0)).sum(1))
+    line = roc_points(np.array([3.0, 2.0, 1.0, 0.0]), np.array([1, 1, 0, 0]), np.zeros(4, int), 1)
+    assert list(zip(line.fp, line.tp)) == [(0, 0), (0, 2), (2, 2)]           # points inside a segment dropped
+
+
+def _table(n=1600, seed=0):
+    rng = np.random.default_rng(seed)
+    sex = rng.choice(["F", "M"], n)
+    race = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
+    age = rng.integers(18, 80, n)
+    x = rng.normal(size=n)
+    logit = x + 1.2 * (sex == "M") + 0.6 * (race == "a") + 0.02 * (age - 45)
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no")
+    return pd.DataFrame({"x": x, "age": age, "sex": sex, "race": race, "y": y})
+
+
+@pytest.mark.parametrize("sensitive,rules", [
+    (["sex", "race"], {}),
+    (["age"], {"age": {"ranges": {"young": [None, 30], "old": [60, None]}, "other": "middle"}}),
+    (["age", "sex"], {"age": {"ranges": {"25-60": [25, 61]}, "other": "other"}}),   # "other" on both sides
+])
+def test_groups_are_read_from_the_features_on_new_rows(sensitive, rules):
+    table = _table()
+    spec = ProblemSpec(target="y", positive_label="yes", sensitive=sensitive, group_rules=rules,
+                       constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
+                       solver={"name": "group_thresholds"}, split={"test": 0.25, "validation": 0.25, "seed": 0},
+                       max_iterations=100)
+    from solvers.api import prepare
+
+    data = prepare(table, spec)
+    train = data.splits["train"]
+    K = len(data.group_names)
+    reader = group_reader(data.X[train], data.group[train], K)
+    net = ThresholdNet(torch.nn.Linear(data.X.shape[1], 1), *reader, np.zeros((K, 1)), np.ones((K, 1)),
+                       np.zeros(data.X.shape[1]))
+    test = data.splits["test"]
+    got = net.group_of(torch.as_tensor(data.X[test])).numpy()
+    np.testing.assert_array_equal(got, data.group[test])
+
+
+def test_group_reader_refuses_features_without_the_groups():
+    rng = np.random.default_rng(0)
+    with pytest.raises(GroupReadError, match="sensitive columns"):
+        group_reader(rng.normal(size=(100, 3)), rng.integers(0, 2, 100), 2)
+
+
+def test_job_keeps_the_constraint_on_validation_with_many_groups_and_restores(tmp_path):
+    table = _table(2000, 1)
+    spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex", "race"],
+                       constraints=[{"type": "equalized_odds", "tolerance": 0.1}],
+                       solver={"name": "group_thresholds"},
+                       split={"test": 0.2, "validation": 0.3, "seed": 0}, max_iterations=100)
+    out = run(table, spec)
+    assert len(out.groups) == 6
+    report = out.enforcement
+    assert report["method"] == "group_thresholds" and report["status"] == "optimal" and report["randomized"]
+    assert report["gaps"]["equalized_odds"] <= 0.1                          # the LP's expected rates
+    val = out.metrics["validation"]                                         # the realised (drawn) rule
+    assert val["accuracy"] == pytest.approx(report["realised_accuracy"], abs=1e-12)
+    assert val["equalized_odds"] == pytest.approx(report["realised_gaps"]["equalized_odds"], abs=1e-12)
+    path = tmp_path / "model.safetensors"
+    save_file(out.state_dict, str(path))
+    state = load_file(str(path))
+    from solvers.api import prepare
+    from solvers.models import model_factory
+
+    data = prepare(table, spec)
+    model = restore_model(model_factory(spec.model)(data.X.shape[1]), state)
+    assert isinstance(model.net, ThresholdNet)
+    with torch.no_grad():
+        scores = model(torch.as_tensor(data.X[data.splits["test"]])).double().numpy()
+    np.testing.assert_allclose(1 / (1 + np.exp(-scores)), out.predictions["score"].to_numpy(), rtol=1e-6)
+
+
+def test_gbdt_base_is_boosted_then_wrapped_whole_and_restores(tmp_path):
+    table = _table(1500, 2)
+    spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"],
+                       model={"type": "gbdt", "n_estimators": 20, "num_leaves": 7, "min_child_samples": 10},
+                       constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
+                       solver={"name": "group_thresholds"}, split={"test": 0.2, "validation": 0.3, "seed": 0},
+                       max_iterations=20)
+    out = run(table, spec)
+    assert out.iterations == 20 and out.enforcement["gaps"]["demographic_parity"] <= 0.05
+    assert any(k.startswith("base.") for k in out.state_dict) and "thresholds" in out.state_dict
+    path = tmp_path / "model.safetensors"
+    save_file(out.state_dict, str(path))
+    from solvers.api import prepare
+    from solvers.models import model_factory
+
+    data = prepare(table, spec)
+    model = restore_model(model_factory(spec.model)(data.X.shape[1]), load_file(str(path)))
+    assert isinstance(model, ThresholdNet)
+    with torch.no_grad():
+        scores = model(torch.as_tensor(data.X[data.splits["test"]])).double().numpy()
+    np.testing.assert_allclose(1 / (1 + np.exp(-scores)), out.predictions["score"].to_numpy(), rtol=1e-6)
+
+
+def test_randomised_rule_is_reproducible_and_warm_starts_from_its_base():
+    rng = np.random.default_rng(5)
+    n = 1500
+    g = rng.integers(0, 2, n)
+    X = np.column_stack([rng.normal(size=(n, 2)) + 0.7 * g[:, None], g == 1, g == 0]).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=n) > 0.6).astype(np.int64)
+    kw = dict(group_names=["a", "b"], device="cpu")
+    problem = Problem(X=X[:1000], y=y[:1000], group=g[:1000], constraints=[CONSTRAINTS.get("demographic_parity")(0.01)], **kw)
+    val = Problem(X=X[1000:], y=y[1000:], group=g[1000:], **kw)
+    res = solve(problem, "group_thresholds", max_iterations=100, validation=val)
+    with torch.no_grad():
+        first, again = res.model(val.X), res.model(val.X)
+    torch.testing.assert_close(first, again, rtol=0, atol=0)
+    report = res.model.net.report
+    assert report["gaps"]["demographic_parity"] <= 0.01
+    again = solve(problem, "group_thresholds", max_iterations=10, validation=val, model=res.model)
+    assert isinstance(again.model.net, ThresholdNet) and not isinstance(again.model.net.base, ThresholdNet)
+    eo = Problem(X=X[:1000], y=y[:1000], group=g[:1000], constraints=[CONSTRAINTS.get("equalized_odds")(0.02)], **kw)
+    assert solve(eo, "group_thresholds", max_iterations=5, validation=val).model.net.report["gaps"][
+        "equalized_odds"] <= 0.02
+
+
+def test_unsupported_constraint_is_refused_by_the_spec():
+    from solvers.spec import SpecError, check_solver_supports
+
+    spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"],
+                       constraints=[{"type": "loss_gap", "tolerance": 0.05}], solver={"name": "group_thresholds"})
+    with pytest.raises(SpecError, match="group_thresholds") as err:
+        check_solver_supports(spec)
+    assert err.value.loc == ("constraints", 0, "type")
