@@ -55,6 +55,8 @@ CASES = {
     "mlp": ({"type": "mlp", "hidden": [16, 8], "activation": "tanh"}, {}),
     "gbdt": ({"type": "gbdt", "n_estimators": 20, "num_leaves": 7}, {"solver": {"name": "erm"}}),
     "reductions_linear": ({"type": "linear"}, {"solver": {"name": "reductions"}, "max_iterations": 50}),
+    "reductions_draw": ({"type": "linear"}, {"solver": {"name": "reductions", "params": {"decision": "draw"}},
+                                             "max_iterations": 50}),
     "reductions_gbdt": ({"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
                         {"solver": {"name": "reductions"}, "max_iterations": 100,
                          "constraints": [{"type": "demographic_parity", "tolerance": 0.01}]}),
