@@ -189,7 +189,8 @@ def _trees(g: _Graph, wide: str, booster: np.ndarray, d: int) -> str:
 def _randomized(g: _Graph, wide: str, state: dict[str, np.ndarray], d: int) -> str:
     """The reductions' randomised classifier (:mod:`solvers.randomized`) as a [N, 1] float value:
     f_Q = logit(clip(Σ_k w_k 1{h_k(x) = 1}, δ, 1 − δ)), linear components 1{x·w_k + b_k > 0} in float64 (one
-    ``Gemm`` for all), then the trees 1{F_k(x) > 0} in their order."""
+    ``Gemm`` for all), then the trees 1{F_k(x) > 0} in their order; with ``decision="draw"`` (a non-empty
+    ``draw`` = r) minus logit(clip(frac(|x·r|), δ, 1 − δ))."""
     weight, bias, mix = (np.asarray(state[k], np.float64) for k in ("linear.weight", "linear.bias", "mix"))
     decisions = []
     if weight.shape[0]:
@@ -206,9 +207,19 @@ def _randomized(g: _Graph, wide: str, state: dict[str, np.ndarray], d: int) -> s
     p = g.op("MatMul", [joined, g.const(mix.reshape(-1, 1), "q_mix")], "q_p")
     low, high = g.const(np.float64(RANDOMIZED_CLIP), "q_lo"), g.const(np.float64(1 - RANDOMIZED_CLIP), "q_hi")
     p = g.op("Clip", [p, low, high], "q_clipped")
-    one_minus = g.op("Sub", [g.const(np.float64(1), "one"), p], "q_rest")
-    f = g.op("Sub", [g.op("Log", [p], "q_log_p"), g.op("Log", [one_minus], "q_log_rest")], "q_logit")
+    f = _logit(g, p, "q")
+    draw = np.asarray(state.get("draw", np.zeros(0)), np.float64)
+    if draw.size:   # decision "draw": f − logit(clip(u)), u = frac(|x·r|)
+        a = g.op("Abs", [g.op("MatMul", [wide, g.const(draw.reshape(-1, 1), "q_r")], "q_xr")], "q_abs")
+        u = g.op("Clip", [g.op("Sub", [a, g.op("Floor", [a], "q_floor")], "q_u"), low, high], "q_u_clipped")
+        f = g.op("Sub", [f, _logit(g, u, "q_u")], "q_margin")
     return g.op("Cast", [f], "q_f", to=TensorProto.FLOAT)  # the module returns the features' dtype
+
+
+def _logit(g: _Graph, p: str, hint: str) -> str:
+    """log p − log(1 − p) of a float64 value."""
+    one_minus = g.op("Sub", [g.const(np.float64(1), "one"), p], f"{hint}_rest")
+    return g.op("Sub", [g.op("Log", [p], f"{hint}_log"), g.op("Log", [one_minus], f"{hint}_log_rest")], f"{hint}_logit")
 
 
 def _network(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: int) -> str:

@@ -47,7 +47,10 @@ import numpy as np
 from scipy import sparse
 
 #: the rates each supported constraint family bounds (the names of :func:`solvers.metrics.group_fairness`)
-FAMILY_RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "equalized_odds": ("tpr", "fpr")}
+FAMILY_RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "equalized_odds": ("tpr", "fpr"),
+                "partial_demographic_parity": ("kept",)}
+#: families whose rate is only linear in the rule for deterministic thresholds (the kept set moves otherwise)
+DETERMINISTIC_ONLY = ("partial_demographic_parity",)
 OBJECTIVES = ("accuracy", "balanced_accuracy")
 _WEIGHT_EPS = 1e-9   # mixture weights below this (HiGHS round-off) are dropped, the rest renormalised
 _BAND_MARGIN = 1e-9  # ε is solved as ε − this, so that HiGHS' round-off never leaves a gap a hair above ε
@@ -63,16 +66,36 @@ class ROCPoints:
     threshold: np.ndarray   # (N,) float64
     positives: np.ndarray   # (K,) P_g
     negatives: np.ndarray   # (K,) N_g
+    kept_above: np.ndarray | None = None   # (N,) partial DP: kept rows of the group with s > threshold + θ̂
+    kept_size: np.ndarray | None = None    # (K,) |K_g|, the kept rows of each group
 
     def subset(self, keep: np.ndarray) -> "ROCPoints":
         return ROCPoints(self.group[keep], self.tp[keep], self.fp[keep], self.threshold[keep], self.positives,
-                         self.negatives)
+                         self.negatives, None if self.kept_above is None else self.kept_above[keep], self.kept_size)
 
     def rates(self) -> dict[str, np.ndarray]:
         """(N,) SR, TPR, FPR of each point (0 where the group has no positives / negatives)."""
         P, N = self.positives[self.group], self.negatives[self.group]
-        return {"sr": (self.tp + self.fp) / np.maximum(P + N, 1), "tpr": self.tp / np.maximum(P, 1),
-                "fpr": self.fp / np.maximum(N, 1)}
+        out = {"sr": (self.tp + self.fp) / np.maximum(P + N, 1), "tpr": self.tp / np.maximum(P, 1),
+               "fpr": self.fp / np.maximum(N, 1)}
+        if self.kept_above is not None:
+            out["kept"] = self.kept_above / np.maximum(self.kept_size[self.group], 1)
+        return out
+
+    def with_kept(self, scores: np.ndarray, group: np.ndarray, kept: np.ndarray, theta: float) -> "ROCPoints":
+        """These points with the partial-DP rate: among the ``kept`` rows of the point's group, the share with
+        s > threshold + θ̂ (the rows the shifted score f − t ranks in the interval are the base score's: a shift
+        per group keeps the ranks). One ``searchsorted`` on keys span·g + s over the kept rows. With θ̂ = 0 it is
+        the share the RULE predicts positive; with θ̂ ≠ 0 it would depend on where t lies between two scores
+        (refused by :func:`solve_thresholds`)."""
+        n_groups = len(self.positives)
+        s, g = np.asarray(scores, np.float64)[kept], np.asarray(group).astype(np.int64)[kept]
+        span = 2.0 * (np.abs(s).max(initial=0.0) + np.abs(self.threshold).max(initial=0.0) + abs(theta) + 2.0)
+        key = np.sort(g * span + s)
+        size = np.bincount(g, minlength=n_groups)
+        end = np.cumsum(size)
+        above = end[self.group] - np.searchsorted(key, self.group * span + (self.threshold + theta), side="right")
+        return ROCPoints(self.group, self.tp, self.fp, self.threshold, self.positives, self.negatives, above, size)
 
 
 def roc_points(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int, hull: bool = True) -> ROCPoints:
@@ -152,7 +175,10 @@ class ThresholdSolution:
 
 def _defined(points: ROCPoints) -> dict[str, np.ndarray]:
     """(K,) whether each group's SR / TPR / FPR is defined (it has rows / positives / negatives)."""
-    return {"sr": points.positives + points.negatives > 0, "tpr": points.positives > 0, "fpr": points.negatives > 0}
+    out = {"sr": points.positives + points.negatives > 0, "tpr": points.positives > 0, "fpr": points.negatives > 0}
+    if points.kept_size is not None:
+        out["kept"] = points.kept_size > 0
+    return out
 
 
 def _band_rows(points: ROCPoints, rates: dict[str, np.ndarray], families: Sequence[tuple[str, float]],
@@ -176,11 +202,14 @@ def _band_rows(points: ROCPoints, rates: dict[str, np.ndarray], families: Sequen
 
 def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int,
                      families: Sequence[tuple[str, float]], objective: str = "accuracy", randomized: bool = True,
-                     time_limit_s: float = 60.0) -> ThresholdSolution:
+                     time_limit_s: float = 60.0, kept: np.ndarray | None = None, theta: float = 0.0
+                     ) -> ThresholdSolution:
     """The optimal per-group (randomised) thresholds of the module docstring on the rows given.
 
     ``families``: (type, ε) pairs, type in :data:`FAMILY_RATES`; ``objective``: ``accuracy`` or
-    ``balanced_accuracy``; ``randomized=False``: one deterministic threshold per group (mixed-integer)."""
+    ``balanced_accuracy``; ``randomized=False``: one deterministic threshold per group. ``kept`` (rows mask) and
+    ``theta``: the kept rows and decision threshold θ̂ of a ``partial_demographic_parity`` family (deterministic
+    thresholds only: the share of the kept rows with f − t_g > θ̂ is then a rate of the rule)."""
     import time
 
     from scipy.optimize import Bounds, LinearConstraint, linprog, milp
@@ -190,8 +219,16 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     unknown = [name for name, _ in families if name not in FAMILY_RATES]
     if unknown:
         raise ValueError(f"group thresholds bound {sorted(FAMILY_RATES)}, not {unknown}")
+    partial = [name for name, _ in families if name in DETERMINISTIC_ONLY]
+    if partial and (randomized or kept is None or len(partial) > 1):
+        raise ValueError("partial_demographic_parity: one such constraint, its kept rows, and deterministic "
+                         "thresholds (randomized: false)")
+    if partial and theta != 0.0:   # f − t > θ̂ ≠ 0 depends on where t lies between two scores, not on the rule only
+        raise ValueError("partial_demographic_parity: group thresholds handle θ̂ = 0 (its 'threshold') only")
     started = time.perf_counter()
     points = roc_points(scores, y, group, n_groups, hull=randomized)
+    if kept is not None:
+        points = points.with_kept(scores, group, np.asarray(kept, bool), float(theta))
     rates = points.rates()
     P, N = int(points.positives.sum()), int(points.negatives.sum())
     n = P + N

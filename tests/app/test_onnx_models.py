@@ -55,12 +55,16 @@ CASES = {
     "mlp": ({"type": "mlp", "hidden": [16, 8], "activation": "tanh"}, {}),
     "gbdt": ({"type": "gbdt", "n_estimators": 20, "num_leaves": 7}, {"solver": {"name": "erm"}}),
     "reductions_linear": ({"type": "linear"}, {"solver": {"name": "reductions"}, "max_iterations": 50}),
+    "reductions_draw": ({"type": "linear"}, {"solver": {"name": "reductions", "params": {"decision": "draw"}},
+                                             "max_iterations": 50}),
     "reductions_gbdt": ({"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
                         {"solver": {"name": "reductions"}, "max_iterations": 100,
                          "constraints": [{"type": "demographic_parity", "tolerance": 0.01}]}),
-    "thresholds_mlp": ({"type": "mlp", "hidden": [8]}, {"solver": {"name": "group_thresholds"}}),
+    # randomised (a mixture per group; for DP the default is one threshold per group)
+    "thresholds_mlp": ({"type": "mlp", "hidden": [8]},
+                       {"solver": {"name": "group_thresholds", "params": {"randomized": True}}}),
     "thresholds_gbdt": ({"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
-                        {"solver": {"name": "group_thresholds"}, "max_iterations": 10}),
+                        {"solver": {"name": "group_thresholds", "params": {"randomized": True}}, "max_iterations": 10}),
     "thresholds_fixed": ({"type": "linear"}, {"solver": {"name": "group_thresholds", "params": {"randomized": False}},
                                               "constraints": [{"type": "equalized_odds", "tolerance": 0.05}]}),
     "group_shift": ({"type": "linear"}, {

@@ -20,7 +20,7 @@ def test_cell_statistics_average_over_seeds_and_count_errors_and_kept_seeds():
     fb = stats["gbdt fair_boosting"]
     assert fb["role"] == "ours" and fb["seeds"] == 2 and fb["errors"] == 0
     assert abs(fb["accuracy"]["mean"] - 0.86) < 1e-12 and fb["accuracy"]["ci_low"] < 0.86 < fb["accuracy"]["ci_high"]
-    assert fb["kept_share"] == 0.5 and fb["cpu_s"] == 1.5 and fb["job_ci"] is None
+    assert fb["kept_share"] == 0.5 and fb["cpu_s"] == 1.5 and fb["job_ci"] is None and fb["time_limited"] == 0
     assert stats["LightGBM"]["role"] == "reference" and stats["LightGBM"]["job_ci"]["accuracy"] == [0.86, 0.88]
     assert stats["gbdt reductions"]["seeds"] == 0 and stats["gbdt reductions"]["errors"] == 1
 
@@ -50,6 +50,7 @@ def test_headline_needs_accuracy_gap_and_a_tenth_of_the_time():
         "failed": {"error": "failed: x"}}}
     verdicts = headline_verdicts(head)
     assert verdicts["fast"]["met"] and not verdicts["slow"]["met"] and not verdicts["unfair"]["met"]
+    assert verdicts["slow"]["met_cpu"] and verdicts["slow"]["cpu_ratio"] == 0.1 and not verdicts["unfair"]["met_cpu"]
     assert "failed" not in verdicts and abs(verdicts["slow"]["wall_ratio"] - 0.105) < 1e-12
 
 
