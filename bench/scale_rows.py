@@ -125,6 +125,8 @@ def measure(rows: int, args, home: Path, mlp: bool) -> dict:
             common = {"dataset_id": dataset["id"], "target": "income", "positive_label": ">50K", "sensitive": ["sex"],
                       "objective": "logistic", "constraints": [{"type": "demographic_parity", "tolerance": 0.02}],
                       "split": {"test": 0.2, "validation": 0.2, "seed": 0}, "time_limit_s": 3600}
+            if args.upload_only:
+                return out
             iterations = max(1, round(args.epochs * n_train / args.batch_size))
             out["linear"] = run_job(stack, client, {
                 **common, "model": {"type": "linear"}, "device": "cpu", "max_iterations": iterations,
@@ -184,6 +186,7 @@ def main() -> None:
     parser.add_argument("--mlp-rows", type=int, nargs="*", default=None, help="sizes that also run the MLP job "
                         "(default: every size)")
     parser.add_argument("--cuda", action="store_true", help="the MLP job asks for device cuda (a GPU worker)")
+    parser.add_argument("--upload-only", action="store_true", help="upload and profile, no jobs")
     parser.add_argument("--output", default="scale_rows")
     args = parser.parse_args()
     redis.Redis.from_url(REDIS_URL).flushdb()
