@@ -129,16 +129,17 @@ def measure(rows: int, args, home: Path, mlp: bool) -> dict:
             if args.upload_only:
                 return out
             iterations = max(1, round(args.epochs * n_train / args.batch_size))
-            out["linear"] = run_job(stack, client, {
-                **common, "model": {"type": "linear"}, "device": "cpu", "max_iterations": iterations,
-                "solver": {"name": "ssg", "params": {"batch_size": args.batch_size}}}, worker_pid, wait_baseline=mlp)
-            out["linear"]["batch_size"] = args.batch_size
+            if not args.no_linear:
+                out["linear"] = run_job(stack, client, {
+                    **common, "model": {"type": "linear"}, "device": "cpu", "max_iterations": iterations,
+                    "solver": {"name": "ssg", "params": {"batch_size": args.batch_size}}}, worker_pid, wait_baseline=mlp)
+                out["linear"]["batch_size"] = args.batch_size
             if mlp:
                 device = "cuda" if args.cuda else "cpu"
                 out["mlp"] = run_job(stack, client, {
                     **common, "model": {"type": "mlp", "hidden": [64, 64]}, "device": device,
                     "max_iterations": max(1, round(args.mlp_epochs * n_train / args.batch_size)),
-                    "solver": {"name": "ssg", "params": {"batch_size": args.batch_size}}}, worker_pid)
+                    "solver": {"name": "ssg", "params": {"batch_size": args.batch_size}}}, worker_pid, wait_baseline=False)
                 out["mlp"].update(batch_size=args.batch_size, device=device)
     finally:
         stop_stack(stack)
@@ -187,6 +188,7 @@ def main() -> None:
     parser.add_argument("--mlp-rows", type=int, nargs="*", default=None, help="sizes that also run the MLP job "
                         "(default: every size)")
     parser.add_argument("--cuda", action="store_true", help="the MLP job asks for device cuda (a GPU worker)")
+    parser.add_argument("--no-linear", action="store_true", help="no linear job (the MLP job only)")
     parser.add_argument("--upload-only", action="store_true", help="upload and profile, no jobs")
     parser.add_argument("--output", default="scale_rows")
     args = parser.parse_args()
