@@ -78,7 +78,9 @@ GET /api/v1/jobs/{job_id}/audit-model (a plain weights artifact lacks the encode
 GET /api/v1/audits/metrics. CIs: 200 bootstrap resamples, seed 0. Instead of --model, --predictions audits a
 prediction log: the data already holds the model's output, named by a JSON object (or a file holding it)
 {"score_column" | "prediction_column", "threshold", "score_scale", "label_column", "positive_label",
-"sensitive"} as in POST /api/v1/audits. The report's score_summary is what a later run's drift compares with."""
+"sensitive"} as in POST /api/v1/audits. With --format json the report holds its score_summary; --reference
+takes such an earlier report, and the drift metrics (score_ks, score_psi) compare with it (as previous and
+baseline run alike); without it they have no value."""
 
 
 @command("audit")
@@ -91,6 +93,7 @@ def add_audit(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--data", required=True, help="CSV or Parquet file with the model's columns and the label")
     run.add_argument("--metrics", required=True, help="JSON list of {type, threshold, ...}, or a file holding it")
     run.add_argument("--format", choices=("table", "json"), default="table")
+    run.add_argument("--reference", help="an earlier --format json report: the drift metrics compare with it")
     run.set_defaults(run=audit_run)
 
 
@@ -99,7 +102,7 @@ def audit_run(args: argparse.Namespace) -> int:
 
     from pydantic import TypeAdapter, ValidationError
 
-    from app.audits.drift import summarise
+    from app.audits.drift import compare, summarise
     from app.audits.logs import PredictionLog
     from app.audits.metrics import MetricSpec
     from app.audits.model import AuditModel, ModelError
@@ -119,9 +122,12 @@ def audit_run(args: argparse.Namespace) -> int:
                 return 2
         else:
             model = AuditModel.from_file(Path(args.model))
+        reference = _reference(Path(args.reference)) if args.reference else None
         table = read_upload(Path(args.data))
         scored = model.score(table)
-        report = evaluate(specs, scored)
+        summary = summarise(scored)
+        drift = compare(summary, reference, args.reference)
+        report = evaluate(specs, scored, drift={"previous": drift, "baseline": drift})
     except ValidationError as exc:
         first = exc.errors()[0]
         print(f"{option}: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
@@ -131,9 +137,17 @@ def audit_run(args: argparse.Namespace) -> int:
         return 2
     report["n_rows"] = len(table)
     if args.format == "json":
-        report["score_summary"] = summarise(scored)
+        report["score_summary"] = summary
     print(json.dumps(report, indent=2) if args.format == "json" else format_table(report))
     return 1 if report["breached"] else 0
+
+def _reference(path) -> dict:
+    """The score summary of an earlier ``--format json`` report (ValueError when the file holds none)."""
+    report = json.loads(path.read_text())
+    if not isinstance(report, dict) or not isinstance(report.get("score_summary"), dict):
+        raise ValueError(f"--reference: {path} is not a --format json report with a score_summary")
+    return report["score_summary"]
+
 
 def _inline_or_file(value: str, opener: str) -> str:
     from pathlib import Path

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import pandas as pd
+from pandas.api.types import union_categoricals
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -206,9 +207,38 @@ def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits, newline: s
         raise DatasetError("file: the file has a header but no data rows")
 
 
-def read_table(path: Path, fmt: str, options: dict[str, Any], max_decoded: int | None = None) -> pd.DataFrame:
-    """Read a stored dataset exactly as the worker will train on it."""
-    return pd.concat(iter_chunks(path, fmt, options, max_decoded), ignore_index=True)
+def read_table(path: Path, fmt: str, options: dict[str, Any], max_decoded: int | None = None,
+               text_as_categories: bool = False) -> pd.DataFrame:
+    """Read a stored dataset exactly as the worker will train on it.
+
+    ``text_as_categories``: a column whose every chunk holds only text (and missing values) comes back as a
+    pandas categorical with sorted categories: the same values, one small code per row instead of a pointer
+    to a Python string (a 10M-row text column: 10 MB instead of 80 MB of pointers and the strings)."""
+    if not text_as_categories:
+        return pd.concat(iter_chunks(path, fmt, options, max_decoded), ignore_index=True)
+    return _concat_categorical([_text_to_categories(chunk) for chunk in iter_chunks(path, fmt, options, max_decoded)])
+
+
+def _text_to_categories(chunk: pd.DataFrame) -> pd.DataFrame:
+    """The chunk with each text column (``str`` dtype, or objects that are all text) as a categorical."""
+    text = [c for c in chunk.columns if pd.api.types.is_string_dtype(chunk[c])]  # a Series: objects are inferred
+    return chunk.astype({c: "category" for c in text}) if text else chunk
+
+
+def _concat_categorical(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat(chunks)``, keeping a column categorical (categories united and sorted) where every chunk has it so;
+    elsewhere the categorical chunks go back to their text dtype, as the plain concatenation holds them."""
+    columns = {}
+    for name in chunks[0].columns:
+        parts = [chunk[name] for chunk in chunks]
+        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
+            columns[name] = pd.Series(union_categoricals(parts, sort_categories=True), name=name)
+        else:
+            columns[name] = pd.concat([p.astype(p.cat.categories.dtype) if isinstance(p.dtype, pd.CategoricalDtype)
+                                       else p for p in parts], ignore_index=True)
+        for chunk in chunks:  # free each column's chunks as soon as it is built
+            del chunk[name]
+    return pd.DataFrame(columns)
 
 
 def iter_chunks(path: Path, fmt: str, options: dict[str, Any], max_decoded: int | None = None) -> Iterator[pd.DataFrame]:
@@ -292,14 +322,16 @@ def _pandas_index_columns(metadata: dict[bytes, bytes]) -> list[str]:
 
 
 @lru_cache(maxsize=4)
-def _cached_table(path: str, fmt: str, options: str, sha256: str) -> pd.DataFrame:
-    return read_table(Path(path), fmt, {k: v for k, v in json.loads(options).items() if v is not None})
+def _cached_table(path: str, fmt: str, options: str, sha256: str, text_as_categories: bool) -> pd.DataFrame:
+    return read_table(Path(path), fmt, {k: v for k, v in json.loads(options).items() if v is not None},
+                      text_as_categories=text_as_categories)
 
 
-def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str) -> pd.DataFrame:
+def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str,
+               text_as_categories: bool = False) -> pd.DataFrame:
     """``read_table`` with a small cache keyed by content hash and reading options, for the worker (a sweep's jobs
     share a table); callers must not mutate the frame. The API process never calls it: it reads profiles and chunks."""
-    return _cached_table(str(path), fmt, cache_key(options), sha256)
+    return _cached_table(str(path), fmt, cache_key(options), sha256, text_as_categories)
 
 
 def _scalar(t: pa.DataType) -> bool:

@@ -1,7 +1,8 @@
 """Issue 17's benchmark: does a job keep the fairness it was asked for on data the model has not seen?
 
 Cells: dataset × constraint × tolerance × model × seed, with the datasets of :data:`DATASETS` (Adult by sex
-and by race White vs non-White, COMPAS African-American vs Caucasian, bank age 25–60 vs other), demographic
+and by race White vs non-White, COMPAS African-American vs Caucasian with race among the features, bank age
+25–60 vs other), demographic
 parity and equalized odds (and the BCE loss gap for MLPs), tolerances 0.01 / 0.02 / 0.05, seeds 0–4 (a seed
 sets the split and the model seed, as sweeps do). In each cell, on the same split and encoding:
 
@@ -9,11 +10,15 @@ sets the split and the model seed, as sweeps do). In each cell, on the same spli
 * ``auto`` (:mod:`solvers.auto`), and ``auto`` with ``guarantee: {"confidence": 0.95}`` when the spec has it;
 * fairlearn's ``ExponentiatedGradient(LogisticRegression)`` with the same bound (linear cells only).
 
+Every method runs with ``--threads`` (default 1) torch and BLAS threads: on a shared machine more threads
+thrash (Adult, 300 SSG iterations under a load of about 8 on 2 cores: 15.3 s with torch's 2 threads, 1.2 s with 1).
+
 Per job: the exact test metric (ŷ = 1{f > 0}; fairlearn's own randomised predictions at ``random_state=0``),
 test accuracy, time. Per method and cell group: the share of jobs whose test metric is ≤ the tolerance, the
 largest excess, the mean test accuracy. Targets (issue 17): with the guarantee ≥ 95 % of jobs keep the
 tolerance on test and none exceeds it by more than 0.01; the median accuracy cost of the guarantee against the
-most accurate model of its cell that violates on test is ≤ 0.01; ``auto`` on Adult, sex, DP ≤ 0.02, linear,
+most accurate model of its cell that violates on test is ≤ 0.01 (both also over the cells where the guarantee
+is verifiable at the validation split's size: ``guarantee.verifiable``); ``auto`` on Adult, sex, DP ≤ 0.02, linear,
 seed 0 reaches fairlearn's test accuracy at a test gap ≤ 0.02 in at most 1/10 of fairlearn's time — both fitted
 in the same invocation (``--headline``), back to back.
 
@@ -288,6 +293,12 @@ def write_report(jobs: dict[str, dict], head: dict | None, front: dict | None = 
           "features that predict recidivism (priors, age) are the ones whose distribution differs by race; with "
           "race a linear model can shift its threshold per group (disparate treatment, as group-threshold "
           "post-processing does) and keeps about 0.67.", ""]
+    older = [j for j in jobs.values() if j.get("auto_refine_iterations")]
+    if older:
+        md += [f"{len(older)} auto jobs ({', '.join(sorted({j['dataset'] for j in older}))}) ran with "
+               f"`refine_iterations` {older[0]['auto_refine_iterations']}, auto's previous default; the others "
+               "with 100. Jobs are stored as they finish and runs skip stored jobs, so the times in one table can "
+               "come from runs under different loads.", ""]
     if head is not None:
         a, f = head["auto"], head["fairlearn"]
         md += ["## Adult, sex, DP ≤ 0.02, linear, seed 0: auto vs fairlearn (same run, back to back)", "",
@@ -305,8 +316,11 @@ def write_report(jobs: dict[str, dict], head: dict | None, front: dict | None = 
                f"fits at bounds {', '.join(map(str, FRONTIER_BOUNDS))} (its randomised classifiers and every "
                f"logistic regression among its `predictors_`), {front['within']} have test DP ≤ "
                f"{front['tolerance']}; the most accurate of them, selected on test (optimistic), reaches "
-               f"{b['test_accuracy']:.4f} (test DP {b['test_gap']:.4f}; a {b['kind']} at bound {b['bound']}). "
-               "fairlearn's accuracy at DP ≤ 0.02 bound (above) comes with a test DP twice the bound.", ""]
+               f"{b['test_accuracy']:.4f} (test DP {b['test_gap']:.4f}; a {b['kind']} at bound {b['bound']})"
+               + ("" if head is None else
+                  f", {'below' if b['test_accuracy'] < head['auto']['test_accuracy'] else 'not below'} auto's "
+                  f"{head['auto']['test_accuracy']:.4f}; fairlearn's {head['fairlearn']['test_accuracy']:.4f} above "
+                  f"comes with test DP {head['fairlearn']['test_gap']:.4f}") + ".", ""]
     md += ["## Per method, over every stored job", "",
            "| method | jobs | errors | kept on test | largest excess | mean test accuracy | median time |",
            "|---|---|---|---|---|---|---|"]

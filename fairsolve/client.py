@@ -185,10 +185,16 @@ class Client:
         return Sweep(self, sweep_id, self._json("GET", f"{API}/sweeps/{sweep_id}"))
 
     # audits
-    def audit(self, job: "str | Job", *, metrics: list[dict[str, Any]], dataset: str | dict | None = None,
+    def audit(self, job: "str | Job | None" = None, *, metrics: list[dict[str, Any]],
+              dataset: str | dict | None = None, predictions: dict[str, Any] | None = None,
               **fields: Any) -> dict[str, Any]:
-        """Create an audit of ``job``'s model on ``dataset`` (or a ``source``) with metric thresholds."""
-        body = {"job_id": _id(job), "metrics": metrics, **fields}
+        """Create an audit of ``job``'s model, or of a prediction log (``predictions``: the columns that hold the
+        model's output, label and groups), on ``dataset`` (or a ``source``) with metric thresholds."""
+        body = {"metrics": metrics, **fields}
+        if job is not None:
+            body["job_id"] = _id(job)
+        if predictions is not None:
+            body["predictions"] = predictions
         if dataset is not None:
             body["dataset_id"] = _id(dataset)
         return self._json("POST", f"{API}/audits", json=body)
@@ -198,6 +204,16 @@ class Client:
         started = self._json("POST", f"{API}/audits/{_id(audit)}/run")
         path = f"{API}/audits/{started['audit_id']}/runs/{started['id']}"
         return self._poll(lambda: self._json("GET", path), timeout) if wait else started
+
+    def pin_baseline(self, audit: str | dict, run: str | dict) -> dict[str, Any]:
+        """Measure the audit's score drift (``score_ks`` / ``score_psi`` against ``baseline``) against ``run``."""
+        return self._json("PUT", f"{API}/audits/{_id(audit)}/baseline", json={"run_id": _id(run)})
+
+    def bias_report(self, run: dict, format: str = "json") -> Any:
+        """An audit run's bias report: the JSON document (a dict), or the ``csv`` / ``html`` text."""
+        path = f"{API}/audits/{run['audit_id']}/runs/{run['id']}/report"
+        return self._json("GET", path, params={"format": "json"}) if format == "json" else \
+            self.request("GET", path, params={"format": format}).text
 
     def _poll(self, read, timeout: float | None, on_change=None) -> dict[str, Any]:
         """Read until the answer's status is final (or ``timeout`` seconds pass: TimeoutError)."""
@@ -355,6 +371,15 @@ class Job(_Resource):
         from .model import FairModel
 
         return FairModel.from_audit_bytes(self.client.request("GET", f"{self.path}/audit-model").content)
+
+    def onnx(self, path: str | Path | None = None) -> bytes:
+        """The whole fitted pipeline (encoder, model, post-processing, threshold) as one ONNX model over the raw
+        columns (outputs ``logit``, ``score``, ``decision``; README "ONNX models in and out"), also written to
+        ``path`` when given."""
+        content = self.client.request("GET", f"{self.path}/model.onnx").content
+        if path is not None:
+            Path(path).write_bytes(content)
+        return content
 
 
 @dataclass

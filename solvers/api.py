@@ -22,7 +22,7 @@ from .fairness.exact import tolerances
 from .fairness.guarantee import seldonian
 from .fairness.report import fairness_entries, warnings_for
 from .metrics import classification_metrics
-from .models import ball_domain, model_factory
+from .models import ball_domain, model_factory, scores_in_blocks
 from .observer import Observer, StoppedInSetup
 from .problem import Problem
 from .spec import ProblemSpec, SolverSpec, SpecError, check_spec_against_table
@@ -93,40 +93,65 @@ class RunOutput:
 
 @torch.no_grad()
 def predict_scores(model: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
-    """The raw scores f_θ(x) for every row (float64 numpy); P(y=1|x) = σ(f_θ(x))."""
-    return model(torch.as_tensor(X, dtype=torch.float32, device=device)).double().cpu().numpy()
+    """The raw scores f_θ(x) for every row (float64 numpy); P(y=1|x) = σ(f_θ(x)); by row blocks
+    (:func:`~solvers.models.scores_in_blocks`), so neither an MLP's activations nor the device copy of X is whole."""
+    return scores_in_blocks(model, torch.as_tensor(X, dtype=torch.float32), device).double().cpu().numpy()
 
 
 @dataclass
 class Prepared:
-    """A table turned into what a solve needs: groups, labels, splits, the fitted encoder and X."""
+    """A table turned into what a solve needs: groups, labels, splits, the fitted encoder and X.
+
+    Rows are in split order (train, then validation, then test; each split's rows in table order), so every
+    split of X is a contiguous block: :meth:`features` is a view, never a copy of the split's rows.
+    ``order[i]`` is the table position of row i (None: the table's own order)."""
 
     group: np.ndarray                 # (n,) group index of every row
     group_names: list[str]
     y: np.ndarray                     # (n,) labels in {0, 1}
-    splits: dict[str, np.ndarray]     # "train", ["validation",] "test" -> row positions
+    splits: dict[str, np.ndarray]     # "train", ["validation",] "test" -> row positions (in X, y, group)
     encoder: TableEncoder             # fitted on the train split only
-    X: np.ndarray                     # (n, d) encoded features of every row
+    X: np.ndarray                     # (n, d) float32 encoded features of every row
+    order: np.ndarray | None = None   # (n,) table position of each row; None = the identity
 
     @property
     def train_counts(self) -> np.ndarray:
         return np.bincount(self.group[self.splits["train"]], minlength=len(self.group_names))
 
+    def features(self, split: str) -> np.ndarray:
+        """X of one split: a view when its rows are contiguous (always, from :func:`prepare`), else a copy."""
+        idx = self.splits[split]
+        if idx.size and idx[-1] - idx[0] + 1 == idx.size and bool(np.all(np.diff(idx) == 1)):
+            return self.X[idx[0]:idx[-1] + 1]
+        return self.X[idx]
+
+    def table_rows(self, split: str) -> np.ndarray:
+        """Table positions of one split's rows."""
+        idx = self.splits[split]
+        return idx if self.order is None else self.order[idx]
+
 
 def prepare(table: pd.DataFrame, spec: ProblemSpec) -> Prepared:
-    """Check the spec, build groups and labels, split stratified by group × label, encode (fit on train)."""
+    """Check the spec, build groups and labels, split stratified by group × label, encode (fit on train).
+
+    Memory: X is one float32 (n, d) array filled block by block (:meth:`TableEncoder.transform`), in split
+    order so that the splits are views of it; the encoder is fitted column by column on the train rows."""
     check_spec_against_table(spec, table)
     group, group_names = build_groups(table, spec.sensitive, spec.group_rules)
     y = encode_labels(table[spec.target], spec.positive_label)
-    splits = dict(zip(("train", "validation", "test"),
-                      split_indices(2 * group + y, spec.split.test, spec.split.validation, spec.split.seed)))
+    parts = dict(zip(("train", "validation", "test"),
+                     split_indices(2 * group + y, spec.split.test, spec.split.validation, spec.split.seed)))
     if spec.split.validation == 0:
-        del splits["validation"]
-    encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table.iloc[splits["train"]])
+        del parts["validation"]
+    encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table, rows=parts["train"])
     if (problem := encoder.width_problem()) is not None:  # before X (n × d) is allocated
         raise SpecError(("features",), f"{problem}; list `features` without it")
     spec.model.check_size(encoder.n_features)
-    return Prepared(group, list(group_names), y, splits, encoder, encoder.transform(table))
+    order = np.concatenate(list(parts.values()))
+    bounds = np.cumsum([0] + [len(idx) for idx in parts.values()])
+    splits = {name: np.arange(bounds[i], bounds[i + 1]) for i, name in enumerate(parts)}
+    return Prepared(group[order], list(group_names), y[order], splits, encoder, encoder.transform(table, rows=order),
+                    order)
 
 
 def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], train_counts: np.ndarray) -> dict[str, Any]:
@@ -191,7 +216,7 @@ def _train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem
     """The train split as a :class:`Problem` with constraint families ``families``."""
     train = data.splits["train"]
     return Problem(
-        X=data.X[train], y=data.y[train], group=data.group[train], group_names=data.group_names,
+        X=data.features("train"), y=data.y[train], group=data.group[train], group_names=data.group_names,
         model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
         constraints=families, device=spec.device, domain=ball_domain(spec.model),
     )
@@ -225,11 +250,11 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     model, device = result.model, problem.device
     if not continuation.families or result.stop_reason == "cancelled" or spec.solver.entry.name == "erm":
         return model, None, None
-    X, y, group, names = data.X, data.y, data.group, data.group_names
+    y, group, names = data.y, data.group, data.group_names
 
     def rows(split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = data.splits[split]
-        return X[idx], y[idx], group[idx]
+        return data.features(split), y[idx], group[idx]
 
     def scores(m: nn.Module, features: np.ndarray) -> np.ndarray:
         return predict_scores(m, features, device)
@@ -284,7 +309,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     validation = None
     if "validation" in splits:  # held-out rows for output rules that select an iterate (level_set, iqrc)
         val = splits["validation"]
-        validation = Problem(X=X[val], y=y[val], group=group[val], group_names=group_names,
+        validation = Problem(X=data.features("validation"), y=y[val], group=group[val], group_names=group_names,
                              model_factory=problem.model_factory, model_type=spec.model.type, device=problem.device)
     model = None
     if initial_state is not None:
@@ -308,7 +333,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     test = splits["test"]
     names = np.asarray(group_names, dtype=object)
     predictions = pd.DataFrame({
-        "row": table.index.to_numpy()[test],
+        "row": table.index.to_numpy()[data.table_rows("test")],
         "group": names[group[test]].astype(str),
         "label": y[test].astype(np.int64),
         "score": proba[test],

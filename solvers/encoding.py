@@ -30,6 +30,7 @@ import pandas as pd
 MISSING = "__missing__"
 GROUP_SEPARATOR = " & "
 MAX_ENCODED_FEATURES = 10_000  # columns of the encoded matrix X (one-hot categories included)
+ENCODE_ROWS = 65_536  # rows encoded at once: transform's float64 / index temporaries are O(ENCODE_ROWS · d)
 
 
 def normalise_scalar(value: Any) -> str:
@@ -55,9 +56,17 @@ def normalise_values(series: pd.Series) -> np.ndarray:
 
 
 
+def category_codes(series: pd.Series, categories: list[str]) -> np.ndarray:
+    """Position of every value's normalised string in ``categories`` (-1 when absent); equals
+    ``pd.Index(categories).get_indexer(normalise_values(series))`` without its (n,) array of strings."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    lookup = pd.Index(categories).get_indexer([normalise_scalar(u) for u in uniques] + [MISSING])
+    return lookup[codes]  # code -1 (missing) picks the trailing MISSING
+
+
 def encode_labels(series: pd.Series, positive_label: Any) -> np.ndarray:
     """y_i = 1 where the normalised target equals the normalised positive label, else 0."""
-    return (normalise_values(series) == normalise_scalar(positive_label)).astype(np.int64)
+    return (category_codes(series, [normalise_scalar(positive_label)]) == 0).astype(np.int64)
 
 
 def _column_groups(series: pd.Series, rule) -> tuple[np.ndarray, list[str]]:
@@ -127,12 +136,16 @@ class TableEncoder:
         self.columns = list(columns)
         self.plan: list[dict[str, Any]] = []
 
-    def fit(self, table: pd.DataFrame) -> "TableEncoder":
+    def fit(self, table: pd.DataFrame, rows: np.ndarray | None = None) -> "TableEncoder":
+        """Fit on ``table`` (or its rows at positions ``rows``, taken one column at a time: the
+        table's rows are never copied whole)."""
         self.plan = []
         for col in self.columns:
-            s = table[col]
+            s = table[col] if rows is None else table[col].iloc[rows]
             if _is_categorical(s):
-                cats = sorted(set(normalise_values(s).tolist()))
+                codes, uniques = pd.factorize(s, use_na_sentinel=True)
+                names = [normalise_scalar(u) for u in uniques] + ([MISSING] if (codes < 0).any() else [])
+                cats = sorted(set(names))
                 self.plan.append({"column": col, "kind": "categorical", "categories": cats})
                 continue
             x = s.to_numpy(dtype=float, na_value=np.nan)
@@ -176,30 +189,43 @@ class TableEncoder:
                     names.append(f"{p['column']}__missing")
         return names
 
-    def transform(self, table: pd.DataFrame) -> np.ndarray:
-        n = len(table)
-        blocks: list[np.ndarray] = []
+    def transform(self, table: pd.DataFrame, rows: np.ndarray | None = None) -> np.ndarray:
+        """The (n, d) float32 features of ``table`` (or of its rows at positions ``rows``, in that order).
+
+        One float32 allocation of the result; rows are encoded :data:`ENCODE_ROWS` at a time into it,
+        so the temporaries (a chunk's column values in float64, its category codes) stay small whatever n."""
+        n = len(table) if rows is None else len(rows)
+        out = np.empty((n, self.n_features), dtype=np.float32)
+        for start in range(0, n, ENCODE_ROWS):  # a loop over row blocks, vectorised within each
+            stop = min(start + ENCODE_ROWS, n)
+            self._fill(table.iloc[start:stop] if rows is None else table.iloc[rows[start:stop]], out[start:stop])
+        return out
+
+    def _fill(self, table: pd.DataFrame, out: np.ndarray) -> None:
+        """Write the encoding of ``table`` into ``out`` (len(table) × d, float32)."""
+        at = 0
         for p in self.plan:
             s = table[p["column"]]
             if p["kind"] == "categorical":
-                codes = pd.Index(p["categories"]).get_indexer(normalise_values(s))  # -1 = unseen
-                block = np.zeros((n, len(p["categories"])), dtype=np.float32)
+                width = len(p["categories"])
+                block = out[:, at:at + width]
+                block[:] = 0.0
+                codes = category_codes(s, p["categories"])  # -1 = unseen
                 rows = np.flatnonzero(codes >= 0)
                 block[rows, codes[rows]] = 1.0
-                blocks.append(block)
+                at += width
                 continue
             x = s.to_numpy(dtype=float, na_value=np.nan)
             if p["kind"] == "binary":
-                blocks.append(x.reshape(n, 1))
+                out[:, at] = x
+                at += 1
                 continue
             missing = np.isnan(x)
-            z = (np.where(missing, p["median"], x) - p["mean"]) / p["std"]
-            blocks.append(z.reshape(n, 1))
+            out[:, at] = (np.where(missing, p["median"], x) - p["mean"]) / p["std"]
+            at += 1
             if p["missing_indicator"]:
-                blocks.append(missing.astype(np.float32).reshape(n, 1))
-        if not blocks:
-            return np.zeros((n, 0), dtype=np.float32)
-        return np.concatenate(blocks, axis=1).astype(np.float32)
+                out[:, at] = missing
+                at += 1
 
     def fit_transform(self, table: pd.DataFrame) -> np.ndarray:
         return self.fit(table).transform(table)

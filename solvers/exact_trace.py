@@ -21,6 +21,8 @@ import torch
 from torch import Tensor, nn
 
 from .fairness.exact import exact_gaps
+from .membership import Membership
+from .models import scores_in_blocks
 
 MAX_SHARE = 0.1
 
@@ -35,20 +37,20 @@ class ExactTracer:
             raise ValueError("every must be >= 1")
         self.families, self.group_names = list(families), list(group_names)
         self.every, self.max_iterations, self.max_share = int(every), int(max_iterations), float(max_share)
-        self.splits = {name: (X, y.detach().cpu().numpy(), group.detach().cpu().numpy())
-                       for name, (X, y, group) in splits.items()}
+        self.splits = {name: (X, y.detach().cpu().numpy(), group if isinstance(group, Membership)
+                              else group.detach().cpu().numpy()) for name, (X, y, group) in splits.items()}
         self.spent_s = 0.0
         self.traced = 0
 
     @classmethod
     def for_problem(cls, problem, validation, every: int, max_iterations: int) -> "ExactTracer | None":
         """A tracer over ``problem``'s train rows and ``validation``'s rows (when given); None when ``every`` ≤ 0
-        or the problem has no constraint."""
+        or the problem has no constraint. Groups: each problem's membership when it has one (overlapping)."""
         if every <= 0 or not problem.constraints:
             return None
-        splits = {"train": (problem.X, problem.y, problem.group)}
+        splits = {"train": (problem.X, problem.y, _groups(problem))}
         if validation is not None:
-            splits["validation"] = (validation.X.to(problem.device), validation.y, validation.group)
+            splits["validation"] = (validation.X.to(problem.device), validation.y, _groups(validation))
         return cls(problem.constraints, problem.group_names, splits, every, max_iterations)
 
     def due(self, iteration: int, elapsed_s: float) -> bool:
@@ -61,9 +63,17 @@ class ExactTracer:
         started = time.perf_counter()
         out = {}
         for name, (X, y, group) in self.splits.items():
-            logits = model(X).double().cpu().numpy()
-            values = exact_gaps(self.families, y, logits, group, self.group_names)
+            logits = scores_in_blocks(model, X).double().cpu().numpy()
+            if isinstance(group, Membership):
+                values = exact_gaps(self.families, y, logits, None, self.group_names, membership=group)
+            else:
+                values = exact_gaps(self.families, y, logits, group, self.group_names)
             out[name] = [float(v) if np.isfinite(v) else None for v in values]
         self.spent_s += time.perf_counter() - started
         self.traced += 1
         return out
+
+
+def _groups(problem):
+    """The problem's overlapping membership, else its (n,) group index."""
+    return problem.group if problem.membership is None else problem.membership

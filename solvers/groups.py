@@ -7,6 +7,12 @@ group × label pair (g, y)). For values v_i the cell means are
 
 computed with one ``index_add_`` (no loop over samples or cells). Cells with
 N_c = 0 are *invalid* and ignored by :func:`spread`.
+
+Overlapping cells (a sample in several groups, e.g. PLADA's threshold groups) are a sparse membership
+M ∈ {0,1}^{n×C} given as its nonzero pairs (i_p, c_p), p = 1..nnz (COO / CSR order): ``rows`` = (i_p),
+``index`` = (c_p). Then v̄_c = (1/N_c) Σ_{p: c_p=c} v_{i_p} = (Mᵀv)_c / N_c, one ``index_select`` + one
+``index_add_``. A partition is the one-hot M with i_p = p: ``rows`` is None there and the gather is skipped,
+so both are the same code path at the partition's old cost.
 """
 from __future__ import annotations
 
@@ -18,18 +24,38 @@ from torch import Tensor
 
 @dataclass
 class CellIndex:
-    index: Tensor   # (n,) long, cell of each sample
+    index: Tensor   # (n,) long, cell of each sample; overlapping: (nnz,) cell c_p of each membership pair
     n_cells: int
     counts: Tensor  # (C,) float, N_c
     valid: Tensor   # (C,) bool, N_c > 0
     composition: bytes | None = field(default=None, repr=False, compare=False)  # :meth:`counts_key`, once read
+    rows: Tensor | None = None  # overlapping: (nnz,) long, sample i_p of each pair; None = partition (i_p = p)
 
     @classmethod
-    def build(cls, index: Tensor, n_cells: int, dtype: torch.dtype = torch.float32) -> "CellIndex":
+    def build(cls, index: Tensor, n_cells: int, dtype: torch.dtype = torch.float32,
+              rows: Tensor | None = None) -> "CellIndex":
         index = index.long()
         counts = torch.zeros(n_cells, dtype=dtype, device=index.device)
         counts.index_add_(0, index, torch.ones_like(index, dtype=dtype))
-        return cls(index=index, n_cells=n_cells, counts=counts, valid=counts > 0)
+        return cls(index=index, n_cells=n_cells, counts=counts, valid=counts > 0,
+                   rows=None if rows is None else rows.long())
+
+    @property
+    def overlapping(self) -> bool:
+        return self.rows is not None
+
+    def sums(self, values: Tensor) -> Tensor:
+        """(Mᵀv)_c = Σ_{i∈c} v_i for every cell; differentiable in ``values``."""
+        if self.rows is not None:
+            values = values.index_select(0, self.rows)
+        return values.new_zeros(self.n_cells).index_add_(0, self.index, values)
+
+    def pull(self, per_cell: Tensor, n: int) -> Tensor:
+        """(M w)_i = Σ_{c∋i} w_c for every sample (the adjoint of :meth:`sums`; n samples)."""
+        picked = per_cell.index_select(0, self.index)
+        if self.rows is None:
+            return picked
+        return picked.new_zeros(n).index_add_(0, self.rows, picked)
 
     def counts_key(self) -> bytes | None:
         """The counts (N_c)_c as bytes, a hashable key for caches by batch composition; None off the CPU (reading
@@ -40,11 +66,11 @@ class CellIndex:
 
     def means(self, values: Tensor) -> Tensor:
         """v̄_c for every cell (0 for empty cells); differentiable in ``values``."""
-        sums = values.new_zeros(self.n_cells).index_add(0, self.index, values)
-        return sums / self.counts.clamp_min(1.0)
+        return self.sums(values) / self.counts.clamp_min(1.0)
 
     def to(self, device: torch.device) -> "CellIndex":
-        return CellIndex(self.index.to(device), self.n_cells, self.counts.to(device), self.valid.to(device))
+        return CellIndex(self.index.to(device), self.n_cells, self.counts.to(device), self.valid.to(device),
+                         rows=None if self.rows is None else self.rows.to(device))
 
 
 def spread(means: Tensor, valid: Tensor) -> Tensor:

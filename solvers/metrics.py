@@ -71,24 +71,30 @@ def _logits(score: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def loss_gap(y: np.ndarray, logits: np.ndarray, group: np.ndarray, group_names: list[str], loss: str = "bce",
-             min_group_fraction: float = 0.0, name: str = "loss_gap") -> dict[str, Any]:
+def loss_gap(y: np.ndarray, logits: np.ndarray, group: np.ndarray | None, group_names: list[str], loss: str = "bce",
+             min_group_fraction: float = 0.0, name: str = "loss_gap", membership=None) -> dict[str, Any]:
     """``{name: max_g L_g − L, name_by_group: {g: L_g − L}}`` over groups with N_g > fraction · n.
 
-    ℓ is the objective ``loss``'s per-sample loss on the raw scores f (float64).
+    ℓ is the objective ``loss``'s per-sample loss on the raw scores f (float64). ``membership``
+    (:class:`solvers.membership.Membership`, groups that overlap; ``group`` ignored): L_g = (Mᵀℓ)_g / N_g over
+    its pairs, L = (1/n) Σ_i ℓ_i as for a partition.
     """
     import torch
 
     from .objectives import per_sample_loss
 
-    y, group = np.asarray(y).astype(int), np.asarray(group).astype(int)
+    y = np.asarray(y).astype(int)
     n, k = y.size, len(group_names)
     if n == 0:
         return {name: None, f"{name}_by_group": {}}
     with torch.no_grad():
         losses = per_sample_loss(loss)(torch.as_tensor(np.asarray(logits, dtype=float)),
                                        torch.as_tensor(y, dtype=torch.float64)).numpy()
-    group_loss, counts = _rates(losses, group, k)
+    if membership is None:
+        group_loss, counts = _rates(losses, np.asarray(group).astype(int), k)
+    else:
+        rows, groups = membership.pairs
+        group_loss, counts = _rates(losses[rows], groups, k)
     gaps = group_loss - losses.mean()
     kept = (counts > 0) & (counts > min_group_fraction * n)
     by_group = {nm: _opt(v) for nm, v, keep in zip(group_names, gaps, kept) if keep}

@@ -25,6 +25,16 @@ import torch
 from torch import Tensor, nn
 
 ModelFactory = Callable[[int], nn.Module]
+SCORE_ROWS = 65_536  # rows scored at once outside autograd: bounds an MLP's activations to this many rows
+
+
+def scores_in_blocks(model: nn.Module, X: Tensor, device: torch.device | None = None) -> Tensor:
+    """f_θ(x) of every row of ``X``, :data:`SCORE_ROWS` rows at a time (each block moved to ``device`` first when
+    given): for scoring outside autograd, where the blocks' activations are freed one after the other, so memory
+    beyond X and the (n,) scores is O(SCORE_ROWS · width) whatever n. A loop over row blocks, not samples."""
+    if X.shape[0] <= SCORE_ROWS:
+        return model(X if device is None else X.to(device))
+    return torch.cat([model(block if device is None else block.to(device)) for block in X.split(SCORE_ROWS)])
 
 _ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
 

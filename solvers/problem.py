@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -15,7 +16,7 @@ from torch import Tensor, nn
 from .batching import BatchSampler
 from .constraints import ConstraintFamily, FairnessData
 from .device import resolve_device
-from .models import ModelFactory, linear
+from .models import ModelFactory, linear, scores_in_blocks
 from .objectives import Objective, get_objective
 
 
@@ -33,7 +34,8 @@ class Problem:
     """Tensors + model factory + objective + constraint families.
 
     ``X``: (n, d) float32 features; ``y``: (n,) labels in {0,1}; ``group``: (n,) long
-    group index into ``group_names``. ``model_type`` ("linear", "mlp" or anything
+    group index into ``group_names``, or ``membership`` (a :class:`~solvers.membership.Membership`: groups
+    that overlap, a sample in several; ``group`` is then ignored and may be None). ``model_type`` ("linear", "mlp" or anything
     else for a custom factory) selects paper defaults (e.g. PLADA's Table 2 row).
     """
 
@@ -47,18 +49,27 @@ class Problem:
     constraints: list[ConstraintFamily] = field(default_factory=list)
     device: str | torch.device = "auto"
     domain: Callable[[list[Tensor]], None] | None = None  # Π_Θ in place (e.g. an ℓ1/ℓ2 ball); None = R^d
+    membership: Any = None  # solvers.membership.Membership: overlapping groups (the sampler sees one stratum)
 
     def __post_init__(self) -> None:
         self.device = resolve_device(self.device)
         self.X = torch.as_tensor(self.X, dtype=torch.float32).to(self.device)
         self.y = torch.as_tensor(self.y, dtype=torch.float32).to(self.device)
+        if self.membership is not None:
+            if self.membership.n_rows != self.y.shape[0] or list(self.membership.names) != list(self.group_names):
+                raise ValueError("membership must have one row per sample and the problem's group names")
+            self.group = torch.zeros(self.y.shape[0], dtype=torch.long)
         self.group = torch.as_tensor(self.group, dtype=torch.long).to(self.device)
         self.objective = get_objective(self.objective)
         if self.X.ndim != 2 or self.y.shape != (self.X.shape[0],) or self.group.shape != self.y.shape:
             raise ValueError("X must be (n, d), y and group (n,)")
-        self.data = FairnessData.build(self.y, self.group, len(self.group_names))
+        if self.membership is None:
+            self.data = FairnessData.build(self.y, self.group, len(self.group_names))
+        else:
+            rows, groups = (torch.as_tensor(a, dtype=torch.long).to(self.device) for a in self.membership.pairs)
+            self.data = FairnessData.overlapping(self.y, rows, groups, len(self.group_names))
         for family in self.constraints:  # per-group families fix their rows from the training groups
-            family.bind(self.group_names, self.data.by_group.counts)
+            family.bind(self.group_names, self.data.by_group.counts, self.y.shape[0])
         for family in self.constraints:  # families that need the training data itself (interval "auto")
             attach = getattr(family, "attach", None)
             if attach is not None:
@@ -99,7 +110,7 @@ class Problem:
 
     def to(self, device: str | torch.device) -> "Problem":
         return Problem(self.X, self.y, self.group, self.group_names, self.model_factory, self.model_type,
-                       self.objective, self.constraints, device, self.domain)
+                       self.objective, self.constraints, device, self.domain, self.membership)
 
     @torch.no_grad()
     def project_(self, params: list[Tensor]) -> None:
@@ -126,12 +137,12 @@ class Problem:
     def evaluate(self, model: nn.Module, idx: Tensor | None = None) -> Evaluation:
         """F and G at θ on the whole training set, or on the samples ``idx`` (an unbiased
         mini-batch estimate of F; a plug-in estimate of G)."""
-        if idx is None:
-            scores = model(self.X)
+        if idx is None:  # outside autograd (an output rule's or a trace's evaluation) by row blocks
+            scores = model(self.X) if torch.is_grad_enabled() else scores_in_blocks(model, self.X)
             return Evaluation(scores, self.objective(scores, self.y), self.constraint_values_on(scores, self.data))
         scores = model(self.X[idx])
         return Evaluation(scores, self.objective(scores, self.y[idx]),
                           self.constraint_values_on(scores, self.data.subset(idx)))
 
     def sampler(self, seed: int) -> BatchSampler:
-        return BatchSampler(self.group, len(self.group_names), seed)
+        return BatchSampler(self.group, 1 if self.membership is not None else len(self.group_names), seed)

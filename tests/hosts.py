@@ -26,21 +26,23 @@ class Hosts:
 
 @contextmanager
 def worker_hosts(home: Path, n_hosts: int = 2, extra_env: dict[str, str] | None = None) -> Iterator[Hosts]:
+    home.mkdir(parents=True, exist_ok=True)
     url, drop = pg_database()
     try:
         with object_store(home / "s3.log") as s3:
             bucket = s3.new_bucket()
-            stack = start_stack("hosts", home / "api", url, REDIS_URL, workers=0, beat=True,
-                                extra_env={**s3.env(bucket), **(extra_env or {})})
             names = [f"host-{chr(ord('b') + i)}" for i in range(n_hosts)]
-            try:
-                services = [stack.env["DATABASE_URL"], stack.env["CELERY_BROKER_URL"], s3.endpoint]
-                with namespaces(names, services) as spaces:
+            with namespaces(names, [url, REDIS_URL, s3.endpoint]) as spaces:
+
+                def launch_hosts(stack: Stack) -> None:  # beside the API, which takes as long to start
                     for name in names:
                         add_worker_host(stack, name, home / name, prefix=spaces[name] if spaces else None)
+
+                stack = start_stack("hosts", home / "api", url, REDIS_URL, workers=0, beat=True,
+                                    extra_env={**s3.env(bucket), **(extra_env or {})}, starting=launch_hosts)
+                try:
                     yield Hosts(stack, s3, bucket, names, spaces)
-                    stop_stack(stack)
-            finally:
-                stop_stack(stack)
+                finally:
+                    stop_stack(stack)  # before the namespaces and their relays go
     finally:
         drop()

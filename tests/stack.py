@@ -93,8 +93,10 @@ def sqlalchemy_url(parts: dict[str, str], database: str) -> str:
 
 
 def start_stack(name: str, home: Path, database_url: str | None, broker_url: str | None,
-                workers: int = 1, extra_env: dict[str, str] | None = None, beat: bool = False) -> Stack:
-    """API and ``workers`` Celery workers; with ``beat``, Celery beat too (its schedule file in ``home``)."""
+                workers: int = 1, extra_env: dict[str, str] | None = None, beat: bool = False,
+                starting: Callable[[Stack], None] | None = None) -> Stack:
+    """API and ``workers`` Celery workers; with ``beat``, Celery beat too (its schedule file in ``home``).
+    ``starting`` is called once they are launched, before the API answers (to launch more beside them)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     port = free_port()
     admin_key = f"fsk_test_{uuid.uuid4().hex}"
@@ -124,6 +126,8 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
         log = open(home / f"{proc_name}.log", "wb")
         procs[proc_name] = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     stack = Stack(name, f"http://127.0.0.1:{port}", env, home, procs, admin_key)
+    if starting is not None:
+        starting(stack)
     deadline = time.monotonic() + 120  # a loaded machine imports torch slowly
     while time.monotonic() < deadline:
         try:

@@ -44,7 +44,8 @@ def compute_baseline(baseline_id: str) -> str:
         spec, dataset = ProblemSpec.model_validate(row.spec), s.get(Dataset, row.dataset_id)
         s.expunge(dataset)
     try:
-        out = run(load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256), spec)
+        out = run(load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256,
+                             text_as_categories=True), spec)  # the job's cached table, shared
         values = {"status": "succeeded", "result": summarize(out), "error": None}
     except Exception as exc:  # a failed baseline is shown as such; it never fails a job
         log.error("baseline %s failed:\n%s", baseline_id, traceback.format_exc())

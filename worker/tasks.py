@@ -41,7 +41,7 @@ from app.artifacts import artifact_file, write_artifacts
 from app.audits.model_file import problem_spec
 from app.base_jobs import base_job_id
 from app.baselines import ensure_baseline, send_baseline
-from app.blobstore import artifact_key, blobs, checkpoint_key, dataset_key
+from app.blobstore import artifact_key, blobs, checkpoint_key, dataset_file
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
@@ -300,8 +300,8 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
         if initial_state is None and (base := base_job_id(spec.model_dump(mode="json"))) is not None:
             raise SpecError(("solver", "params", "base_job_id"), f"the model of job {base!r} is no longer stored")
-        table = load_table(blobs().fetch(dataset_key(dataset.stored_name), dataset.sha256), dataset.format,
-                           dataset.read_options, dataset.sha256)
+        table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256,
+                           text_as_categories=True)  # the encoder's input: one code per row of a text column
         out = run(table, spec, observer, initial_state=initial_state, resume=resume)
         observer.close()
     except StaleAttempt:

@@ -1,8 +1,11 @@
-"""Scheduled batch audits: re-check a trained model on fresh data against metric thresholds.
+"""Scheduled batch audits: re-check a trained model (or a prediction log) on fresh data against metric thresholds.
 
 * :mod:`app.audits.metrics` — the registry of exact metrics an audit can check, their spec
   validation and the bootstrap confidence intervals;
 * :mod:`app.audits.model` — a job's model with its own preprocessing, applied to a table;
+* :mod:`app.audits.logs` — prediction logs: a table that already holds a model's scores or decisions;
+* :mod:`app.audits.drift` — per-group score summaries of a run, KS and PSI against a reference run;
+* :mod:`app.audits.bias_report` — the bias report (one document; JSON, CSV and self-contained HTML);
 * :mod:`app.audits.sources` — where audit data comes from (a dataset, or an allow-listed path / URL);
 * :mod:`app.audits.schedule` — cron schedules (UTC);
 * :mod:`app.audits.report` — one audit run's report: values, CIs, pass/fail, drift, the table;

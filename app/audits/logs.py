@@ -62,6 +62,9 @@ class PredictionLog(BaseModel):
                 raise ValueError("threshold of probability scores must lie in (0, 1)")
         if any(not 0 < len(c) <= 255 for c in self.sensitive):
             raise ValueError("sensitive: column names of 1 to 255 characters")
+        texts = [*self.columns(), self.positive_label if isinstance(self.positive_label, str) else ""]
+        if any("\x00" in t or len(t) > 255 for t in texts):  # the database's text cannot hold a NUL
+            raise ValueError("column names and positive_label: at most 255 characters, no NUL character")
         return self
 
     @property

@@ -20,8 +20,8 @@ rather than the decision alone). A prediction log (:mod:`app.audits.logs`) witho
 decision column offers only the metrics whose needs it meets; the others are refused naming the missing field.
 
 **Confidence intervals** (:func:`bootstrap`): percentile bootstrap 95% intervals over
-``N_BOOT = 200`` row resamples drawn at once as one (B, n) index matrix from
-``numpy.random.default_rng(SEED = 0)``, so a report is reproducible; every metric of a run is
+``N_BOOT = 200`` row resamples drawn from ``numpy.random.default_rng(SEED = 0)`` (one (n,) index row at a
+time, the rows of one (B, n) draw: :class:`Resamples`), so a report is reproducible; every metric of a run is
 evaluated on the same resamples. A resample where a value is undefined (e.g. a group with no
 positives) is left out of that value's interval.
 """
@@ -83,9 +83,14 @@ def _num(value: Any) -> float | None:
 
 
 def _per_group(scored: Scored, stat: Callable[[Scored], float | None]) -> dict[str, float | None]:
-    """``stat`` on each group's rows (a loop over the K groups, each call vectorised over rows)."""
-    return {name: _num(stat(scored.take(scored.group == g))) if np.any(scored.group == g) else None
-            for g, name in enumerate(scored.group_names)}
+    """``stat`` on each group's rows (a loop over the K groups, each call vectorised over rows): the rows are
+    sorted by group once (stable) and each group is a view of its contiguous slice, not a masked copy."""
+    counts = np.bincount(scored.group, minlength=scored.n_groups)
+    ends = np.cumsum(counts)
+    small = scored.group.astype(np.int16) if scored.n_groups < 2**15 else scored.group  # numpy radix-sorts ≤ 16 bits
+    by_group = scored.take(np.argsort(small, kind="stable"))
+    return {name: _num(stat(by_group.take(slice(end - n, end)))) if n else None
+            for name, n, end in zip(scored.group_names, counts, ends)}
 
 
 class MetricOptions(BaseModel):
@@ -373,9 +378,30 @@ def describe_metrics() -> list[dict[str, Any]]:
 
 # -- bootstrap -----------------------------------------------------------------------------------------------
 
-def resamples(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
-    """The (n_boot, n) row indices of all bootstrap resamples, drawn at once."""
-    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n)) if n else np.zeros((0, 0), dtype=np.int64)
+@dataclass(frozen=True)
+class Resamples:
+    """The row indices of ``n_boot`` bootstrap resamples of n rows: iterating draws them one (n,) row at a time
+    from a fresh ``default_rng(seed)``, the same rows as one (n_boot, n) draw (numpy's stream is the same), so
+    every metric sees the same resamples while only one row of indices is held (8 MB for 1M rows, not 1.6 GB)."""
+
+    n: int
+    n_boot: int
+    seed: int
+
+    def __iter__(self):
+        if self.n == 0:
+            return
+        rng = np.random.default_rng(self.seed)
+        for _ in range(self.n_boot):
+            yield rng.integers(0, self.n, size=self.n)
+
+    def __len__(self) -> int:
+        return self.n_boot if self.n else 0
+
+
+def resamples(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> Resamples:
+    """The bootstrap resamples' row indices (see :class:`Resamples`)."""
+    return Resamples(n, n_boot, seed)
 
 
 def percentile_ci(values: list[float | None], level: float = LEVEL) -> list[float] | None:
@@ -387,20 +413,28 @@ def percentile_ci(values: list[float | None], level: float = LEVEL) -> list[floa
     return [float(lo), float(hi)]
 
 
-def bootstrap(spec: MetricSpec, scored: Scored, rows: np.ndarray) -> dict[str, Any]:
-    """The metric on all rows and its 95% intervals over the resamples ``rows`` (see :func:`resamples`):
-    ``{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}``."""
-    metric, options = spec.metric, spec.options
-    value, by_group = metric.compute(scored, options)
-    replicates = [metric.compute(scored.take(r), options) for r in rows]  # loop over replicates, each vectorised
-    return {
+def bootstrap_all(specs: list[MetricSpec], scored: Scored, rows: Resamples) -> list[dict[str, Any]]:
+    """Each metric on all rows and its 95% intervals over the resamples ``rows`` (see :func:`resamples`):
+    ``[{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}]``. Each resample's rows are taken once
+    for every metric (a loop over the resamples, each metric vectorised over rows)."""
+    full = [spec.metric.compute(scored, spec.options) for spec in specs]
+    replicates: list[list[tuple[float | None, ByGroup]]] = [[] for _ in specs]
+    for r in rows:
+        resample = scored.take(r)
+        for spec, out in zip(specs, replicates):
+            out.append(spec.metric.compute(resample, spec.options))
+    return [{
         "value": _num(value),
-        "ci": percentile_ci([v for v, _ in replicates]),
-        "by_group": {stat: {g: {"value": _num(v),
-                                "ci": percentile_ci([b.get(stat, {}).get(g) for _, b in replicates])}
+        "ci": percentile_ci([v for v, _ in reps]),
+        "by_group": {stat: {g: {"value": _num(v), "ci": percentile_ci([b.get(stat, {}).get(g) for _, b in reps])}
                             for g, v in groups.items()}
                      for stat, groups in by_group.items()},
-    }
+    } for (value, by_group), reps in zip(full, replicates)]
+
+
+def bootstrap(spec: MetricSpec, scored: Scored, rows: Resamples) -> dict[str, Any]:
+    """One metric's :func:`bootstrap_all`."""
+    return bootstrap_all([spec], scored, rows)[0]
 
 
 def passes(direction: str, value: float | None, threshold: float | None) -> bool | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .metrics import N_BOOT, SEED, MetricSpec, Scored, bootstrap, passes, resamples
+from .metrics import N_BOOT, SEED, MetricSpec, Scored, bootstrap_all, passes, resamples
 
 
 def drift_result(spec: MetricSpec, drift: dict[str, Any]) -> dict[str, Any]:
@@ -39,6 +39,8 @@ def evaluate(specs: list[MetricSpec], scored: Scored, previous: list[dict[str, A
     ``drift``: ``{"previous": ..., "baseline": ...}`` of :func:`app.audits.drift.compare` for the drift metrics."""
     rows = resamples(len(scored.y), n_boot, seed)
     before = {r["key"]: r.get("value") for r in previous or []}
+    on_rows = [spec for spec in specs if spec.metric.drift is None]
+    computed = dict(zip(map(id, on_rows), bootstrap_all(on_rows, scored, rows)))
     results = []
     for spec in specs:
         metric = spec.metric
@@ -47,7 +49,7 @@ def evaluate(specs: list[MetricSpec], scored: Scored, previous: list[dict[str, A
             verdict = None if out["reference_run_id"] is None else passes(metric.direction, out["value"],
                                                                           spec.threshold)
         else:
-            out = bootstrap(spec, scored, rows)
+            out = computed[id(spec)]
             verdict = passes(metric.direction, out["value"], spec.threshold)
         prev = before.get(spec.key)
         results.append({

@@ -9,8 +9,10 @@ naming ``file``): the file's size (``FAIRSOLVE_MAX_ONNX_BYTES``, before it is pa
   as are model-local functions;
 * **operators**: every node's operator is in :data:`ALLOWED_OPS` (elementwise math, matrix products, the
   usual activations, shape and indexing operators, comparisons, casts, reductions and the ``ai.onnx.ml``
-  estimators). Control flow (``If``, ``Loop``, ``Scan``: subgraphs), random operators, sequences and anything
-  else is refused by name;
+  estimators). Control flow (``If``, ``Loop``, ``Scan``: subgraphs), random operators, sequences, operators
+  whose output size is read from the data (``ConstantOfShape``, ``Expand``, ``Tile``, ``Range``, ``Pad``) and
+  anything else is refused by name. Intermediate sizes are not bounded otherwise (a ``MatMul`` of ``[N, 1]`` by
+  ``[1, N]`` is allowed): audits run the session on blocks of rows (:mod:`.scorer`);
 * **no file references**: no tensor stored as external data (initializers, ``Constant`` values);
 * **limits**: at most ``MAX_NODES`` nodes, ``MAX_PARAMETERS`` stored elements, ``MAX_INPUTS`` inputs;
 * ``onnx.checker.check_model`` (the format's own consistency checks).
@@ -46,12 +48,12 @@ MAX_NODES, MAX_INPUTS = 20_000, 2_000
 ML = "ai.onnx.ml"
 ALLOWED_OPS: dict[str, frozenset[str]] = {
     "": frozenset("""
-        Abs Add And ArgMax ArgMin Cast CastLike Ceil Clip Concat Constant ConstantOfShape Div Einsum Elu Equal Erf
-        Exp Expand Flatten Floor Gather GatherElements GatherND Gelu Gemm Greater GreaterOrEqual HardSigmoid
-        HardSwish Identity IsInf IsNaN LeakyRelu Less LessOrEqual Log LogSoftmax MatMul Max Mean Min Mod Mul Neg
+        Abs Add And ArgMax ArgMin Cast CastLike Ceil Clip Concat Constant Div Elu Equal Erf Exp Flatten Floor
+        Gather GatherElements GatherND Gelu Gemm Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN
+        LeakyRelu Less LessOrEqual Log LogSoftmax MatMul Max Mean Min Mod Mul Neg
         Not Or PRelu Pow Reciprocal ReduceL1 ReduceL2 ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd
-        ReduceSum ReduceSumSquare Relu Reshape Round Selu Shape Sigmoid Sign Size Slice Softmax Softplus Softsign
-        Split Sqrt Squeeze Sub Sum Tanh Tile TopK Transpose Unsqueeze Where Xor""".split()),
+        ReduceSum ReduceSumSquare Relu Reshape Round Selu Shape Sigmoid Sign Sin Size Slice Softmax Softplus Softsign
+        Split Sqrt Squeeze Sub Sum Tanh TopK Transpose Unsqueeze Where Xor""".split()),
     ML: frozenset("""
         ArrayFeatureExtractor Binarizer CastMap CategoryMapper FeatureVectorizer Imputer LabelEncoder
         LinearClassifier LinearRegressor Normalizer OneHotEncoder Scaler SVMClassifier SVMRegressor TreeEnsemble
@@ -112,7 +114,11 @@ def _check_graph(model: onnx.ModelProto) -> None:
             raise ModelError(f"tensor {tensor.name!r} refers to external data (a file): every weight must be "
                              "stored in the model file")
         stored += math.prod(tensor.dims)
-    stored += sum(math.prod(s.values.dims) for s in graph.sparse_initializer)
+    for sparse in graph.sparse_initializer:
+        if any(t.data_location == TensorProto.EXTERNAL or len(t.external_data)
+               for t in (sparse.values, sparse.indices)):
+            raise ModelError(f"sparse tensor {sparse.values.name!r} refers to external data (a file)")
+        stored += math.prod(sparse.values.dims) + math.prod(sparse.indices.dims)
     if stored > MAX_PARAMETERS:
         raise ModelError(f"the graph stores {stored} weights (more than {MAX_PARAMETERS})")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import ValidationError
 
 from app.audits.metrics import Scored
 from app.audits.model_file import ModelError, labelled_groups, problem_spec
@@ -114,4 +115,7 @@ def audit_spec(fields: dict[str, Any]) -> ProblemSpec:
     try:
         return problem_spec({k: fields[k] for k in AUDIT_FIELDS if fields.get(k) is not None})
     except ValueError as exc:
-        raise ModelError(" ".join(str(exc).splitlines()[:3])[:400]) from exc
+        error = ModelError(" ".join(str(exc).splitlines()[:3])[:400])
+        loc = exc.errors()[0]["loc"] if isinstance(exc, ValidationError) and exc.errors() else ()
+        error.field = loc[0] if loc and loc[0] in AUDIT_FIELDS else "target"  # the form field to name
+        raise error from exc

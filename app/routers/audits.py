@@ -19,7 +19,7 @@ from app.audits.metrics import MetricSpec
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, BaselinePin, RunOut, RunSummary
 from app.audits.sources import SourceError, check_source
 from app.artifacts import artifact_file
-from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404, owned
+from app.deps import DB, AppSettings, CurrentCaller, Offset, find, get_or_404, owned
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, new_id, utcnow
 from app.onnx_models import onnx_columns
 from app.routers.datasets import dataset_path
@@ -207,11 +207,13 @@ def get_run(audit_id: str, run_id: str, db: DB, caller: CurrentCaller) -> AuditR
 
 
 @router.put("/api/v1/audits/{audit_id}/baseline", response_model=AuditOut)
-def pin_baseline(audit_id: str, body: BaselinePin, db: DB, caller: CurrentCaller) -> dict:
+def pin_baseline(audit_id: str, db: DB, caller: CurrentCaller, body: BaselinePin | None = None) -> dict:
     """Pin a succeeded run of the audit as the baseline its later runs' score drift (``score_ks`` /
     ``score_psi`` with ``against: baseline``) is measured against."""
-    audit = get_or_404(db, Audit, audit_id, "audit", caller)
-    run = db.get(AuditRun, body.run_id)
+    audit = get_or_404(db, Audit, audit_id, "audit", caller)  # before the body: another owner's audit is a 404
+    if body is None:
+        raise spec_error(("run_id",), "run_id is required: the succeeded run to pin")
+    run = find(db, AuditRun, body.run_id)
     if run is None or run.audit_id != audit.id:
         raise spec_error(("run_id",), f"audit {audit_id!r} has no run {body.run_id!r}")
     if run.status != "succeeded" or not run.score_summary:

@@ -141,10 +141,7 @@ def onnx_upload(path, settings, form: dict[str, str | None], dataset: Dataset | 
     for key in ("target", "positive_label", "sensitive"):
         if not fields.get(key):
             raise _field_error(key, f"an ONNX model needs {key} (a form field) for its audits")
-    try:
-        spec = audit_spec(fields)
-    except ModelError as exc:
-        raise _field_error("target", str(exc)) from exc
+    spec = audit_spec(fields)  # ModelError naming the form field
     if dataset is not None:
         kinds = {c["name"]: c.get("dtype", "string") for c in dataset.columns}
         problem = input_problems(graph["inputs"], kinds)

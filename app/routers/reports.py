@@ -15,7 +15,6 @@ from app.artifacts import read_predictions
 from app.audits.bias_report import document, render
 from app.audits.logs import PredictionLog, log_of
 from app.audits.metrics import AUDIT_METRICS, MetricSpec
-from app.audits.model_file import problem_spec
 from app.deps import DB, CurrentCaller, get_or_404
 from app.models import Artifact, Audit, AuditRun, Dataset, Job, UploadedModel
 from app.strict_json import StrictJSONRoute
@@ -47,7 +46,7 @@ def audit_columns(db, audit: Audit) -> list[str]:
     if audit.predictions is not None:
         return log_of(audit.predictions).sensitive
     spec = db.get(Job, audit.job_id).spec if audit.job_id else db.get(UploadedModel, audit.model_artifact_id).spec
-    return list(problem_spec(spec).sensitive)
+    return list(spec["sensitive"])  # a job's spec, an audit model's problem spec or an ONNX model's stored spec
 
 
 @router.get("/api/v1/audits/{audit_id}/runs/{run_id}/report", responses=REPORT_RESPONSES)
@@ -101,5 +100,5 @@ def job_report(job_id: str, db: DB, caller: CurrentCaller, format: Format = "htm
                                     "detail": f"solver {job.spec.get('solver', {}).get('name', 'auto')}, test split"},
                 data={"sha256": dataset.sha256 if dataset else None, "n_rows": len(frame),
                       "note": "the job's test split"},
-                columns=list(problem_spec(job.spec).sensitive), report=report)
+                columns=list(job.spec["sensitive"]), report=report)
     return answer(doc, format, f"bias-report-{job.id}")

@@ -79,12 +79,17 @@ def restore_model(model: nn.Module, state: dict) -> nn.Module:
     reloaded model post-processes new data the same way; any other state is loaded as it is (strictly). A
     randomised classifier's state (``net.mix``, the reductions solver) is rebuilt by
     :func:`solvers.randomized.restore`. Returns ``model``."""
+    from .group_thresholds import ThresholdNet
+
+    if ThresholdNet.saved_in(state, ""):   # a model without a ``net`` (gbdt, a randomised one) wrapped whole
+        base = restore_model(model, {k[len("base."):]: v for k, v in state.items() if k.startswith("base.")})
+        wrapped = ThresholdNet.like(base, state, "").to(_device(base))
+        wrapped.load_state_dict(state)
+        return wrapped
     if is_randomized_state(state):
         return restore_randomized(model, state)
     if hasattr(model, "net"):
         model.net = rebuild_net(model.net, state).to(_device(model))
-    else:       # a model without a ``net`` (gbdt) is wrapped whole, its state under ``base.``
-        model = rebuild_net(model, state, "").to(_device(model))
     model.load_state_dict(state)
     return model
 

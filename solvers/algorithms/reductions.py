@@ -24,9 +24,10 @@ oracle call: since L(h, λ) = Σ_i [c_i^1 h(X_i) + c_i^0 (1 − h(X_i))] + const
 to the relabelled rows Y_i' = 1{c_i^0 > c_i^1} with weights |c_i^0 − c_i^1| (fairlearn's ``signed_weights``).
 The run stops when the duality gap of (Q̂_t, λ̂_t) (averages over the iterations, or the linear programme's
 saddle point over the classifiers found so far) is below ν, after at least 5 iterations, or after ``max_iter``.
-The output is the **randomised classifier Q̂ = Σ_k w_k h_k** of the best gap; for a ν-approximate saddle point,
-Theorem 1 gives err(Q̂) ≤ err(Q) + 2ν for every feasible Q and M μ(Q̂) ≤ c + (1 + 2ν)/B. GridSearch (§3.4) instead best-responds to each λ on a grid and returns the single
-h of least (1 − w)·err + w·max violation.
+The output is the **randomised classifier Q̂ = Σ_k w_k h_k** of the best gap; for a ν-approximate saddle
+point, Theorem 1 gives err(Q̂) ≤ err(Q) + 2ν for every feasible Q and M μ(Q̂) ≤ c + (1 + 2ν)/B (tested on a
+small problem). ``eps`` defaults to the tolerance ε (B = 1/ε). GridSearch (§3.4) instead best-responds to each
+λ on a grid and returns the single h of least (1 − w)·err + w·max violation.
 
 **FairSolve's wrapping.** The oracle is our model type on the encoder's features: ``linear`` = scikit-learn's
 LogisticRegression (C and max_iter from the config), ``gbdt`` = LightGBM's LGBMClassifier with the gbdt model

@@ -36,7 +36,9 @@ class AutoConfig(BaseModel):
     refinements: NonNegativeInt = Field(
         3, le=10, description="Times a candidate's training tolerance is tightened (and its solve continued from "
         "its current model) while its exact train or validation metric exceeds the tolerance.")
-    refine_iterations: PositiveInt = Field(200, le=100_000, description="Iterations of each continued solve.")
+    refine_iterations: PositiveInt = Field(
+        100, le=100_000, description="Iterations of each continued solve (warm-started: on Adult, sex, DP ≤ 0.02, "
+        "linear, 100 give the accuracy and gap of 200 with 700 iterations in all instead of 1,100).")
 
     exhaustive: bool = Field(
         False, description="Run every candidate of the portfolio. False: stop after the first candidate whose model "

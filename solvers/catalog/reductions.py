@@ -22,8 +22,8 @@ REDUCTION_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "equalized_o
     description="Fair classification as a game between the learner (cost-sensitive classification oracle: our "
     "model type fitted to reweighted, relabelled rows) and the λ-player (exponentiated gradient on the Lagrange "
     "multipliers of the moment constraints). Returns the randomised classifier Q = Σ_k w_k h_k; its score is "
-    "logit(Σ_k w_k 1{h_k(x) = 1}), so a prediction is the weighted majority of the h_k (or, with decision "
-    "'draw', one deterministic draw of Q per row).",
+    "logit(Σ_k w_k 1{h_k(x) = 1}); a prediction is one deterministic draw of Q per row (decision 'draw', the "
+    "default) or the weighted majority of the h_k (decision 'majority').",
     supported_models=("linear", "gbdt"),
     supported_constraints=REDUCTION_CONSTRAINTS,
     constraint_count=(1, 1),
@@ -33,9 +33,11 @@ class ReductionsConfig(AlgorithmConfig):
         "exponentiated_gradient", description="'exponentiated_gradient' (Agarwal et al. 2018, Algorithm 1: a "
         "randomised classifier) or 'grid_search' (their §3.4 grid over λ: the best single classifier).")
     decision: Literal["majority", "draw"] = Field(
-        "majority", description="How Q = Σ_k w_k h_k decides a row: 'majority' = 1{Σ_k w_k h_k(x) > ½} (the score "
-        "stays Q's probability P(ŷ = 1 | x)); 'draw' = one draw of Q per row, deterministic (u(x) from a seeded hash "
-        "of the row's features; the score is the draw's margin), so the predictions keep Q's rates.")
+        "draw", description="How Q = Σ_k w_k h_k decides a row: 'draw' (default: the paper's randomised classifier) = "
+        "one draw of Q per row, deterministic (u(x) from a seeded hash of the row's features; the score is the "
+        "draw's margin), so the predictions keep Q's rates and its fairness; 'majority' = 1{Σ_k w_k h_k(x) > ½} (the "
+        "score stays Q's probability P(ŷ = 1 | x), but the majority vote does not keep Q's rates: on Adult, sex, "
+        "DP ≤ 0.02 its test DP was 0.059 against Q's 0.037, `python -m bench.reductions`).")
     batch_size: SkipJsonSchema[None] = Field(None, description="Not used: every oracle call fits the whole training "
                                              "split (only None is accepted; not listed in the schema).")
     difference_bound: NonNegativeFloat | None = Field(

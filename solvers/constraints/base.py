@@ -38,7 +38,8 @@ class FairnessData:
     """Group structure of the training samples, shared by every family.
 
     ``by_group``: cells g ∈ {0..K-1}; ``by_group_label``: cells 2g + y (y ∈ {0,1}), built on first use
-    when not given (a mini-batch of a family that needs only ``by_group`` never builds it).
+    when not given. Overlapping groups (:meth:`overlapping`): ``group`` holds the group c_p of each membership
+    pair and ``by_group.rows`` its sample i_p (see :mod:`solvers.groups`); the families then see the same cells (a mini-batch of a family that needs only ``by_group`` never builds it).
     ``losses``: per-sample losses ℓ(f_i, y_i) already computed on these rows (:meth:`share_losses`), so a
     family whose loss is the objective's (``loss_gap`` with BCE under a BCE objective) does not recompute them.
     """
@@ -54,13 +55,20 @@ class FairnessData:
     @property
     def by_group_label(self) -> CellIndex:
         if self.group_label is None:
-            self.group_label = CellIndex.build(2 * self.group + self.y.long(), 2 * self.n_groups)
+            rows = self.by_group.rows
+            y = self.y.long() if rows is None else self.y.long().index_select(0, rows)
+            self.group_label = CellIndex.build(2 * self.group + y, 2 * self.n_groups, rows=rows)
         return self.group_label
 
     @classmethod
-    def build(cls, y: Tensor, group: Tensor, n_groups: int) -> "FairnessData":
+    def build(cls, y: Tensor, group: Tensor, n_groups: int, rows: Tensor | None = None) -> "FairnessData":
         group = group if group.dtype == torch.long else group.long()
-        return cls(y=y, group=group, n_groups=n_groups, by_group=CellIndex.build(group, n_groups))
+        return cls(y=y, group=group, n_groups=n_groups, by_group=CellIndex.build(group, n_groups, rows=rows))
+
+    @classmethod
+    def overlapping(cls, y: Tensor, rows: Tensor, group: Tensor, n_groups: int) -> "FairnessData":
+        """Groups given by the membership pairs (i_p = ``rows``[p] is in group ``group``[p])."""
+        return cls.build(y, group, n_groups, rows=rows.long())
 
     def share_losses(self, loss, scores: Tensor, values: Tensor) -> None:
         """Record ``values`` = ``loss.per_sample(scores, self.y)`` for :meth:`per_sample_loss`."""
@@ -75,7 +83,15 @@ class FairnessData:
         return loss.per_sample(scores, self.y)
 
     def subset(self, idx: Tensor) -> "FairnessData":
-        """The same structure on the samples ``idx`` (a mini-batch)."""
+        """The same structure on the samples ``idx`` (a mini-batch; overlapping groups: distinct samples)."""
+        rows = self.by_group.rows
+        if rows is not None:  # the pairs of the picked samples, renumbered to their position in idx
+            position = torch.full((self.y.shape[0],), -1, dtype=torch.long, device=rows.device)
+            position[idx] = torch.arange(idx.numel(), device=rows.device)
+            at = position.index_select(0, rows)
+            keep = torch.nonzero(at >= 0).flatten()
+            return FairnessData.overlapping(self.y.index_select(0, idx), at.index_select(0, keep),
+                                            self.group.index_select(0, keep), self.n_groups)
         return FairnessData.build(self.y.index_select(0, idx), self.group.index_select(0, idx), self.n_groups)
 
     def run(self, order: Tensor, start: int, stop: int) -> "FairnessData":
@@ -84,7 +100,7 @@ class FairnessData:
         taken from the running counts C_t = Σ_{s<t} e_{g_{π_s}} as C_{a+b} − C_a in one pass (exact integers in
         float32 below 2^24 samples: the same values as :meth:`subset`). Built once per π and batch size (cached on
         π's identity and in-place version), so a batch costs views only."""
-        if order.numel() >= 2 ** 24:  # counts beyond float32's exact integers
+        if order.numel() >= 2 ** 24 or self.by_group.rows is not None:  # beyond float32's exact integers; overlaps
             return self.subset(order[start:stop].to(self.y.device))
         cached = self.ordered
         if cached is None or cached[0] is not order or cached[1] != order._version:
@@ -149,7 +165,8 @@ class ConstraintFamily:
             config = self.Config(**config)
         self.config = config
 
-    def bind(self, group_names: Sequence[str], group_counts: Sequence[float] | Tensor) -> "ConstraintFamily":
+    def bind(self, group_names: Sequence[str], group_counts: Sequence[float] | Tensor,
+             n_samples: int | None = None) -> "ConstraintFamily":
         """Tell the family the groups of the training data (names, and sample counts N_g).
 
         Families whose rows are per group (``loss_gap``, ``intersectional``,
@@ -157,12 +174,15 @@ class ConstraintFamily:
         (e.g. the size filter) once, from the whole training set, so that every
         mini-batch yields the same m rows. Called where the Problem is built; calling
         it again with the same groups is harmless. Families that do not need it ignore it.
+        ``n_samples``: N, the training samples (default Σ_g N_g, which is N for a partition; overlapping
+        groups must pass it).
         """
         counts = torch.as_tensor(group_counts, dtype=torch.float64).detach().cpu().reshape(-1)
         if counts.numel() != len(group_names):
             raise ValueError(f"{len(group_names)} group names but {counts.numel()} counts")
         self.group_names = [str(n) for n in group_names]
         self.group_counts = counts
+        self.n_samples = float(counts.sum()) if n_samples is None else float(n_samples)
         self._device_cache: dict = {}
         self._on_bind()
         return self

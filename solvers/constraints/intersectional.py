@@ -14,7 +14,8 @@ class Intersectional(LossGap):
 
     y_i ∈ {±1}. The paper writes E_G[·] over a uniformly sampled group; we use one row per
     group with its own multiplier (its 535 constraints). Groups are the intersections the
-    sensitive columns and ``group_rules`` produce (e.g. 10 thresholds on each of 3 columns).
+    sensitive columns and ``group_rules`` produce, or groups that overlap (a Problem's ``membership``, e.g.
+    PLADA's C&C groups: every combination of one threshold on each of 3 columns, a row in each it passes).
     The same computation as ``loss_gap`` (one_sided) with a size filter and the hinge default;
     rows named ``intersectional[g]``.
     """

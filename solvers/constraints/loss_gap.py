@@ -34,12 +34,17 @@ class LossGap(ConstraintFamily):
     Δ̂ = Lᵀ R with a fixed K × m matrix R (:meth:`row_matrix`, built once per cell index, with the
     1/n_g of the means folded in): one ``index_add`` for the group sums and one product — no loop over
     groups or samples. Needs :meth:`bind`.
+
+    Overlapping groups (a sparse membership M, :mod:`solvers.membership`; PLADA's C&C threshold groups): the
+    group sums are Mᵀℓ and the shares no longer add up to the population, so one-sided rows take L as the
+    batch's plain mean (1/n) Σ_i ℓ_i instead: G_g = L_g − L − δ = (Mᵀℓ)_g / n_g − 1ᵀℓ / n − δ; the size filter
+    is N_g > ``min_group_fraction`` · N with N the number of training samples (not Σ_g N_g).
     """
 
     def _on_bind(self) -> None:
         self._loss = get_objective(self.config.loss)  # ℓ (per_sample) and ∂ℓ/∂f (derivative)
         counts = self.group_counts
-        total = counts.sum().clamp_min(1.0)
+        total = torch.tensor(float(self.n_samples)).clamp_min(1.0)
         kept = torch.nonzero(counts > self.config.min_group_fraction * total).flatten()
         self._weights = counts / total
         names = self.group_names
@@ -66,12 +71,15 @@ class LossGap(ConstraintFamily):
         if data.by_group.n_cells != len(self.group_names):
             raise ValueError(f"{self.name}: bound to {len(self.group_names)} groups, data has {data.by_group.n_cells}")
 
-    def row_matrix(self, valid: Tensor, like: Tensor) -> Tensor:
+    def row_matrix(self, valid: Tensor, like: Tensor, overlapping: bool = False) -> Tensor:
         """R ∈ R^{K×m} with Δ̂ = Lᵀ R (L the group losses): column r of a one-sided row g is
         (e_g − ω) with ω_h = w_h 1{h valid} / Σ_{h'} w_h' 1{h' valid} (w_h = N_h/N), of a two-sided row (a, b)
-        is e_a − e_b; a column whose group(s) are absent (``valid`` False) is 0. No host sync."""
+        is e_a − e_b; a column whose group(s) are absent (``valid`` False) is 0. No host sync.
+        ``overlapping``: one-sided columns are e_g alone (the overall mean (1/n) 1ᵀℓ is subtracted apart)."""
         if self.config.mode == "one_sided":
             rows = self._cached("rows", self._rows[0], valid)
+            if overlapping:
+                return self._cached("basis", self._basis, like) * valid[rows]
             w = self._cached("weights", self._weights, like) * valid
             omega = w / w.sum().clamp_min(torch.finfo(like.dtype).tiny)
             return (self._cached("basis", self._basis, like) - omega[:, None]) * valid[rows]
@@ -87,40 +95,48 @@ class LossGap(ConstraintFamily):
         if memo is not None and memo[0] is self and memo[1] is like.dtype:
             return memo[2]
         composition = cells.counts_key()
-        key = None if composition is None else (composition, like.dtype, self.tolerance)
+        key = None if composition is None else (composition, like.dtype, self.tolerance, cells.overlapping)
         counts = cells.counts
         matrices = None if key is None else self._device_cache.get(key)
         if matrices is None:
             counts = counts.clamp_min(1.0)
-            R = self.row_matrix(cells.valid, like) / (counts if counts.dtype == like.dtype
-                                                      else counts.to(like.dtype)).unsqueeze(1)
+            R = self.row_matrix(cells.valid, like, cells.overlapping) / (
+                counts if counts.dtype == like.dtype else counts.to(like.dtype)).unsqueeze(1)
+            overall = None
+            if cells.overlapping and self.config.mode == "one_sided":  # c_r = 1{row r's group present}
+                overall = cells.valid[self._cached("rows", self._rows[0], cells.valid)].to(R.dtype)
             matrices = (R, R.t().contiguous(), torch.full((R.shape[1],), -self.tolerance, dtype=R.dtype,
-                                                          device=R.device))
+                                                          device=R.device), overall)
             if key is not None and len(self._device_cache) < _CACHED_COMPOSITIONS:
                 self._device_cache[key] = matrices
         cells.__dict__["_row_matrix"] = (self, like.dtype, matrices)
         return matrices
 
-    def _group_sums(self, scores: Tensor, data: FairnessData) -> Tensor:
-        """(Σ_{i∈g} ℓ(f_i, y_i))_g over the cells of ``data``."""
-        self._check(data)
-        losses = data.per_sample_loss(self._loss, scores)  # shared with the objective when it is ℓ
-        return losses.new_zeros(data.by_group.n_cells).index_add_(0, data.by_group.index, losses)
-
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
-        return torch.mv(self._per_sample_matrices(data.by_group, scores)[1], self._group_sums(scores, data))
+        return self._rows_value(scores, data, None)
 
     def surrogate(self, scores: Tensor, data: FairnessData) -> Tensor:
-        """G = Δ̂ − ε as one fused product."""
-        _, RT, neg_tolerance = self._per_sample_matrices(data.by_group, scores)
-        return torch.addmv(neg_tolerance, RT, self._group_sums(scores, data))
+        """G = Δ̂ − ε as one fused product (overlapping one-sided rows: minus c · 1ᵀℓ/n)."""
+        return self._rows_value(scores, data, True)
+
+    def _rows_value(self, scores: Tensor, data: FairnessData, shifted: bool | None) -> Tensor:
+        """R̃ᵀ(Mᵀℓ) [− c · 1ᵀℓ/n], minus ε when ``shifted``."""
+        self._check(data)
+        _, RT, neg_tolerance, overall = self._per_sample_matrices(data.by_group, scores)
+        losses = data.per_sample_loss(self._loss, scores)  # shared with the objective when it is ℓ
+        sums = data.by_group.sums(losses)
+        G = torch.addmv(neg_tolerance, RT, sums) if shifted else torch.mv(RT, sums)
+        return G if overall is None else G - overall * losses.mean()
 
     def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
-        """∂(wᵀG)/∂f_i = ℓ'(f_i, y_i) (R̃ w)_{g_i}."""
+        """∂(wᵀG)/∂f_i = ℓ'(f_i, y_i) ((M R̃ w)_i − cᵀw/n) (a partition: (R̃ w)_{g_i}, no c term)."""
         cells = data.by_group
-        R = self._per_sample_matrices(cells, scores)[0]
-        per_group = torch.mv(R, w if w.dtype == scores.dtype else w.to(scores.dtype))
-        return self._loss.derivative(scores, data.y) * per_group.index_select(0, cells.index)
+        R, _, _, overall = self._per_sample_matrices(cells, scores)
+        w = w if w.dtype == scores.dtype else w.to(scores.dtype)
+        per_sample = cells.pull(torch.mv(R, w), scores.shape[0])
+        if overall is not None:
+            per_sample = per_sample - overall.dot(w) / scores.shape[0]
+        return self._loss.derivative(scores, data.y) * per_sample
 
 
 _CACHED_COMPOSITIONS = 4096  # bound of the per-count-vector cache (many groups: too many compositions to keep)

@@ -103,13 +103,30 @@ def _correct_predictions(logits: np.ndarray, y: np.ndarray, group: np.ndarray, n
     return true_pos + (size - positives) - (predicted - true_pos)
 
 
+OFFSET_ROWS = 65_536  # rows of [X 1] formed at once in float64 by :func:`linear_offset`
+
+
 def linear_offset(X: np.ndarray, group: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
-    """(v, v₀) as one (d + 1,) vector with Xv + v₀ = b_{g} on every row, or None if no such linear map."""
-    target = offsets[group]
-    A = np.column_stack([X.astype(np.float64), np.ones(len(X))])
-    v, *_ = np.linalg.lstsq(A, target, rcond=None)
-    ok = np.abs(A @ v - target).max() <= _LINEAR_RTOL * (1.0 + np.abs(offsets).max())
-    return v if ok else None
+    """(v, v₀) as one (d + 1,) vector with Xv + v₀ = b_{g} on every row, or None if no such linear map.
+
+    The least-squares v of A = [X 1] from the normal equations AᵀA v = Aᵀb, both sides summed over row blocks of
+    :data:`OFFSET_ROWS` (float64 memory O((d + 1)² + OFFSET_ROWS · d) whatever n, never A whole), solved by
+    ``lstsq`` (its minimum-norm solution when one-hot columns and the intercept make AᵀA singular); v is kept
+    only when max |Av − b| ≤ ``_LINEAR_RTOL`` · (1 + max |b|), checked on every row, block by block."""
+    n, d = X.shape
+
+    def blocks():
+        for start in range(0, n, OFFSET_ROWS):  # a loop over row blocks, vectorised within each
+            stop = min(start + OFFSET_ROWS, n)
+            yield np.column_stack([X[start:stop].astype(np.float64), np.ones(stop - start)]), offsets[group[start:stop]]
+
+    gram, rhs = np.zeros((d + 1, d + 1)), np.zeros(d + 1)
+    for A, target in blocks():
+        gram += A.T @ A
+        rhs += A.T @ target
+    v, *_ = np.linalg.lstsq(gram, rhs, rcond=None)
+    worst = max((float(np.abs(A @ v - target).max()) for A, target in blocks()), default=0.0)
+    return v if worst <= _LINEAR_RTOL * (1.0 + np.abs(offsets).max()) else None
 
 
 @torch.no_grad()

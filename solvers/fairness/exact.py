@@ -37,9 +37,9 @@ def _float(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-def _loss_gap_value(family, y, logits, group, group_names) -> float:
+def _loss_gap_value(family, y, logits, group, group_names, membership=None) -> float:
     cfg = family.config
-    out = loss_gap(y, logits, group, group_names, cfg.loss, cfg.min_group_fraction, "gap")
+    out = loss_gap(y, logits, group, group_names, cfg.loss, cfg.min_group_fraction, "gap", membership)
     if getattr(cfg, "mode", "one_sided") == "one_sided":
         return _float(out["gap"])
     values = np.asarray([v for v in out["gap_by_group"].values() if v is not None], dtype=float)
@@ -86,16 +86,26 @@ _VALUE: dict[str, Callable[..., float]] = {
 }
 
 
-def exact_gaps(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
-               group_names: Sequence[str]) -> np.ndarray:
+def exact_gaps(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.ndarray | None,
+               group_names: Sequence[str], membership=None) -> np.ndarray:
     """(len(families),) float64: each family's exact value on this split (see module docstring),
-    comparable to ``family.tolerance``. ``logits`` are the raw scores f (ŷ = 1{f > 0})."""
+    comparable to ``family.tolerance``. ``logits`` are the raw scores f (ŷ = 1{f > 0}).
+
+    ``membership`` (:class:`solvers.membership.Membership`, groups that overlap; ``group`` ignored): the
+    loss-gap families (``loss_gap`` one-sided, ``intersectional``) on its groups; other families raise
+    ValueError (their exact metrics are defined on a partition)."""
     y = np.asarray(y).astype(int)
     logits = np.asarray(logits, dtype=np.float64).reshape(-1)
-    group = np.asarray(group).astype(int)
     names = list(group_names)
-    rates = None
     out = np.full(len(families), np.nan)
+    if membership is not None:
+        for j, family in enumerate(families):
+            if _VALUE.get(family.name) is not _loss_gap_value or getattr(family.config, "mode", "") == "two_sided":
+                raise ValueError(f"{family.name!r}: no exact metric on overlapping groups")
+            out[j] = _loss_gap_value(family, y, logits, None, names, membership)
+        return out
+    group = np.asarray(group).astype(int)
+    rates = None
     for j, family in enumerate(families):  # loop over the spec's few constraints, each vectorised
         if family.name in _RATE_FAMILIES:
             if rates is None:

@@ -32,9 +32,11 @@ group_fairness`): max_g R_g − min_g R_g ≤ ε over the groups where R is defi
 tolerance: the optimum over every rule that thresholds the score, randomised per group.
 
 **Deterministic thresholds** (``randomized=False``): the same programme with w binary, one ROC point per
-group — every point, collinear ones included, since a deterministic rule must be one of them — solved as a
-mixed-integer programme (``scipy.optimize.milp``, HiGHS branch and bound, within ``time_limit_s``; the best
-feasible point found and its gap are returned when the time runs out).
+group — every point, collinear ones included, since a deterministic rule must be one of them. Under one rate
+band (demographic parity or equal opportunity) it is solved exactly by a sweep over the band's lower end
+(:func:`band_sweep`, O(N log N)); otherwise (equalized odds: two rates; several families) as a mixed-integer
+programme (``scipy.optimize.milp``, HiGHS branch and bound, within ``time_limit_s``; the best feasible point
+found and its gap are returned when the time runs out).
 """
 from __future__ import annotations
 
@@ -45,7 +47,10 @@ import numpy as np
 from scipy import sparse
 
 #: the rates each supported constraint family bounds (the names of :func:`solvers.metrics.group_fairness`)
-FAMILY_RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "equalized_odds": ("tpr", "fpr")}
+FAMILY_RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "equalized_odds": ("tpr", "fpr"),
+                "partial_demographic_parity": ("kept",)}
+#: families whose rate is only linear in the rule for deterministic thresholds (the kept set moves otherwise)
+DETERMINISTIC_ONLY = ("partial_demographic_parity",)
 OBJECTIVES = ("accuracy", "balanced_accuracy")
 _WEIGHT_EPS = 1e-9   # mixture weights below this (HiGHS round-off) are dropped, the rest renormalised
 _BAND_MARGIN = 1e-9  # ε is solved as ε − this, so that HiGHS' round-off never leaves a gap a hair above ε
@@ -61,16 +66,36 @@ class ROCPoints:
     threshold: np.ndarray   # (N,) float64
     positives: np.ndarray   # (K,) P_g
     negatives: np.ndarray   # (K,) N_g
+    kept_above: np.ndarray | None = None   # (N,) partial DP: kept rows of the group with s > threshold + θ̂
+    kept_size: np.ndarray | None = None    # (K,) |K_g|, the kept rows of each group
 
     def subset(self, keep: np.ndarray) -> "ROCPoints":
         return ROCPoints(self.group[keep], self.tp[keep], self.fp[keep], self.threshold[keep], self.positives,
-                         self.negatives)
+                         self.negatives, None if self.kept_above is None else self.kept_above[keep], self.kept_size)
 
     def rates(self) -> dict[str, np.ndarray]:
         """(N,) SR, TPR, FPR of each point (0 where the group has no positives / negatives)."""
         P, N = self.positives[self.group], self.negatives[self.group]
-        return {"sr": (self.tp + self.fp) / np.maximum(P + N, 1), "tpr": self.tp / np.maximum(P, 1),
-                "fpr": self.fp / np.maximum(N, 1)}
+        out = {"sr": (self.tp + self.fp) / np.maximum(P + N, 1), "tpr": self.tp / np.maximum(P, 1),
+               "fpr": self.fp / np.maximum(N, 1)}
+        if self.kept_above is not None:
+            out["kept"] = self.kept_above / np.maximum(self.kept_size[self.group], 1)
+        return out
+
+    def with_kept(self, scores: np.ndarray, group: np.ndarray, kept: np.ndarray, theta: float) -> "ROCPoints":
+        """These points with the partial-DP rate: among the ``kept`` rows of the point's group, the share with
+        s > threshold + θ̂ (the rows the shifted score f − t ranks in the interval are the base score's: a shift
+        per group keeps the ranks). One ``searchsorted`` on keys span·g + s over the kept rows. With θ̂ = 0 it is
+        the share the RULE predicts positive; with θ̂ ≠ 0 it would depend on where t lies between two scores
+        (refused by :func:`solve_thresholds`)."""
+        n_groups = len(self.positives)
+        s, g = np.asarray(scores, np.float64)[kept], np.asarray(group).astype(np.int64)[kept]
+        span = 2.0 * (np.abs(s).max(initial=0.0) + np.abs(self.threshold).max(initial=0.0) + abs(theta) + 2.0)
+        key = np.sort(g * span + s)
+        size = np.bincount(g, minlength=n_groups)
+        end = np.cumsum(size)
+        above = end[self.group] - np.searchsorted(key, self.group * span + (self.threshold + theta), side="right")
+        return ROCPoints(self.group, self.tp, self.fp, self.threshold, self.positives, self.negatives, above, size)
 
 
 def roc_points(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int, hull: bool = True) -> ROCPoints:
@@ -150,7 +175,10 @@ class ThresholdSolution:
 
 def _defined(points: ROCPoints) -> dict[str, np.ndarray]:
     """(K,) whether each group's SR / TPR / FPR is defined (it has rows / positives / negatives)."""
-    return {"sr": points.positives + points.negatives > 0, "tpr": points.positives > 0, "fpr": points.negatives > 0}
+    out = {"sr": points.positives + points.negatives > 0, "tpr": points.positives > 0, "fpr": points.negatives > 0}
+    if points.kept_size is not None:
+        out["kept"] = points.kept_size > 0
+    return out
 
 
 def _band_rows(points: ROCPoints, rates: dict[str, np.ndarray], families: Sequence[tuple[str, float]],
@@ -174,11 +202,14 @@ def _band_rows(points: ROCPoints, rates: dict[str, np.ndarray], families: Sequen
 
 def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int,
                      families: Sequence[tuple[str, float]], objective: str = "accuracy", randomized: bool = True,
-                     time_limit_s: float = 60.0) -> ThresholdSolution:
+                     time_limit_s: float = 60.0, kept: np.ndarray | None = None, theta: float = 0.0
+                     ) -> ThresholdSolution:
     """The optimal per-group (randomised) thresholds of the module docstring on the rows given.
 
     ``families``: (type, ε) pairs, type in :data:`FAMILY_RATES`; ``objective``: ``accuracy`` or
-    ``balanced_accuracy``; ``randomized=False``: one deterministic threshold per group (mixed-integer)."""
+    ``balanced_accuracy``; ``randomized=False``: one deterministic threshold per group. ``kept`` (rows mask) and
+    ``theta``: the kept rows and decision threshold θ̂ of a ``partial_demographic_parity`` family (deterministic
+    thresholds only: the share of the kept rows with f − t_g > θ̂ is then a rate of the rule)."""
     import time
 
     from scipy.optimize import Bounds, LinearConstraint, linprog, milp
@@ -188,8 +219,16 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     unknown = [name for name, _ in families if name not in FAMILY_RATES]
     if unknown:
         raise ValueError(f"group thresholds bound {sorted(FAMILY_RATES)}, not {unknown}")
+    partial = [name for name, _ in families if name in DETERMINISTIC_ONLY]
+    if partial and (randomized or kept is None or len(partial) > 1):
+        raise ValueError("partial_demographic_parity: one such constraint, its kept rows, and deterministic "
+                         "thresholds (randomized: false)")
+    if partial and theta != 0.0:   # f − t > θ̂ ≠ 0 depends on where t lies between two scores, not on the rule only
+        raise ValueError("partial_demographic_parity: group thresholds handle θ̂ = 0 (its 'threshold') only")
     started = time.perf_counter()
     points = roc_points(scores, y, group, n_groups, hull=randomized)
+    if kept is not None:
+        points = points.with_kept(scores, group, np.asarray(kept, bool), float(theta))
     rates = points.rates()
     P, N = int(points.positives.sum()), int(points.negatives.sum())
     n = P + N
@@ -209,6 +248,11 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     lower = np.concatenate([np.zeros(n_pts), np.full(n_band, -np.inf)])
     upper = np.concatenate([np.ones(n_pts), np.full(n_band, np.inf)])
     mip_gap = None
+    bands = [(r, eps) for name, eps in families for r in FAMILY_RATES[name]]
+    if not randomized and len(bands) <= 1:        # one rate band (DP or EOpp, or none): the exact sweep
+        w = band_sweep(points, rates, gain, bands[0] if bands else None, n_groups)
+        return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, "optimal",
+                         0.0, time.perf_counter() - started)
     if randomized:
         res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(len(present)),
                       bounds=np.column_stack([lower, upper]), method="highs")
@@ -232,6 +276,56 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     w = w / np.where(total > 0, total, 1.0)[points.group]
     return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, status, mip_gap,
                      time.perf_counter() - started)
+
+
+def band_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray, band: tuple[str, float] | None,
+               n_groups: int) -> np.ndarray:
+    """The deterministic optimum (one ROC point per group, weights 0/1) under ONE rate band, exactly, without a MIP.
+
+    Along a group's ROC points (threshold decreasing) every rate is non-decreasing, so the points whose rate lies
+    in a band [c, c + ε] are a contiguous run, found by one ``searchsorted`` on keys 4g + rate. The optimum has
+    c = min_g rate_g, a rate of some point: for every candidate c (the distinct rates) and every group the best
+    gain in its run comes from a sparse table of range argmaxes (O(N log N) once, O(1) per query; all C × K
+    queries at once); c of best total gain over the candidates where every constrained group has a point. Groups
+    whose rate is undefined (no positives for TPR, ...) take their best point."""
+    g, n_pts = points.group, len(points.group)
+    if band is None:
+        r, eps = np.zeros(n_pts), 1.0
+        constrained = np.zeros(n_groups, dtype=bool)
+    else:
+        r, eps = rates[band[0]], band[1]
+        constrained = _defined(points)[band[0]]
+    table = [np.arange(n_pts)]                     # table[k][i]: argmax of gain over [i, i + 2^k)
+    while 2 ** len(table) <= n_pts:
+        prev, half = table[-1], 2 ** (len(table) - 1)
+        a, b = prev[: n_pts - 2 * half + 1], prev[half: n_pts - half + 1]
+        table.append(np.where(gain[b] > gain[a], b, a))
+    width = max(len(t) for t in table)
+    table = np.stack([np.pad(t, (0, width - len(t))) for t in table])
+
+    def best(lo, hi):                                # argmax of gain over [lo, hi] (lo ≤ hi), vectorised
+        k = np.floor(np.log2(np.maximum(hi - lo + 1, 1))).astype(int)
+        a, b = table[k, lo], table[k, np.maximum(hi - 2 ** k + 1, lo)]
+        return np.where(gain[b] > gain[a], b, a)
+
+    first = np.searchsorted(g, np.arange(n_groups), side="left")
+    last = np.searchsorted(g, np.arange(n_groups), side="right") - 1
+    present = last >= first
+    own = best(np.minimum(first, n_pts - 1), np.maximum(last, np.minimum(first, n_pts - 1)))   # (K,) unconstrained
+    choice = np.where(present, own, -1)
+    groups = np.flatnonzero(constrained & present)
+    if groups.size:
+        key = 4.0 * g + r
+        c = np.unique(r[constrained[g]])                                             # (C,) candidate lower ends
+        lo = np.searchsorted(key, 4.0 * groups[None, :] + c[:, None], side="left")   # (C, Kc)
+        hi = np.searchsorted(key, 4.0 * groups[None, :] + c[:, None] + eps - _BAND_MARGIN, side="right") - 1
+        ok = (hi >= lo).all(1)
+        picked = best(np.minimum(lo, n_pts - 1), np.maximum(hi, np.minimum(lo, n_pts - 1)))
+        total = np.where(ok, gain[picked].sum(1), -np.inf)
+        choice[groups] = picked[int(np.argmax(total))]
+    w = np.zeros(n_pts)
+    w[choice[choice >= 0]] = 1.0
+    return w
 
 
 def _solution(points: ROCPoints, rates, w, gain, objective, P, N, families, n_groups, randomized, status,

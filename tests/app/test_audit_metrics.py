@@ -77,7 +77,7 @@ def test_bootstrap_is_the_percentile_interval_of_the_resamples(scored):
     rows = resamples(len(scored.y), n_boot=50, seed=0)
     rng = np.random.default_rng(0)
     expected = rng.integers(0, len(scored.y), size=(50, len(scored.y)))
-    assert np.array_equal(rows, expected)  # one (B, n) draw, seeded
+    assert np.array_equal(np.stack(list(rows)), expected)  # the rows of one (B, n) draw, seeded
     loop = [spec.metric.compute(scored.take(r), spec.options)[0] for r in expected]
     out = bootstrap(spec, scored, rows)
     assert out["ci"] == pytest.approx(list(np.quantile(loop, [0.025, 0.975])))

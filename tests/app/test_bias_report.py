@@ -70,3 +70,26 @@ def test_csv_and_html_carry_the_json_numbers(doc):
     expected = [s["value"] for s in doc["summary"]] + [x for r in table_rows
                                                        for x in (r["value"], r["difference"], r["ratio"])]
     assert values == pytest.approx([v for v in expected if v is not None], rel=1e-12)
+
+
+def test_a_job_report_is_computed_in_the_api_without_torch_scipy_or_sklearn():
+    """The job report runs in the API process, which loads none of them (tests/unit/test_catalog.py)."""
+    from tests.unit.test_catalog import imported_after
+
+    result = imported_after(
+        "import numpy as np, pandas as pd\n"
+        "import app.main\n"
+        "from app.audits.bias_report import document, render\n"
+        "from app.audits.report import evaluate\n"
+        "from app.routers.reports import JOB_PREDICTIONS, job_metrics\n"
+        "rng = np.random.default_rng(0)\n"
+        "frame = pd.DataFrame({'row': range(300), 'group': rng.choice(['F', 'M'], 300),\n"
+        "                      'label': rng.integers(0, 2, 300), 'score': rng.random(300)})\n"
+        "spec = {'constraints': [{'type': 'demographic_parity', 'tolerance': 0.05}]}\n"
+        "report = evaluate(job_metrics(spec), JOB_PREDICTIONS.score(frame), n_boot=20)\n"
+        "doc = document(subject={'kind': 'job', 'id': 'j', 'name': 'job j'}, data={'sha256': 'x', 'n_rows': 300},\n"
+        "               columns=['sex'], report=report)\n"
+        "render(doc, 'html')\n"
+        "print(doc['thresholds'])")
+    assert result["heavy"] == []
+    assert result["printed"] == ["[{'key': 'demographic_parity', 'direction': 'max', 'threshold': 0.05}]"]

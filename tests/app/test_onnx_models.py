@@ -1,8 +1,9 @@
 """ONNX models in and out, without a service: a fitted pipeline exported as one graph scores the test split as
-the job stored it (linear, MLP, the GroupShift post-processing); the exported graph, read back as an uploaded
-model, audits to the same values as the job's model; uploads that are malformed, too large, use an operator
-or domain outside the allowlist or refer to external data are refused before any session exists; inputs are
-matched to columns by name and type."""
+the job stored it (linear, MLP, gbdt, the reductions' randomised classifier over linear models and trees, group
+thresholds (randomised or not) over MLP, gbdt and linear models, the GroupShift post-processing); the exported
+graph, read back as an uploaded model, audits to the same values as the job's model; uploads that are malformed,
+too large, use an operator or domain outside the allowlist or refer to external data are refused before any
+session exists; inputs are matched to columns by name and type."""
 from __future__ import annotations
 
 import numpy as np
@@ -52,6 +53,20 @@ def session_of(model: onnx.ModelProto, tmp_path, max_bytes: int = 1 << 26) -> On
 CASES = {
     "linear": ({"type": "linear"}, {}),
     "mlp": ({"type": "mlp", "hidden": [16, 8], "activation": "tanh"}, {}),
+    "gbdt": ({"type": "gbdt", "n_estimators": 20, "num_leaves": 7}, {"solver": {"name": "erm"}}),
+    "reductions_linear": ({"type": "linear"}, {"solver": {"name": "reductions"}, "max_iterations": 50}),
+    "reductions_draw": ({"type": "linear"}, {"solver": {"name": "reductions", "params": {"decision": "draw"}},
+                                             "max_iterations": 50}),
+    "reductions_gbdt": ({"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
+                        {"solver": {"name": "reductions"}, "max_iterations": 100,
+                         "constraints": [{"type": "demographic_parity", "tolerance": 0.01}]}),
+    # randomised (a mixture per group; for DP the default is one threshold per group)
+    "thresholds_mlp": ({"type": "mlp", "hidden": [8]},
+                       {"solver": {"name": "group_thresholds", "params": {"randomized": True}}}),
+    "thresholds_gbdt": ({"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
+                        {"solver": {"name": "group_thresholds", "params": {"randomized": True}}, "max_iterations": 10}),
+    "thresholds_fixed": ({"type": "linear"}, {"solver": {"name": "group_thresholds", "params": {"randomized": False}},
+                                              "constraints": [{"type": "equalized_odds", "tolerance": 0.05}]}),
     "group_shift": ({"type": "linear"}, {
         "objective": "auc_square", "solver": {"name": "auc_postprocess"},
         "constraints": [{"type": "auc_parity", "tolerance": 0.02, "variant": "group"}]}),
@@ -64,6 +79,11 @@ def test_exported_pipeline_scores_the_test_split_as_the_job(table, case, tmp_pat
     spec, out, model = solved(table, model_spec, **extra)
     if case == "group_shift":
         assert "net.omega" in out.state_dict and out.state_dict["net.omega"].tolist() != [1.0, 0.0]
+    if case.startswith("thresholds"):
+        cumulative = out.state_dict["cumulative" if "gbdt" in case else "net.cumulative"]
+        assert cumulative.shape[1] > 1 if case != "thresholds_fixed" else cumulative.shape[1] == 1
+    if case.startswith("reductions"):
+        assert len(out.state_dict["mix"]) > 1  # a real mixture
     scorer = session_of(model, tmp_path)
     rows = table.loc[out.predictions["row"]]
     feeds = {i["name"]: scorer_feed(rows, i) for i in scorer.graph["inputs"]}
@@ -119,6 +139,7 @@ def written(tmp_path, data: bytes):
     (lambda: tiny("Exec", domain="com.evil").SerializeToString(), "custom operators are not allowed"),
     (lambda: tiny("Loop").SerializeToString(), "operator 'Loop'"),
     (lambda: tiny("RandomNormalLike").SerializeToString(), "operator 'RandomNormalLike'"),
+    (lambda: tiny("ConstantOfShape").SerializeToString(), "operator 'ConstantOfShape'"),  # a size read from data
     (lambda: tiny(opset=99).SerializeToString(), "opset 99"),
 ])
 def test_bad_uploads_are_refused_before_any_session(tmp_path, monkeypatch, make, message):
@@ -179,3 +200,31 @@ def test_export_metadata_and_sniffing(table):
     assert audit_spec(__import__("json").loads(meta[META_KEY])).target == "income"
     assert is_onnx_bytes(model.SerializeToString()[:16])
     assert not is_onnx_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":1}")
+
+
+def test_the_export_reproduces_the_library_constants_and_loads_no_torch(table, tmp_path):
+    """The graph's copies of the library's constants agree with them, and the API's export path (weights file →
+    graph) imports neither torch nor the solver modules that load it."""
+    import json
+    import subprocess
+    import sys
+
+    from safetensors.torch import save_file
+
+    from app.onnx_models import export
+    from solvers.algorithms import group_thresholds
+    from solvers import randomized
+
+    assert export.THRESHOLD_BUFFERS == group_thresholds._BUFFERS and export.THRESHOLD_HASH == group_thresholds._HASH
+    assert export.RANDOMIZED_CLIP == randomized.CLIP
+    spec, out, _ = solved(table, {"type": "gbdt", "n_estimators": 5, "num_leaves": 4},
+                          solver={"name": "group_thresholds"}, max_iterations=5)
+    path = tmp_path / "weights.safetensors"
+    save_file(dict(out.state_dict), str(path), metadata={"encoder": json.dumps(out.encoder), "groups": "[]"})
+    code = ("import sys, json; from app.onnx_models.export import job_model; "
+            f"m = job_model('j', json.loads({json.dumps(spec.model_dump_json())}), {str(path)!r}); "
+            "print(len(m.graph.node), 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    nodes, torch_loaded = done.stdout.split()
+    assert int(nodes) > 20 and torch_loaded == "False"

@@ -94,7 +94,9 @@ def test_a_log_offers_only_the_metrics_its_columns_give():
     for bad in ({"sensitive": ["g"]}, {"score_column": "s", "prediction_column": "d", "sensitive": ["g"]},
                 {"score_column": "s", "threshold": 1.5, "sensitive": ["g"]},
                 {"prediction_column": "d", "threshold": 0.5, "sensitive": ["g"]},
-                {"score_column": "s", "sensitive": []}):
+                {"score_column": "s", "sensitive": []},
+                {"score_column": "s", "sensitive": ["g"], "positive_label": "a\x00"},
+                {"score_column": "s", "sensitive": ["g\x00"]}):
         with pytest.raises(ValidationError):
             PredictionLog.model_validate(bad)
 
@@ -122,6 +124,16 @@ def test_cli_audits_a_prediction_log(job, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["breached"] == ["demographic_parity"] and report["n_rows"] == len(log)
     assert set(report["score_summary"]["groups"]) == {"Female", "Male"}
+    (tmp_path / "reference.json").write_text(json.dumps(report))
+    shifted = log.assign(score=np.where(log["sex"] == "Female", np.minimum(log["score"] + 0.3, 1.0), log["score"]))
+    shifted.to_csv(tmp_path / "shifted.csv", index=False)
+    psi = '[{"type": "score_psi", "threshold": 0.25}]'
+    drift = ["audit", "run", "--predictions", json.dumps(LOG), "--metrics", psi, "--format", "json",
+             "--reference", str(tmp_path / "reference.json")]
+    assert main([*drift, "--data", str(tmp_path / "log.csv")]) == 0  # the same rows: no drift
+    assert json.loads(capsys.readouterr().out)["results"][0]["value"] == 0.0
+    assert main([*drift, "--data", str(tmp_path / "shifted.csv")]) == 1
+    assert json.loads(capsys.readouterr().out)["breached"] == ["score_psi"]
     label_less = json.dumps({"score_column": "score", "sensitive": ["sex"]})
     assert main(["audit", "run", "--predictions", label_less, "--data", str(tmp_path / "log.csv"),
                  "--metrics", '[{"type": "accuracy"}]']) == 2

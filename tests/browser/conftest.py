@@ -78,7 +78,7 @@ def chromium(_browser_available):
 def browser_context(chromium):
     """A fresh context per test: its own cookies and storage."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(60_000)  # a loaded machine renders slowly; waits end as soon as the condition holds
     yield context
     context.close()
 

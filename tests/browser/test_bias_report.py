@@ -85,6 +85,11 @@ def test_audit_form_audits_a_prediction_log_and_links_its_report(web_stack, owne
     page.click("#run-audit")
     page.wait_for_selector("#report-table", timeout=60_000)
     assert page.locator('#report-table tr.metric-row[data-key="accuracy"]').count() == 1
+    assert "none pinned" in page.inner_text("#baseline-run")
+    run_id = page.get_attribute("#pin-baseline", "data-run-id")
+    page.click("#pin-baseline")
+    page.wait_for_selector("#pin-baseline", state="detached")  # reloaded: this run is the baseline
+    assert run_id[:8] in page.inner_text("#baseline-run")
     href = page.get_attribute("#bias-report", "href")
     page.goto(web_stack.url + href)
     for selector in SECTIONS:

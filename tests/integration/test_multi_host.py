@@ -24,7 +24,9 @@ from tests.hosts import worker_hosts
 from tests.stack import alive, descendants
 
 ITERATIONS, ROWS, MODEL = 600, 3000, {"type": "mlp", "hidden": [32, 32]}  # about 1 s a job on a quiet core
-STALE_AFTER_S = 5  # the reaper re-queues a job whose heartbeat (4 a second while it runs) is this old
+# the reaper re-queues a job whose heartbeat (4 a second while it runs) is this old: long enough that a live host's
+# niced solver process, starved on a loaded machine, is not taken for a dead one
+STALE_AFTER_S = 10
 
 
 @pytest.fixture
@@ -91,7 +93,7 @@ def test_a_sweep_on_two_hosts_survives_losing_one(hosts, tmp_path):
         moved = jobs[killed]
         assert moved["starts"] == 2 and 50 <= moved["result"]["resumed_from"] < ITERATIONS, moved
         assert int(moved["worker"].rsplit(":", 1)[1]) in survivor  # resumed on the other host
-        assert all(j["starts"] == 1 for i, j in jobs.items() if i != killed)
+        assert all(j["starts"] == 1 for i, j in jobs.items() if i != killed), stack.log("housekeeping")
         # nothing went through a shared directory: the API's home holds no stored file, each host only its cache
         api_storage = tmp_path / "api" / "storage"
         assert not any(p.is_file() for sub in ("datasets", "artifacts", "checkpoints")

@@ -1,5 +1,6 @@
 """ONNX models in and out through the service (API + worker on PostgreSQL + Redis): a job's
-``model.onnx`` run by onnxruntime on the test split gives the job's stored predictions (linear and MLP);
+``model.onnx`` run by onnxruntime on the test split gives the job's stored predictions (linear, MLP, gbdt,
+group thresholds over an MLP); the Python client downloads the same file;
 uploaded again, it audits to the same values as the job's own audit; bad ONNX uploads are refused with a
 422 naming the field."""
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import io
 import time
 
+import httpx
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -15,6 +17,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from app.onnx_models.check import graph_inputs
+from app.settings import Settings
+from fairsolve import Client
 from app.onnx_models.scorer import _feed
 from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
@@ -28,9 +32,13 @@ def jobs(postgres_stack):
     frame = planted_table(600, seed=5)
     with postgres_stack.client() as client:
         dataset = upload(client, frame, "onnx")
-        models = {"linear": {"type": "linear"}, "mlp": {"type": "mlp", "hidden": [8, 4]}}
-        ids = {kind: client.post("/api/v1/jobs", json=job_spec(dataset["id"], model=m, max_iterations=40)).json()["id"]
-               for kind, m in models.items()}
+        specs = {"linear": job_spec(dataset["id"], max_iterations=40),
+                 "thresholds": job_spec(dataset["id"], model={"type": "mlp", "hidden": [8]}, max_iterations=40,
+                                        solver={"name": "group_thresholds"}),
+                 "mlp": job_spec(dataset["id"], model={"type": "mlp", "hidden": [8, 4]}, max_iterations=40),
+                 "gbdt": job_spec(dataset["id"], model={"type": "gbdt", "n_estimators": 10, "num_leaves": 7},
+                                  solver={"name": "erm"})}
+        ids = {kind: client.post("/api/v1/jobs", json=spec).json()["id"] for kind, spec in specs.items()}
         for job_id in ids.values():
             assert postgres_stack.wait_job(client, job_id, {"succeeded", "failed"})["status"] == "succeeded"
     return frame, dataset, ids
@@ -47,13 +55,15 @@ def finished_run(client, audit_id: str, timeout: float = 90) -> dict:
     raise AssertionError(f"audit {audit_id} did not finish")
 
 
-@pytest.mark.parametrize("kind", ["linear", "mlp"])
+@pytest.mark.parametrize("kind", ["linear", "mlp", "gbdt", "thresholds"])
 def test_model_onnx_gives_the_jobs_stored_predictions(postgres_stack, jobs, kind):
     frame, _, ids = jobs
     with postgres_stack.client() as client:
         answer = client.get(f"/api/v1/jobs/{ids[kind]}/model.onnx")
         assert answer.status_code == 200, answer.text
         stored = pd.read_parquet(io.BytesIO(client.get(f"/api/v1/jobs/{ids[kind]}/artifacts/predictions").content))
+    with Client(postgres_stack.url, postgres_stack.admin_key) as python_client:
+        assert python_client.job(ids[kind]).onnx() == answer.content
     model = onnx.load_from_string(answer.content)
     rows = frame.iloc[stored["row"].to_numpy()]
     feeds = {i["name"]: _feed(rows[i["name"]], i) for i in graph_inputs(model)}
@@ -105,12 +115,18 @@ def test_bad_onnx_uploads_are_refused_naming_the_field(postgres_stack, jobs):
             (exported, {"dataset_id": texts["id"]}, "file", "input 'age' takes double numbers"),
             (exported, {"dataset_id": "nope"}, "dataset_id", "not found"),
             (exported, {"sensitive": "[1"}, "sensitive", "not valid JSON"),
+            (exported, {"sensitive": '{"a": 1}'}, "sensitive", "sensitive"),
         ]
         for data, form, field, message in cases:
             answer = client.post("/api/v1/models", files={"file": ("m.onnx", data)}, data=form)
             assert answer.status_code == 422, (form, answer.text)
             detail = answer.json()["detail"][0]
             assert detail["loc"] == ["body", field] and message in detail["msg"], (form, answer.text)
+        limit = Settings.model_fields["max_onnx_bytes"].default  # the stack runs with the default
+        stored = len(client.get("/api/v1/models").json())
+        oversized = client.post("/api/v1/models", files={"file": ("big.onnx", exported + b"\x00" * limit)})
+        assert oversized.status_code == 422 and f"more than {limit}" in oversized.json()["detail"][0]["msg"]
+        assert len(client.get("/api/v1/models").json()) == stored  # nothing refused was stored
         no_meta = onnx.load_from_string(exported)
         del no_meta.metadata_props[:]
         answer = client.post("/api/v1/models", files={"file": ("m.onnx", no_meta.SerializeToString())})
@@ -120,3 +136,19 @@ def test_bad_onnx_uploads_are_refused_naming_the_field(postgres_stack, jobs):
         assert given.status_code == 201 and given.json()["spec"]["sensitive"] == ["sex"], given.text
         assert client.get(f"/api/v1/jobs/{ids['linear']}/model.onnx",
                           headers={"Authorization": f"Bearer {postgres_stack.new_key('other')}"}).status_code == 404
+
+
+def test_the_job_page_links_the_onnx_model(postgres_stack, jobs):
+    """The dashboard's job page offers the ONNX model; the link answers the file to the signed-in browser."""
+    _, _, ids = jobs
+    with httpx.Client(base_url=postgres_stack.url, timeout=30) as browser:
+        signed_in = browser.post("/signin", data={"api_key": postgres_stack.admin_key, "next": "/"},
+                                 headers={"Origin": postgres_stack.url})
+        assert signed_in.status_code == 303, signed_in.text
+        page = browser.get(f"/jobs/{ids['linear']}").text
+        link = f'href="/api/v1/jobs/{ids["linear"]}/model.onnx"'
+        assert 'id="job-onnx"' in page and link in page
+        downloaded = browser.get(f"/api/v1/jobs/{ids['linear']}/model.onnx")
+    with postgres_stack.client() as client:
+        assert downloaded.status_code == 200 and downloaded.content == client.get(
+            f"/api/v1/jobs/{ids['linear']}/model.onnx").content

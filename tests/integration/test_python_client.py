@@ -78,6 +78,20 @@ def test_job_metrics_charts_model_and_the_estimator(client, dataset, frame, caps
     assert run["status"] == "succeeded" and run["passed"] is True and run["n_rows"] == len(frame)
     with pytest.raises(FairSolveError, match=r"body\.metrics\.0\.type"):
         client.audit(job, dataset=dataset, metrics=[{"type": "vibes", "threshold": 1}])
+    log = client.audit(dataset=dataset, metrics=[{"type": "demographic_parity"}, {"type": "score_psi",
+                                                                                   "against": "baseline"}],
+                       predictions={"score_column": "hours-per-week", "score_scale": "raw", "threshold": 40,
+                                    "sensitive": ["sex"]})
+    first = client.run_audit(log, timeout=120)
+    assert client.pin_baseline(log, first)["baseline_run_id"] == first["id"]
+    second = client.run_audit(log, timeout=120)
+    assert second["results"][1]["value"] == 0.0  # the same data as the baseline
+    report = client.bias_report(second)
+    assert report["summary"][0]["value"] == second["results"][0]["value"]
+    assert "Bias report" in client.bias_report(second, "html")
+    with pytest.raises(FairSolveError, match=r"body\.predictions\.label_column"):
+        client.audit(dataset=dataset, metrics=[{"type": "accuracy"}],
+                     predictions={"score_column": "age", "score_scale": "raw", "sensitive": ["sex"]})
 
 
 def test_sweep(client, dataset):

@@ -47,7 +47,8 @@ def test_exponentiated_gradient_is_fairlearns_and_keeps_theorem_1():
     (ν the duality gap fairlearn reached, B = 1/eps) on the training rows."""
     X, y, group = three_groups()
     observer = RecordingObserver()
-    result = solve(problem_of(X, y, group, "demographic_parity"), "reductions", observer, max_iterations=500)
+    result = solve(problem_of(X, y, group, "demographic_parity"),
+                   {"name": "reductions", "params": {"decision": "majority"}}, observer, max_iterations=500)
     from fairlearn.reductions import DemographicParity
     theirs = ExponentiatedGradient(LogisticRegression(max_iter=1000), DemographicParity(difference_bound=TOL / 2),
                                    eps=TOL).fit(X, y, sensitive_features=group)   # three groups: c = ε/2

@@ -817,6 +817,13 @@
       }
     });
     if (box.dataset.active === "true") setTimeout(() => waitRuns(null), POLL_MS);
+    const pin = $("#pin-baseline");
+    if (pin) pin.addEventListener("click", async () => {  /* score drift against this run from now on */
+      pin.disabled = true;
+      const res = await api("PUT", "/api/v1/audits/" + auditId + "/baseline", { run_id: pin.dataset.runId });
+      if (res.ok) location.reload();
+      else { pin.disabled = false; showMessage(errorText(res.status, res.data)); }
+    });
   }
 
   /* ------------------------------------------------------------ start */
