@@ -402,7 +402,8 @@ def write_report(store: dict[str, Any]) -> None:
           "(post-processors choose thresholds on validation). Intervals: over seeds, mean ± Student t 95 %; with "
           "one seed, the job's own 95 % intervals (accuracy: Clopper–Pearson; gap: the fairness report's, "
           "`solvers.fairness.intervals`). The machine (2 cores) is shared with other work: times are "
-          "indicative, ratios are within one run.", ""]
+          "indicative, ratios are within one run. Comparisons use each method's mean over the seeds it ran "
+          "(the seeds column): a run cut short leaves the costly methods on fewer seeds.", ""]
     if meta.get("unavailable"):
         md += ["Not run on this checkout: " + "; ".join(f"{m} ({why})" for m, why in meta["unavailable"].items())
                + ".", ""]

@@ -103,6 +103,13 @@ def _start(job_id: str, attempt: int) -> Started | None:
         if job.cancel_requested:
             job.status, job.finished_at = "cancelled", utcnow()
             return None
+        try:
+            spec = problem_spec(job.spec)
+        except Exception as exc:  # a stored spec this worker cannot read fails the job; it never stays queued
+            job.status, job.finished_at = "failed", utcnow()
+            job.error = f"the job's stored spec cannot be read by worker {socket.gethostname()}: {exc}"[:2000]
+            log.error("job %s: %s", job_id, job.error)
+            return None
         resume = _saved_checkpoint(job) if job.starts else None
         after = resume.iteration if resume is not None else 0
         s.execute(delete(TrajectoryPoint).where(TrajectoryPoint.job_id == job_id, TrajectoryPoint.iteration > after))
@@ -115,7 +122,7 @@ def _start(job_id: str, attempt: int) -> Started | None:
         job.error = None
         dataset = s.get(Dataset, job.dataset_id)
         s.expunge(dataset)
-        return Started(problem_spec(job.spec), dataset, _warm_start_weights(s, job), resume, job.starts,
+        return Started(spec, dataset, _warm_start_weights(s, job), resume, job.starts,
                        resume_start)
 
 
