@@ -95,3 +95,5 @@ def test_audit_form_audits_a_prediction_log_and_links_its_report(web_stack, owne
     for selector in SECTIONS:
         assert page.locator(selector).count() >= 1, selector
     assert page.inner_text(".reference-group") == "Male"
+    page.goto(web_stack.url + "/audits")  # the list names a log audit's output column (it had no job or model)
+    assert "prediction log" in page.locator("#audits-table tr", has_text="log audit").inner_text()
