@@ -7,9 +7,11 @@ service's rule), else ``classes[0]``. Both :class:`fairsolve.FairClassifier` (in
 """
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from torch import nn
 from solvers.algorithms.auc_postprocess import restore_model
 from solvers.api import predict_scores
 from solvers.encoding import TableEncoder
-from solvers.models import model_factory
+from solvers.models import ScoreModel, model_factory
 from solvers.spec import ModelSpec, ProblemSpec
 
 
@@ -71,8 +73,26 @@ class FairModel:
         return table
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """The raw scores f_θ(x), shape (n,)."""
-        return predict_scores(self.network, self.encoder.transform(self._table(X)), torch.device("cpu")).reshape(-1)
+        """The raw scores f_θ(x), shape (n,).
+
+        A plain linear or MLP network scores in float64 (a copy; its float32 weights and the float32 features the
+        service feeds it are exact there): float32 matrix products round differently by the number of rows
+        scored together, so a row's score would depend on its neighbours by an ulp (scikit-learn's subset
+        invariance). Post-processed and randomised models score as the service does, so their decisions and
+        draws are the job's."""
+        X = self.encoder.transform(self._table(X))
+        if self._float64 is None:
+            return predict_scores(self.network, X, torch.device("cpu")).reshape(-1)
+        with torch.no_grad():
+            return self._float64(torch.as_tensor(X, dtype=torch.float32).double()).numpy().reshape(-1)
+
+    @cached_property
+    def _float64(self) -> nn.Module | None:
+        """A float64 copy of a plain :class:`~solvers.models.ScoreModel` (a Linear or Sequential net), else None."""
+        net = getattr(self.network, "net", None)
+        if not isinstance(self.network, ScoreModel) or type(net) not in (nn.Linear, nn.Sequential):
+            return None
+        return copy.deepcopy(self.network).double().eval()
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(n, 2): [1 − σ(f), σ(f)], columns in the order of ``classes``."""
