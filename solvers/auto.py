@@ -65,7 +65,7 @@ from torch import nn
 
 from .algorithms import SolveResult, run_algorithm
 from .catalog import ALGORITHMS
-from .catalog.auto import DEFAULT_PORTFOLIO, AutoConfig
+from .catalog.auto import AutoConfig, portfolio_names
 from .fairness.enforce import cooled
 from .fairness.exact import exact_gaps
 from .observer import IterationRecord, Observer
@@ -114,23 +114,9 @@ class Split:
 
 
 def portfolio(config: AutoConfig, model_type: str, families: list[str]) -> list[tuple[str, tuple[dict, ...]]]:
-    """(solver, settings to search) in the order auto tries them: ``config.portfolio`` or
-    :data:`DEFAULT_PORTFOLIO` followed by every solver declared only for constraint types of the spec,
-    keeping those that handle ``model_type`` and every family."""
-    if config.portfolio is not None:
-        names = list(config.portfolio)
-    else:
-        dedicated = [e.name for e in ALGORITHMS.entries()
-                     if e.supported_constraints is not None and families and e.name != "auto"
-                     and all(f in e.supported_constraints for f in families)]
-        names = list(DEFAULT_PORTFOLIO) + dedicated
-    out = []
-    for name in dict.fromkeys(names):
-        entry = ALGORITHMS.entry(name)
-        supported = entry.supported_constraints
-        if model_type in entry.supported_models and (supported is None or all(f in supported for f in families)):
-            out.append((name, tuple(config.settings.get(name) or SETTINGS.get(name, ({},)))))
-    return out
+    """(solver, settings to search) in the order auto tries them (:func:`~solvers.catalog.auto.portfolio_names`)."""
+    return [(name, tuple(config.settings.get(name) or SETTINGS.get(name, ({},))))
+            for name in portfolio_names(config, model_type, families)]
 
 
 def triviality(y: np.ndarray, logits: np.ndarray, group: np.ndarray, n_groups: int) -> str | None:

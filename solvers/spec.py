@@ -303,6 +303,13 @@ def check_solver_supports(spec: ProblemSpec) -> None:
         if supported is not None and kind not in supported:
             raise SpecError(("constraints", i, "type"), f"solver {spec.solver.name!r} handles "
                                                         f"{', '.join(supported)}, not {kind!r}")
+    if algorithm.name == "auto":
+        from .catalog.auto import portfolio_names
+
+        kinds = [CONSTRAINTS.entry(c.type).name for c in spec.constraints]
+        if not portfolio_names(spec.solver.config(), spec.model.type, kinds):
+            raise SpecError(("solver",), f"auto has no solver for a {spec.model.type} model with constraints "
+                                         f"{', '.join(kinds) or '(none)'}; name a solver")
 
 
 def positive_label_error(spec: ProblemSpec, distinct) -> SpecError:

@@ -16,6 +16,7 @@ DEFAULT_PORTFOLIO = ("ssg", "plada", "lagrangian", "penalty")
     "auto",
     implementation="solvers.auto:Auto",
     aliases=("portfolio",),
+    supported_models=("linear", "mlp", "gbdt"),
     paper="(FairSolve) a portfolio of the library's solvers, selected on the validation split",
     description="Runs a small portfolio (SSG, PLADA with a short step-size search, the Lagrangian and the exact "
     "penalty, and the dedicated solvers of the spec's constraint types) within the job's time limit, "
@@ -77,3 +78,23 @@ class AutoConfig(BaseModel):
             if name not in ALGORITHMS or ALGORITHMS.entry(name).name == "auto":
                 raise ValueError(f"unknown portfolio solver {name!r}")
         return [ALGORITHMS.entry(name).name for name in names]
+
+
+def portfolio_names(config: AutoConfig, model_type: str, families: list[str]) -> list[str]:
+    """The solvers auto tries, in order: ``config.portfolio`` or :data:`DEFAULT_PORTFOLIO` followed by every solver
+    declared only for constraint types of the spec, keeping those that handle ``model_type`` and every family
+    (for gbdt: the dedicated fair_boosting, reductions and group_thresholds). Empty: auto cannot serve the spec."""
+    if config.portfolio is not None:
+        names = list(config.portfolio)
+    else:
+        dedicated = [e.name for e in ALGORITHMS.entries()
+                     if e.supported_constraints is not None and families and e.name != "auto"
+                     and all(f in e.supported_constraints for f in families)]
+        names = list(DEFAULT_PORTFOLIO) + dedicated
+    out = []
+    for name in dict.fromkeys(names):
+        entry = ALGORITHMS.entry(name)
+        supported = entry.supported_constraints
+        if model_type in entry.supported_models and (supported is None or all(f in supported for f in families)):
+            out.append(name)
+    return out

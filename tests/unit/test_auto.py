@@ -217,3 +217,30 @@ def test_with_a_guarantee_auto_chooses_on_the_training_rows_only():
     out = run(planted_table(3000, seed=4), spec)
     assert out.tried and all(t["judged_on"] == "train" for t in out.tried)
     assert out.guarantee is not None and out.guarantee["confidence"] == 0.9
+
+
+def test_auto_serves_a_gbdt_model_with_its_tree_solvers_and_refuses_a_spec_it_cannot_serve():
+    """A gbdt spec without a solver (auto, the default) runs the tree portfolio (reductions, fair_boosting,
+    group_thresholds for DP) and keeps the tolerance on validation; a family none of them handles is a SpecError
+    naming ``solver`` at submit, not a failed job."""
+    from solvers.models import model_factory
+    from solvers.spec import ModelSpec, SpecError, check_solver_supports
+
+    X, y, s = planted_problem_data(2000, seed=3)
+    cut = 1400
+    gbdt = ModelSpec(type="gbdt", n_estimators=30)
+    family = ConstraintSpec(type="demographic_parity", tolerance=TOL).build()
+    train = Problem(X=X[:cut], y=y[:cut], group=s[:cut], group_names=["a", "b"], constraints=[family], device="cpu",
+                    model_factory=model_factory(gbdt), model_type="gbdt")
+    val = Problem(X=X[cut:], y=y[cut:], group=s[cut:], group_names=["a", "b"], device="cpu",
+                  model_factory=model_factory(gbdt), model_type="gbdt")
+    result = solve(train, "auto", max_iterations=200, seed=0, validation=val)
+    tried = {t["solver"] for t in result.tried}
+    assert tried and tried <= {"reductions", "fair_boosting", "group_thresholds"}
+    selected = next(t for t in result.tried if t.get("selected"))
+    assert selected["outcome"] == "meets" and _dp(result.model, X[cut:], y[cut:], s[cut:]) <= TOL
+    spec = ProblemSpec(target="y", positive_label=1, sensitive=["s"], model={"type": "gbdt"},
+                       constraints=[{"type": "loss_gap", "tolerance": 0.1}])
+    with pytest.raises(SpecError, match="auto has no solver for a gbdt model") as refused:
+        check_solver_supports(spec)
+    assert refused.value.loc == ("solver",)
