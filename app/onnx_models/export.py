@@ -137,14 +137,14 @@ def _tree_nodes(booster_text: bytes, d: int) -> dict[str, Any]:
     side when its ``missing_type`` is ``NaN``, and is read as 0 when it is ``None`` (so it goes left iff
     0 ≤ threshold): ``nodes_missing_value_tracks_true`` says the same. Thresholds and leaf values stay float64
     (the ``*_as_tensor`` attributes of ai.onnx.ml opset 3), as LightGBM compares them."""
-    import lightgbm as lgb  # not solvers.gbdt, which loads torch: the API builds this graph without it
+    from solvers.lightgbm_text import load_booster  # torch-free: the API builds this graph without torch
 
     try:
-        booster = lgb.Booster(model_str=booster_text.decode())
-    except (UnicodeDecodeError, lgb.basic.LightGBMError) as exc:
-        raise ExportError(f"the gbdt state is not a LightGBM text model with trees: {str(exc)[:200]}") from None
-    if booster.num_feature() != d:
-        raise ExportError(f"the trees read {booster.num_feature()} features, the encoder gives {d}")
+        booster = load_booster(booster_text, d)
+    except ValueError as exc:
+        raise ExportError(f"the gbdt state: {exc}") from None
+    if booster is None:
+        raise ExportError("the gbdt state is not a LightGBM text model with trees")
     dump = booster.dump_model()
     if dump.get("average_output") or dump.get("num_tree_per_iteration", 1) != 1:
         raise ExportError("only boosted binary trees (one tree per iteration, summed) are exported")

@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ..lightgbm_text import load_booster
+
 BOOSTER_KEY = "booster"
 
 
@@ -101,22 +103,6 @@ class GBDTModel(nn.Module):
             self.booster = load_booster(bytes(value.cpu().numpy()), self.n_features)
         except ValueError as exc:
             error_msgs.append(f"{key!r}: {exc}")
-
-
-def load_booster(text: bytes, n_features: int):
-    """A ``lightgbm.Booster`` from its text model (None for an empty text); ValueError when the text is not a
-    LightGBM model of ``n_features`` features."""
-    if not text:
-        return None
-    import lightgbm as lgb
-
-    try:
-        booster = lgb.Booster(model_str=text.decode())
-    except (UnicodeDecodeError, lgb.basic.LightGBMError) as exc:
-        raise ValueError(f"not a LightGBM text model: {str(exc)[:200]}") from None
-    if booster.num_feature() != n_features:
-        raise ValueError(f"the trees read {booster.num_feature()} features, the model {n_features}")
-    return booster
 
 
 def gbdt(n_features: int, spec: Any = None) -> GBDTModel:
