@@ -65,12 +65,14 @@ from torch import nn
 
 from ..fairness.exact import exact_gaps
 from ..fairness.threshold_lp import DETERMINISTIC_ONLY, FAMILY_RATES, ThresholdSolution, solve_thresholds
+from ..fairness.threshold_margin import denominators, with_margin
 from .base import ALGORITHMS
 from .erm import ERM
 
 _BUFFERS = ("columns", "scale", "lo", "hi", "label", "thresholds", "cumulative", "key")
 _HASH = 43758.5453
 _EXACT = 1e6          # weight of a mismatch in a column constant inside each group (category before value)
+DEFAULT_FOLDS = 5    # cross-fitting of a gbdt base the job trains (``cross_fit: null``)
 MAX_RUNS_PER_GROUP = 20  # a numeric column reads the groups when its value bands are at most this many per group
 
 
@@ -226,6 +228,12 @@ class _Thresholded:
         if partial and self.randomized:
             raise ValueError("group_thresholds: partial_demographic_parity needs deterministic thresholds "
                              "(randomized: false)")
+        own_gbdt = problem.model_type == "gbdt" and not self.pretrained
+        asked = self.config.cross_fit
+        if asked and not own_gbdt:
+            raise ValueError("group_thresholds: cross_fit applies to a gbdt base trained by the job (not to "
+                             "base_job_id or a linear / mlp base)")
+        self.folds = (DEFAULT_FOLDS if own_gbdt else 0) if asked is None else asked
 
     def start(self, current) -> None:
         super().start(current)
@@ -245,17 +253,30 @@ class _Thresholded:
         super().finish()
         p, v = self.problem, self.validation
         fit = v if v is not None else p
-        scores = self.model(fit.X).double().cpu().numpy()
         K = len(p.group_names)
-        y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
+        if self.folds:   # every train and validation row, scored out of fold (solvers.gbdt.cross_fit)
+            scores, y, g = self._cross_fitted()
+        else:
+            scores = self.model(fit.X).double().cpu().numpy()
+            y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
         kept, theta = None, 0.0
         for family in p.constraints:   # partial DP: the kept rows of the base score (a shift keeps the ranks)
             if family.name in DETERMINISTIC_ONLY:
                 from ..partial.metrics import kept_mask
 
                 kept, theta = kept_mask(scores, g, family.intervals), float(family.config.threshold)
-        solution = solve_thresholds(scores, y, g, K, self.families, self.config.objective, self.randomized,
+
+        def solve(families):
+            return solve_thresholds(scores, y, g, K, families, self.config.objective, self.randomized,
                                     self.config.time_limit_s, kept, theta)
+
+        margin = None
+        if self.config.margin_delta is None:
+            solution = solve(self.families)
+        else:
+            rows = self.config.margin_rows if self.config.margin_rows is not None else len(fit.y)
+            solution, margin = with_margin(solve, self.families, denominators(y, g, K), self.config.margin_delta,
+                                           rows)
 
         def wrap(net):
             return threshold_net(net, solution, self.reader, p.n_features, self.seed, p.device)
@@ -265,15 +286,33 @@ class _Thresholded:
         else:                                                          # a model without one (gbdt): all of it
             self.model = wrapper = wrap(self.model)
         realised = self.model(fit.X).double().cpu().numpy()
+        y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
         gaps = exact_gaps(p.constraints, y, realised, g, p.group_names)
         wrapper.report = {   # the job's ``enforcement`` record (solvers.api.keep_promise)
             "method": "group_thresholds", "split": "validation" if v is not None else "train",
+            "cross_fit": {"folds": self.folds, "model": self.config.cross_fit_model} if self.folds else None,
+            "margin": None if margin is None else margin.summary(),
             "objective_name": self.config.objective, **solution.summary(),
             "realised_accuracy": float(((realised > 0) == (y > 0.5)).mean()),
             "realised_gaps": dict(zip([f.name for f in p.constraints], gaps.tolist())),
             "met": bool((gaps <= [f.tolerance for f in p.constraints]).all()),
         }
         return p.evaluate(self.model)
+
+    def _cross_fitted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(scores, y, group) of the train and validation rows, scores out of fold; with ``cross_fit_model:
+        refit`` the stored base is boosted again on all of them."""
+        from ..gbdt.cross_fit import out_of_fold_scores, refit
+
+        parts = [self.problem] + ([self.validation] if self.validation is not None else [])
+        X = np.concatenate([q.X.cpu().numpy() for q in parts])
+        y = np.concatenate([q.y.cpu().numpy() for q in parts])
+        g = np.concatenate([q.group.cpu().numpy() for q in parts])
+        rounds = max(self.model.num_trees, 1)
+        scores = out_of_fold_scores(X, y, g, self.model.spec, rounds, self.folds, self.seed)
+        if self.config.cross_fit_model == "refit":
+            self.model.booster = refit(X, y, self.model.spec, rounds, self.seed)
+        return scores, y, g
 
 
 @ALGORITHMS.implements("group_thresholds")
