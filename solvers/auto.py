@@ -7,6 +7,8 @@ solvers dedicated to the spec's constraint types — each within what is left of
 1. **First solve** of ``iterations`` steps (at most ``max_iterations``) from the run's start model (a warm start
    when the caller gave one, else the seeded initialisation). Each candidate is given the same validation
    split as auto (``level_set`` and ``iqrc`` select an iterate on it), or none when auto has none.
+   ``group_thresholds`` runs without cross-fitting (``cross_fit: 0``): its stored model must not have been
+   fitted on the judging rows.
 2. **Checks.** A non-finite parameter ("diverged"), a near-constant model ("near_constant": some group with a
    predicted-positive rate below :data:`MIN_GROUP_RATE` or above 1 − it) or a weak one (``weak``: balanced
    accuracy below :data:`MIN_BALANCED_ACCURACY`) ends the candidate; for a step-size search (PLADA's η) the
@@ -35,8 +37,14 @@ solvers dedicated to the spec's constraint types — each within what is left of
    for time; ``exhaustive: true`` runs them all.
 5. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances (and temperatures),
    validation accuracy, exact validation and train gaps, seconds, outcome ("meets" when v_j ≤ ε_j for every j,
-   else "violates"; "diverged", "near_constant", "error"; ``weak`` beside). Among rows that are neither
-   diverged, near-constant nor weak and meet, those whose validation accuracy is within :data:`TIE_SE`
+   else "violates"; "diverged", "near_constant", "error"; ``weak`` beside), and ``unseen_bound``: the normal
+   bound B on the probability that the row's exact gap on an unseen sample as large as the judging split exceeds
+   ε (:func:`solvers.fairness.threshold_margin.split_bound`, the judging split's group rates taken as estimates).
+   Selecting the most accurate row among those that meet on the judging split favours rows whose judged gap
+   came out low by chance (the winner's gap is optimistic); so the meeting rows with B ≤ :data:`SELECT_DELTA`
+   — those that meet with group_thresholds' safety margin — are preferred when there are any, else every
+   meeting row competes. Among rows that are neither
+   diverged, near-constant nor weak and meet (so narrowed), those whose validation accuracy is within :data:`TIE_SE`
    standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told apart by n validation
    rows), and of these the one with the smallest worst ratio max_j v_j / ε_j; else the most accurate weak row
    that meets (a promise kept by a weak model, which the job's report warns about, before a promise broken);
@@ -68,6 +76,7 @@ from .catalog import ALGORITHMS
 from .catalog.auto import AutoConfig, portfolio_names
 from .fairness.enforce import cooled
 from .fairness.exact import exact_gaps
+from .fairness.threshold_margin import split_bound
 from .observer import IterationRecord, Observer
 from .problem import Problem
 
@@ -81,6 +90,9 @@ MIN_GROUP_RATE = 0.01
 SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
     "plada": ({"eta": 0.5}, {"eta": 0.1}, {"eta": 0.02}),
     "penalty": ({"penalty": 5.0},),
+    # thresholds on the validation split only: auto judges every candidate on rows it did not fit on (cross-fitting
+    # with a refit trains the stored model on them)
+    "group_thresholds": ({"cross_fit": 0},),
 }
 #: a candidate is tightened while its worst exact value (validation or train) is above this share of the tolerance
 KEEP = 0.85
@@ -88,6 +100,9 @@ KEEP = 0.85
 AIM = 0.7
 #: validation accuracies within this many standard errors of the best are ties, broken by the smaller gap
 TIE_SE = 0.5
+#: selection prefers the meeting rows whose bound on P(gap on an unseen validation-sized sample > ε) is at most
+#: this (:func:`solvers.fairness.threshold_margin.split_bound`; group_thresholds' default margin_delta)
+SELECT_DELTA = 0.1
 #: a refinement that lowers the worst exact value by less than this share of it ends the candidate's refining
 STALL = 0.2
 #: outcomes of a row that selection never prefers over a working model
@@ -239,9 +254,11 @@ class _Portfolio:
         train_gaps = exact_gaps(self.families, self.train.y, train, self.train.group, names)
         row.gaps = gaps
         pred = judge > 0
+        bound = split_bound([(f.name, eps) for f, eps in zip(self.families, self.user_tolerance)], self.judge.y,
+                            pred, self.judge.group, len(names))
         row.entry.update({
             "accuracy": round(float((pred == (self.judge.y == 1)).mean()), 6),
-            "gaps": _rounded(gaps), "train_gaps": _rounded(train_gaps),
+            "gaps": _rounded(gaps), "train_gaps": _rounded(train_gaps), "unseen_bound": round(bound, 6),
         })
         trivial = triviality(self.judge.y, judge, self.judge.group, len(names))
         if trivial == "near_constant":
@@ -381,6 +398,8 @@ class _Portfolio:
 
         strong = [r for r in working if not r.entry.get("weak")]
         meeting = [r for r in strong if r.entry["outcome"] == "meets"]
+        assured = [r for r in meeting if r.entry.get("unseen_bound", 1.0) <= SELECT_DELTA]
+        meeting = assured or meeting     # the validation gap is optimistic for the winner: margin first
         weak_meeting = [r for r in working if r.entry.get("weak") and r.entry["outcome"] == "meets"]
         if meeting:
             best = max(r.entry["accuracy"] for r in meeting)

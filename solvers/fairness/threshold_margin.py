@@ -95,6 +95,23 @@ def violation_bound(rates: dict[str, np.ndarray], counts: dict[str, np.ndarray],
     return total
 
 
+def split_bound(families: Sequence[tuple[str, float]], y: np.ndarray, predicted: np.ndarray, group: np.ndarray,
+                n_groups: int, unseen_rows: float | None = None) -> float:
+    """B for the rule that predicted ``predicted`` (bool, (n,)) on a split's rows (y, group): its rates there
+    (SR, TPR, FPR per group), as fitting rates on those rows; ``unseen_rows`` None: as many as the split's. Only the
+    families of :data:`BOUNDED` count (others add 0)."""
+    counts = denominators(y, group, n_groups)
+    y = np.asarray(y).reshape(-1) > 0.5
+    g = np.asarray(group).astype(np.int64).reshape(-1)
+    pred = np.asarray(predicted, dtype=np.float64).reshape(-1)
+    hits = {"sr": np.bincount(g, weights=pred, minlength=n_groups),
+            "tpr": np.bincount(g, weights=pred * y, minlength=n_groups),
+            "fpr": np.bincount(g, weights=pred * ~y, minlength=n_groups)}
+    rates = {r: np.where(counts[r] > 0, hits[r] / np.maximum(counts[r], 1), np.nan) for r in hits}
+    bounded = [(name, float(eps)) for name, eps in families if name in BOUNDED]
+    return violation_bound(rates, counts, bounded, len(y) if unseen_rows is None else unseen_rows)
+
+
 def with_margin(solve: Callable[[list[tuple[str, float]]], ThresholdSolution], families: Sequence[tuple[str, float]],
                 counts: dict[str, np.ndarray], delta: float, unseen_rows: float
                 ) -> tuple[ThresholdSolution, MarginRecord]:

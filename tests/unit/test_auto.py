@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from solvers import ConstraintSpec, ProblemSpec, RecordingObserver, SolverSpec, run, solve
-from solvers.auto import TIE_SE, triviality
+from solvers.auto import SELECT_DELTA, TIE_SE, triviality
 from solvers.catalog import ALGORITHMS
 from solvers.metrics import group_fairness
 from solvers.observer import Observer
@@ -53,10 +53,11 @@ def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validat
     assert {t["solver"] for t in tried} == {"ssg", "plada", "lagrangian", "penalty", "reductions", "group_thresholds"}
     for t in tried:
         assert {"solver", "params", "training_tolerances", "accuracy", "gaps", "train_gaps", "seconds",
-                "outcome", "judged_on"} <= set(t) and t["judged_on"] == "validation"
+                "outcome", "judged_on", "unseen_bound"} <= set(t) and t["judged_on"] == "validation"
     chosen = [t for t in tried if t.get("selected")]
     assert len(chosen) == 1 and chosen[0]["outcome"] == "meets"
     meeting = [t for t in tried if t["outcome"] == "meets"]
+    meeting = [t for t in meeting if t["unseen_bound"] <= SELECT_DELTA] or meeting   # margin first
     best = max(t["accuracy"] for t in meeting)  # ties: within half a standard error of the best, smallest gap
     ties = [t for t in meeting if t["accuracy"] >= best - TIE_SE * np.sqrt(best * (1 - best) / len(yv)) - 1e-12]
     assert chosen[0] in ties and chosen[0]["gaps"][0] == min(t["gaps"][0] for t in ties)
@@ -244,3 +245,31 @@ def test_auto_serves_a_gbdt_model_with_its_tree_solvers_and_refuses_a_spec_it_ca
     with pytest.raises(SpecError, match="auto has no solver for a gbdt model") as refused:
         check_solver_supports(spec)
     assert refused.value.loc == ("solver",)
+
+
+def test_selection_prefers_a_row_that_meets_with_the_margin_over_a_more_accurate_one_that_barely_meets():
+    """The winner of "most accurate among those with validation gap ≤ ε" has an optimistic gap; a row whose
+    bound on P(unseen gap > ε) is ≤ SELECT_DELTA is preferred; without such a row the most accurate meets."""
+    from types import SimpleNamespace
+
+    from solvers.auto import _Portfolio, _Row
+    from solvers.fairness.threshold_margin import split_bound
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    y, g = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    barely = rng.random(n) < np.where(g == 1, 0.3 + TOL * 0.98, 0.3)      # gap just below ε
+    clearly = rng.random(n) < 0.3                                           # gap near 0
+    bounds = [split_bound([("demographic_parity", TOL)], y, p, g, 2) for p in (barely, clearly)]
+    assert bounds[0] > SELECT_DELTA >= bounds[1]
+
+    def row(accuracy, gap, bound):
+        return _Row({"outcome": "meets", "accuracy": accuracy, "unseen_bound": bound}, model=torch.nn.Identity(),
+                    gaps=np.array([gap]))
+
+    run = _Portfolio.__new__(_Portfolio)
+    run.user_tolerance, run.judge = np.array([TOL]), SimpleNamespace(y=y)
+    run.rows = [row(0.86, 0.049, bounds[0]), row(0.84, 0.01, bounds[1])]
+    assert run.select() is run.rows[1]
+    run.rows = [row(0.86, 0.049, bounds[0]), row(0.84, 0.03, 0.4)]
+    assert run.select() is run.rows[0]

@@ -312,3 +312,28 @@ def test_a_randomised_base_wrapped_whole_restores_from_its_state():
     assert isinstance(restored, ThresholdNet) and isinstance(restored.base, RandomizedModel)
     with torch.no_grad():
         torch.testing.assert_close(restored(X), net(X), rtol=0, atol=0)
+
+
+def test_gbdt_base_is_cross_fitted_with_a_margin_by_default_and_linear_refuses_cross_fitting():
+    """Defaults for a gbdt base the job trains: thresholds on the out-of-fold scores of every train and
+    validation row (5 folds), base refitted on them, chosen at ε' = ε(1 − share) ≤ ε by the margin; the
+    out-of-fold rule meets ε' on those rows. cross_fit on a linear base, or 1 fold, is refused."""
+    table = _table(1500, 2)
+    fields = dict(target="y", positive_label="yes", sensitive=["sex"],
+                  constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
+                  split={"test": 0.2, "validation": 0.3, "seed": 0}, max_iterations=20)
+    gbdt = {"type": "gbdt", "n_estimators": 20, "num_leaves": 7, "min_child_samples": 10}
+    out = run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds"}))
+    report = out.enforcement
+    assert report["cross_fit"] == {"folds": 5, "model": "refit"}
+    margin = report["margin"]
+    assert margin["delta"] == 0.1 and margin["unseen_rows"] == len(out.predictions) * 0.3 / 0.2
+    assert 0.0 <= margin["share"] <= 0.5 and margin["tolerances"]["demographic_parity"] <= 0.05
+    assert report["gaps"]["demographic_parity"] <= margin["tolerances"]["demographic_parity"] + 1e-9
+    plain = run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds", "params": {
+        "cross_fit": 0, "margin_delta": None}}))
+    assert plain.enforcement["cross_fit"] is None and plain.enforcement["margin"] is None
+    with pytest.raises(ValueError, match="cross_fit applies to a gbdt base"):
+        run(table, ProblemSpec(**fields, solver={"name": "group_thresholds", "params": {"cross_fit": 5}}))
+    with pytest.raises(ValueError, match="cross_fit"):
+        ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds", "params": {"cross_fit": 1}})
