@@ -303,6 +303,11 @@ def check_solver_supports(spec: ProblemSpec) -> None:
         if supported is not None and kind not in supported:
             raise SpecError(("constraints", i, "type"), f"solver {spec.solver.name!r} handles "
                                                         f"{', '.join(supported)}, not {kind!r}")
+    if algorithm.name == "group_thresholds":   # cross-fitting re-boosts the base: a gbdt the job trains
+        params = spec.solver.config()
+        if params.cross_fit and (spec.model.type != "gbdt" or params.base_job_id is not None):
+            raise SpecError(("solver", "params", "cross_fit"), "cross_fit applies to a gbdt base trained by the "
+                                                               "job (not to base_job_id or a linear / mlp base)")
     if algorithm.name == "auto":
         from .catalog.auto import portfolio_names
 

@@ -8,10 +8,26 @@ on F; these iterations are the trajectory) — or the weights of an existing job
 loads them as the start model, no training step is taken; the API checks that job has the same dataset, split,
 target, features and model). A warm start from a ``group_thresholds`` model post-processes its base again.
 
-**Selection split.** The thresholds are chosen on the VALIDATION split (expected accuracy, or balanced accuracy,
-under every constraint family's exact gap ≤ ε there). Without a validation split they are chosen on the
-training rows — the base model's own rows, whose scores are optimistic; the job then overfits the thresholds to
-train as any in-sample post-processing does. Supported families: ``demographic_parity``, ``equal_opportunity``,
+**Selection rows.** The thresholds are chosen on the VALIDATION split's scores (expected accuracy, or balanced
+accuracy, under every constraint family's exact gap ≤ ε' there). Without a validation split they are chosen on
+the training rows — the base model's own rows, whose scores are optimistic; the job then overfits the thresholds
+to train as any in-sample post-processing does. Two options, on by default, reduce the noise of that choice:
+
+* **Cross-fitting** (``cross_fit``, default 5 folds for a gbdt base the job trains; off for linear / MLP bases,
+  whose K retrainings would cost K solves, and for ``base_job_id``): the thresholds are chosen on EVERY train and
+  validation row, each scored out of fold by a model boosted on the other folds (:mod:`solvers.gbdt.cross_fit`);
+  the stored base is then boosted again on all of them (``cross_fit_model: refit``, default) or is the model
+  boosted on the train split (``train``). Four to five times the rows: the fitted rates' noise shrinks by about
+  half. The rule is fitted to the fold models' scores and applied to the refitted model's: a model of the same
+  kind on 25 % more rows (bench/results/thresholds.md measures the net effect on test).
+* **Safety margin** (``margin_delta``, default δ = 0.1): the rule is chosen at ε' = ε − m, m the smallest margin
+  whose normal bound on P(the exact gap on an unseen sample of ``margin_rows`` rows > ε) is ≤ δ, at most ε/2
+  (:mod:`solvers.fairness.threshold_margin` states the bound; the report's ``margin`` records δ, ε', the bound
+  and whether it is met). Chosen at exactly ε, the unseen gap exceeds ε about half the time.
+
+Hardt et al.'s post-processor is the rule itself (per-group thresholds of best accuracy under the constraint on
+held-out scores); cross-fitting and the margin change which scores and which ε' it is fitted to, not the rule;
+``cross_fit: 0, margin_delta: null`` is the paper's procedure on the validation split. Supported families: ``demographic_parity``, ``equal_opportunity``,
 ``equalized_odds`` (both aggregates: max(TPR gap, FPR gap) ≤ ε and the two gaps ≤ ε are the same set); several
 families at once. A base model is trained (or boosted, gbdt) as ``erm`` trains it.
 
@@ -46,7 +62,7 @@ rule, not a programme over ROC points, refused (422). So are loss and AUC gaps.
 
 **Decision rule (the default, ``randomized: null``).** Deterministic thresholds for one rate band (demographic
 parity, equal opportunity): exact on the selection split, no draw, found by an exact sweep in milliseconds, and
-on Adult (sex, DP ≤ 0.02, ``python -m bench.thresholds``) 0.0004 (linear) / 0.0006 (gbdt) below the LP's
+on Adult (sex, DP ≤ 0.02, ``python -m bench.threshold_rules``) 0.0004 (linear) / 0.0006 (gbdt) below the LP's
 randomised optimum in validation accuracy, while the drawn randomised rule's realised validation DP was 0.0214
 for the gbdt base (the draw's noise over the few rows between two thresholds). Randomised for equalized odds
 and several families, where matching two rates generally needs a mixture (Hardt et al., §4) and the

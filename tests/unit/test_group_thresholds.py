@@ -333,7 +333,10 @@ def test_gbdt_base_is_cross_fitted_with_a_margin_by_default_and_linear_refuses_c
     plain = run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds", "params": {
         "cross_fit": 0, "margin_delta": None}}))
     assert plain.enforcement["cross_fit"] is None and plain.enforcement["margin"] is None
-    with pytest.raises(ValueError, match="cross_fit applies to a gbdt base"):
+    from solvers.spec import SpecError
+
+    with pytest.raises(SpecError, match="cross_fit applies to a gbdt base") as refused:
         run(table, ProblemSpec(**fields, solver={"name": "group_thresholds", "params": {"cross_fit": 5}}))
+    assert refused.value.loc == ("solver", "params", "cross_fit")
     with pytest.raises(ValueError, match="cross_fit"):
         ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds", "params": {"cross_fit": 1}})
