@@ -261,7 +261,8 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
 
     if spec.guarantee is not None:
         return seldonian(model, continuation, spec.guarantee.confidence, spec.guarantee.max_tests, rows("train"),
-                         rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed)
+                         rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed,
+                         when_unverifiable=spec.guarantee.when_unverifiable)
     if spec.solver.entry.keeps_exact:  # chosen by the exact rates already: its own record (e.g. the threshold LP)
         from .algorithms.group_thresholds import report_of
 
