@@ -106,7 +106,8 @@ def test_an_unverifiable_tolerance_is_aimed_at_the_smallest_gap_the_training_spl
         out = run(table, spec)
         g = out.guarantee
         assert not g["met"] and not g["verifiable"] and g["predicted_width"][0] >= tol and g["tests"] == 0
-        assert g["aim"]["reason"] == f"unverifiable: {aim}" and len(g["candidates"]) == 1
+        # one candidate aimed as asked; a second (aimed at ε, to compare with) only when the tightest looks costly
+        assert g["aim"]["reason"] == f"unverifiable: {aim}" and len(g["candidates"]) <= (2 if aim == "tightest" else 1)
         fresh = planted_table(200_000, seed=77)
         y, group, names = _labelled(fresh)
         outs[aim] = (out, exact_gaps(_families(tol)[:1], y, _scores_on(out, spec, fresh), group, names)[0])
