@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy.special import expit
 
 from ..gbdt.proxy_rates import ProxyRates
+from ..lightgbm_text import load_booster
 from ..problem import Evaluation
 from .base import ALGORITHMS
 from .boosting import Boosting
@@ -57,13 +59,17 @@ class FairBoosting(Boosting):
         self.rates = ProxyRates.build(problem.constraints, problem.y.cpu().numpy(), problem.group.cpu().numpy(),
                                       len(problem.group_names), self.config.proxy_margin, self.config.proxy)
         self.multipliers = torch.full((self.rates.size,), float(self.config.init_multipliers), dtype=torch.float64)
+        self.labels = problem.y.double().cpu().numpy()
+        self.steps = self.config.multiplier_learning_rate * self.rates.per_pair_share()  # η_λ / (G_r − 1) per pair
+        # the output rule's candidate: (trees, max exact violation, F) of the best round so far; trees −1 = none
+        self.best = torch.tensor([-1.0, np.inf, np.inf], dtype=torch.float64)
 
     def gradients(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(g, h) = N ∇ and the trees' Hessian of L̃(·, λ_k) at the training scores (the module docstring)."""
-        p = 1.0 / (1.0 + np.exp(-scores))
+        p = expit(scores)
         n = len(scores)
         grad_c, hess_c = self.rates.derivatives(scores, self.multipliers.numpy())
-        grad = (p - self.problem.y.double().cpu().numpy()) + n * grad_c
+        grad = (p - self.labels) + n * grad_c
         hess = p * (1.0 - p)
         if self.config.hessian == "lagrangian":
             hess = hess + np.maximum(n * hess_c, 0.0)
@@ -72,10 +78,32 @@ class FairBoosting(Boosting):
     def step(self, k: int, current: Evaluation):
         evaluation, _ = super().step(k, current)
         f = self.trainer.scores
-        self.multipliers = torch.clamp(self.multipliers + self.config.multiplier_learning_rate
-                                       * torch.from_numpy(self.rates.exact_pairs(f)), min=0.0)
+        violations = self.rates.exact_pairs(f)
+        self.multipliers = torch.clamp(self.multipliers + torch.from_numpy(self.steps * violations), min=0.0)
         self._last = (self.rates.exact(f), self.rates.proxy_values(f))
+        if 2 * self.rounds > self.model.spec.n_estimators:  # candidates: the second half of the rounds
+            self._consider(max(0.0, float(violations.max(initial=0.0))), float(evaluation.objective))
         return evaluation, self.duals()
+
+    def _consider(self, violation: float, objective: float) -> None:
+        """Keep this round as the output candidate when it ranks first: feasible (no exact violation on the
+        training rows) with the least F, else the least max violation (the round's trees: the model's count)."""
+        rank = lambda v, f: (0.0, f) if v <= 0 else (1.0, v)  # noqa: E731
+        _, best_violation, best_objective = self.best.tolist()
+        if rank(violation, objective) < rank(best_violation, best_objective):
+            self.best = torch.tensor([float(self.model.num_trees), violation, objective], dtype=torch.float64)
+
+    def finish(self) -> Evaluation | None:
+        """The output rule (module docstring): ``output="best"`` keeps the first trees up to the best round."""
+        trees = int(self.best[0])
+        if self.config.output != "best" or trees < 0 or trees >= self.model.num_trees:
+            return None
+        text = self.model.booster.model_to_string(num_iteration=trees)
+        self.model.booster = load_booster(text.encode(), self.model.n_features)
+        scores = np.asarray(self.model.booster.predict(self.problem.X.cpu().numpy(), raw_score=True,
+                                                       num_threads=self._params()["num_threads"]), dtype=float)
+        self._last = (self.rates.exact(scores), self.rates.proxy_values(scores))
+        return self.evaluate_scores(scores)
 
     def duals(self) -> dict[str, torch.Tensor] | None:
         exact, proxy = getattr(self, "_last", (None, None))

@@ -36,5 +36,11 @@ class FairBoostingConfig(AlgorithmConfig):
     max_delta_step: NonNegativeFloat = Field(
         0.0, description="LightGBM's bound on a leaf's Newton step |−Σg/Σh| before shrinkage (0: none).")
     hessian: Literal["loss", "lagrangian"] = Field(
-        "loss", description="Second-order term of the trees: 'loss' = σ(f)(1 − σ(f)) of the logistic loss (FairGBM's "
-        "implementation), 'lagrangian' adds the diagonal Hessian of the proxy terms where it is positive.")
+        "lagrangian", description="Second-order term of the trees: 'lagrangian' = σ(f)(1 − σ(f)) of the logistic "
+        "loss plus the diagonal Hessian of the multiplier-weighted proxy terms (Newton steps on the model player's "
+        "objective); 'loss' = the logistic loss's alone (FairGBM's implementation: its steps grow with N / n_g on "
+        "small groups, see the implementation's docstring).")
+    output: Literal["best", "last"] = Field(
+        "best", description="Output rule: 'best' = the trees up to the best round on the training rows (feasible "
+        "on the exact rates with the least loss, else the least exact violation; Cotter et al. 2019's best "
+        "iterate), 'last' = every tree (FairGBM's final ensemble).")

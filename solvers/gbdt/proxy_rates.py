@@ -119,6 +119,12 @@ class ProxyRates:
         hit = (f > 0) if kind.sign > 0 else (f <= 0)
         return self._rates(kind, hit.astype(float))
 
+    def per_pair_share(self) -> np.ndarray:
+        """(size,): 1 / (G_r − 1) for every pair of kind r, G_r its groups with rows in M_r (1 when G_r ≤ 2): the
+        share of one pair in a group's multiplier sum Λ_g, which has G_r − 1 pairs (the ascent's scaling)."""
+        return np.concatenate([np.full(self.n_groups ** 2, 1.0 / max(1, int((k.counts > 0).sum()) - 1))
+                               for k in self.kinds]) if self.kinds else np.zeros(0)
+
     def exact_pairs(self, f: np.ndarray) -> np.ndarray:
         """c(f) (size,): r_a − r_b − ε for every kind and ordered pair (a, b), kind-major, row-major pairs."""
         return np.concatenate([self._pairs(k, r, r).ravel() for k in self.kinds
