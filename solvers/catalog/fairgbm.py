@@ -23,8 +23,10 @@ from .base import ALGORITHMS, AlgorithmConfig
 class FairBoostingConfig(AlgorithmConfig):
     batch_size: None = Field(None, description="Boosting is full batch: every round fits a tree to all rows.")
     multiplier_learning_rate: PositiveFloat = Field(
-        0.1, description="Step η_λ of the ascent λ ← max(0, λ + η_λ c(f)) on the exact constraint values (FairGBM's "
-        "multiplier_learning_rate, default 0.1; here λ weighs the MEAN loss, see the implementation's docstring).")
+        0.1, description="Step η_λ of the ascent λ ← max(0, λ + η_λ / (G − 1) · c(f)) on the exact constraint values, "
+        "one λ per ordered pair of the G groups, so a group's summed weight grows as the paper's one λ per group "
+        "(FairGBM's multiplier_learning_rate, default 0.1; here λ weighs the MEAN loss, see the implementation's "
+        "docstring).")
     init_multipliers: NonNegativeFloat = Field(0.0, description="λ_0 of every constraint (FairGBM: 0).")
     proxy_margin: PositiveFloat = Field(
         1.0, description="Vertical margin m of the cross-entropy proxy φ(z) = log(1 + e^{z + log(e^m − 1)}), "

@@ -36,7 +36,9 @@ sex, DP: the scores ran off and the exact gap did not move). For i ∈ M_r in gr
 
 ψ'(z) = φ'(−z). Groups without rows in M_r have no constraint (c = −ε). Everything is vectorised over the rows and
 groups (one ``bincount`` per kind and quantity, (G, G) pair matrices); the kinds (at most two per constraint
-family) are a Python loop.
+family) are a Python loop. :meth:`ProxyRates.per_pair_share` is 1 / (G_r − 1) per pair, G_r the groups with rows
+in M_r: the share of one pair in a group's Λ, by which the ascent divides its step
+(:mod:`solvers.algorithms.fair_boosting`).
 """
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 from solvers import CONSTRAINTS, ModelSpec, Problem, ProblemSpec, solve
 from solvers.api import run
@@ -210,3 +211,21 @@ def test_fnr_parity_is_equal_opportunity():
     spec = ProblemSpec(target="y", positive_label=1, sensitive=["s"],
                        constraints=[{"type": "fnr_parity", "tolerance": 0.05}])
     assert spec.constraints[0].build().name == "equal_opportunity"
+
+
+def test_resume_in_the_second_half_keeps_the_multipliers_and_the_output_candidate(tmp_path):
+    from solvers import checkpoint as ckpt
+    from tests.unit.test_checkpoint import CheckpointAt
+
+    rounds = MODEL["n_estimators"]
+    full = CheckpointAt(rounds * 3 // 4)  # a candidate round is already held
+    reference = solve(planted(groups=3), "fair_boosting", full, max_iterations=rounds)
+    assert reference.model.num_trees < rounds  # the output is an earlier round: the candidate matters
+    ckpt.save(tmp_path / "c.safetensors", full.saved)
+    resumed_obs = RecordingObserver()
+    resumed = solve(planted(groups=3), "fair_boosting", resumed_obs, max_iterations=rounds,
+                    resume=ckpt.load(tmp_path / "c.safetensors"))
+    np.testing.assert_allclose(resumed_obs.records[-1].duals["lambda"], full.records[-1].duals["lambda"])
+    assert resumed.model.num_trees == reference.model.num_trees
+    X = planted(groups=3).X
+    torch.testing.assert_close(resumed.model(X), reference.model(X))
