@@ -44,7 +44,9 @@ the step η_λ on every pair, the last iterate) diverged on Adult by race: train
   divergence (train DP 0.063 at the last round);
 * the ascent step: with pairs, a group's weight Λ_g = Σ_b λ_{(g,b)} sums G_r − 1 multipliers, so a fixed η_λ
   makes it grow up to G_r − 1 times faster than the paper's single λ_g; sharing the step keeps the group's
-  growth within the paper's (Σ_a c_{(a,b)} / (G_r − 1) ≤ c_b = max_a c_{(a,b)}); two groups: unchanged. On the
+  growth within the paper's (Σ_a c_{(a,b)} / (G_r − 1) ≤ c_b = max_a c_{(a,b)}); two groups: unchanged.
+  (FairGBM's implementation, one λ_b per group against the group of largest proxy rate, weighs that group's rows
+  by (G − 1) Σ_b λ_b, a factor G − 1 beyond the paper's gradient; we do not copy it.) On the
   strong planted groups (with the two other changes) the output's exact gap went from 0.050 / 0.273 / 0.303 to
   0.047 / 0.074 / 0.051; with FairGBM's Hessian, it alone also kept Adult by race bounded (train DP 0.018);
 * the output rule: the proxy game's guarantee holds for a randomised mixture of the iterates (Cotter et al.
