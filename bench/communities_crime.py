@@ -25,10 +25,12 @@ baseline of its Figure 3. Everything else is taken from that baseline's publishe
    of step (9) as eq. 18's expectation over groups (``row_weights`` 'auto' = 'mean'); the same with
    Algorithm 1's plain sum (``row_weights`` 'sum') at Table 2's η (``--probe`` iterations: it diverges) and at
    ``--eta-sum``; the linear model (the baseline's model; Table 2's 5.3 row); plain gradient descent without
-   the constraint (``erm``, gd, lr = η) as the reference. Timing: a run without tracing (per-iteration wall
-   time); feasibility: the same run again (same seed) evaluated every ``--trace-every`` iterations on the three
-   splits: the hinge violation max_g (L_g − L) − ε (:func:`solvers.fairness.exact.exact_gaps`) and the baseline's
-   error-rate violation max_g (err_g − err) − ε with its 99th percentile over the groups.
+   the constraint (``erm``, gd, lr = η) as the reference. Feasibility: each run evaluated every
+   ``--trace-every`` iterations on the three splits: the hinge violation max_g (L_g − L) − ε
+   (:func:`solvers.fairness.exact.exact_gaps`) and the baseline's error-rate violation max_g (err_g − err) − ε with
+   its 99th percentile over the groups; beside it, what chance gives (errors drawn independently of the groups at
+   the final error rate, :func:`noise_floor`). Timing: untraced runs of ``--time-iterations``, the solvers in turn,
+   ``--time-repeats`` times (median wall time per iteration).
 5. Adult (label income, sensitive race × sex, 10 groups, one-sided ``loss_gap`` logistic): G and its VJP on the
    32,561 rows through the partition index and through the same partition as a one-hot membership (median of
    ``--repeats``). ``--adult-only`` prints it alone (run it from another checkout to time that one).

@@ -99,7 +99,8 @@ constraint per group. Read literally as Algorithm 1 with m = {cc['constraints']}
 negative multipliers, nothing keeps λ ≥ 0) and ‖Σ_g λ_g ∂G_g‖ = {scale['grad_lambda_G_sum']:.1f} against ‖∇F‖ =
 {scale['grad_F']:.3f} ({scale['grad_lambda_G_sum'] / scale['grad_F']:.0f}×). With η = 0.1 the first step is a jump of
 about {0.1 * scale['grad_lambda_G_sum']:.1f} in θ and the run is non-finite at iteration {summed['iterations']}. Theory's bound
-η < 1/(L_F + 3ρM_G²) shrinks with M_G² ∝ m, so the paper's η only fits if the constraint term is the expectation:
+η < 1/(L_F + 3ρM_G²) shrinks as M_G² grows, up to ∝ m when the rows' gradients align (as these nested groups'
+do), so the paper's η only fits if the constraint term is the expectation:
 (1/m) Σ_g λ_g ∂G_g (norm {scale['grad_lambda_G_mean']:.3f} at θ_0), the mean of the sampled-group step. PLADA now
 weighs an expectation family's rows so (`row_weights`: 'auto', the default, is 'mean' for `intersectional`, 'sum'
 for every other family; the dual steps (10)–(12) stay per constraint). The old bench's way out, the sum with η
@@ -173,10 +174,11 @@ Chance alone, measured: errors drawn independently of the groups at the final mo
 Against that (median of the draws, their 90th percentile in brackets), PLADA's held-out figures are, on validation,
 {_against(main, floor, 'validation')}; on test, {_against(main, floor, 'test')}. With held-out groups as small as
 {rows['validation']['min']} rows (median {rows['validation']['median']:.0f} and {rows['test']['median']:.0f}), the maximum over {cc['constraints']}
-groups, and even its 99th percentile, is chance-sized ({low:+.2f} to {high:+.2f} in the draws above) whatever the model: no model is feasible on
-these 499-row splits at ε = {cc['tolerance']} in that sense, and a curve of it cannot show "consistent" satisfaction.
-The share of violated groups is where the model shows through: held-out errors are higher in these (overlapping,
-minority-heavy) groups than overall more often than chance has it. The network also fits its training rows (error
+groups, and even its 99th percentile, is chance-sized ({low:+.2f} to {high:+.2f} in the draws above): even a classifier whose
+errors ignore the groups would not look feasible on these 499-row splits at ε = {cc['tolerance']}, so a validation curve of
+that maximum cannot show "consistent" satisfaction. The share of violated groups, set against the same draws, is
+where a model's own unfairness shows (these groups overlap heavily: they are all minority-heavy communities, so
+they move together). The network also fits its training rows (error
 {main['train']['error_rate']:.3f} on train against {main['validation']['error_rate']:.3f} on validation; unconstrained
 {free['train']['error_rate']:.3f} against {free['validation']['error_rate']:.3f}), so equal training-group errors carry
 over to held-out rows only as far as the errors themselves do. The paper shows validation curves only as a plot
