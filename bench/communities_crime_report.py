@@ -79,7 +79,7 @@ machine of {res['cpu_count']} cores, load average {res['load_average_before']:.1
 
 What the 105-column copy changes: only features. The three group columns and the label's source are complete in
 both files, so groups, split and label are the baseline's. The copy drops the 23 predictive columns with gaps (22
-LEMAS police-survey columns, present for about 16 % of the communities, and `OtherPerCap`), so the baseline's
+LEMAS police-survey columns, which the UCI file lacks for most communities, and `OtherPerCap`), so the baseline's
 122 + 23 missingness indicators (145 by this count; the paper says 140) become 99; it adds `Black` and `class`,
 both excluded here. The "has a LEMAS record" signal is lost with them.
 
