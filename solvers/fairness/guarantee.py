@@ -237,7 +237,7 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
             message += (f"; the tolerance cannot be verified at this validation size, so the model was aimed at "
                         + (f"the smallest exact train gap the training split resolves ({_fmt(aim)})"
                            if reason == "unverifiable: tightest" else f"the tolerance ({_fmt(aim)})")
-                        + (f" ({reason.split('(', 1)[1]}" if "(" in reason else ""))
+                        + (f": {reason.split('(', 1)[1].rstrip(')')}" if "(" in reason else ""))
     n_trivial = sum(bool(c["near_trivial"]) for c in candidates)
     if n_trivial:
         message += f"; {n_trivial} near-trivial candidate(s) were not accepted"
