@@ -11,6 +11,7 @@ from .base import ALGORITHMS, AlgorithmConfig
 
 @ALGORITHMS.declare(
     "ssg",
+    overlapping_groups=True,
     implementation="solvers.algorithms.ssg:SSG",
     aliases=("switching-subgradient",),
     paper="Huang & Lin, Oracle Complexity of Single-Loop Switching Subgradient Methods for Non-Smooth Weakly "

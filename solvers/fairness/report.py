@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..membership import rows_of
 from .intervals import constraint_bounds
 
 MIN_BALANCED_ACCURACY = 0.55
@@ -33,8 +34,9 @@ REPORT_BOOT = 500  # bootstrap replicates per split of the report's loss / AUC g
 def fairness_entries(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
                      group_names: Sequence[str], splits: Mapping[str, np.ndarray], *, confidence: float = 0.95,
                      n_boot: int = REPORT_BOOT, seed: int = 0) -> list[dict[str, Any]]:
-    """One entry per family (module docstring); ``splits`` maps split name -> row positions."""
-    per_split = {name: constraint_bounds(families, y[idx], logits[idx], group[idx], group_names,
+    """One entry per family (module docstring); ``splits`` maps split name -> row positions; ``group`` the rows'
+    group index, or a :class:`~solvers.membership.Membership` (groups that overlap)."""
+    per_split = {name: constraint_bounds(families, y[idx], logits[idx], rows_of(group, idx), group_names,
                                          confidence=confidence, n_boot=n_boot, seed=seed)
                  for name, idx in splits.items()}
     entries = []
