@@ -358,6 +358,7 @@ def check_solver_supports(spec: ProblemSpec) -> None:
     if spec.model.type not in algorithm.supported_models:
         raise SpecError(("model", "type"), f"solver {spec.solver.name!r} supports models "
                                            f"{', '.join(algorithm.supported_models)}, not {spec.model.type!r}")
+    check_generic_groups(spec)  # before the counts: a solver that needs a partition is the first thing to say
     fewest, most = algorithm.constraint_count
     if not fewest <= len(spec.constraints) <= (most if most is not None else len(spec.constraints)):
         count = f"exactly {fewest}" if fewest == most else f"at least {fewest}" if most is None else \
@@ -370,7 +371,6 @@ def check_solver_supports(spec: ProblemSpec) -> None:
         if supported is not None and kind not in supported:
             raise SpecError(("constraints", i, "type"), f"solver {spec.solver.name!r} handles "
                                                         f"{', '.join(supported)}, not {kind!r}")
-    check_generic_groups(spec)
     if algorithm.name == "auto":
         from .catalog.auto import portfolio_names
 
