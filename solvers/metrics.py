@@ -43,8 +43,7 @@ def _rates(hits: np.ndarray, index: np.ndarray, n_cells: int) -> tuple[np.ndarra
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan), counts
 
 
-def _group_rates(values: np.ndarray, group, k: int, y: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def group_rates(values: np.ndarray, group, k: int, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rates, counts) per group of ``values`` (a partition's index or a membership's pairs); with ``y``, per
     cell 2g + y instead (2k cells)."""
     rows, cells = pairs_of(group)
@@ -68,8 +67,8 @@ def group_fairness(y: np.ndarray, pred: np.ndarray, group: np.ndarray, group_nam
     """Exact DP / EOpp / EOdds gaps and per-group rates (see module docstring)."""
     y, pred = np.asarray(y).astype(int), np.asarray(pred).astype(int)
     k = len(group_names)
-    sr, sizes = _group_rates(pred, group, k)
-    cell_rates, _ = _group_rates(pred, group, k, y)  # cell 2g + y
+    sr, sizes = group_rates(pred, group, k)
+    cell_rates, _ = group_rates(pred, group, k, y)  # cell 2g + y
     fpr, tpr = cell_rates[0::2], cell_rates[1::2]
     tpr_gap, fpr_gap = _gap(tpr), _gap(fpr)
     eodds = None if tpr_gap is None and fpr_gap is None else max(v for v in (tpr_gap, fpr_gap) if v is not None)
@@ -93,10 +92,10 @@ def rate_deviation(y: np.ndarray, pred: np.ndarray, group, group_names: list[str
     y, pred = np.asarray(y).astype(int), np.asarray(pred).astype(int)
     k = len(group_names)
     if kind == "demographic_parity":
-        rates, _ = _group_rates(pred, group, k)
+        rates, _ = group_rates(pred, group, k)
         mask = np.ones(len(y), dtype=bool)
     else:
-        rates = _group_rates(pred, group, k, y)[0][1::2]
+        rates = group_rates(pred, group, k, y)[0][1::2]
         mask = y == 1
     overall = pred[mask].mean() if mask.any() else np.nan
     diff = rates - overall
@@ -129,7 +128,7 @@ def loss_gap(y: np.ndarray, logits: np.ndarray, group: np.ndarray | None, group_
     with torch.no_grad():
         losses = per_sample_loss(loss)(torch.as_tensor(np.asarray(logits, dtype=float)),
                                        torch.as_tensor(y, dtype=torch.float64)).numpy()
-    group_loss, counts = _group_rates(losses, group if membership is None else membership, k)
+    group_loss, counts = group_rates(losses, group if membership is None else membership, k)
     gaps = group_loss - losses.mean()
     kept = (counts > 0) & (counts > min_group_fraction * n)
     by_group = {nm: _opt(v) for nm, v, keep in zip(group_names, gaps, kept) if keep}

@@ -27,6 +27,7 @@ from .intervals import constraint_bounds
 
 MIN_BALANCED_ACCURACY = 0.55
 MIN_POSITIVE_RATE = 0.01
+LISTED_GROUPS = 10  # groups named in one warning
 SPLITS = ("train", "validation", "test")
 REPORT_BOOT = 500  # bootstrap replicates per split of the report's loss / AUC gaps (the guarantee uses 1000)
 
@@ -61,7 +62,9 @@ def trivial_reasons(balanced_accuracy: float | None, positive_rates: Mapping[str
                    "the classes")
     low = {g: r for g, r in positive_rates.items() if r is not None and r < MIN_POSITIVE_RATE}
     if low:
-        listed = ", ".join(f"{g} {100 * r:.1f} %" for g, r in low.items())
+        listed = ", ".join(f"{g} {100 * r:.1f} %" for g, r in list(low.items())[:LISTED_GROUPS])
+        if len(low) > LISTED_GROUPS:  # many (overlapping) groups: a count, not a page of names
+            listed += f" and {len(low) - LISTED_GROUPS} more"
         out.append(f"predicted-positive rate under {100 * MIN_POSITIVE_RATE:.0f} % for group(s) {listed}")
     return out
 

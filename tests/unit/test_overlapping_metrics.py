@@ -158,3 +158,20 @@ def test_fairness_report_on_a_membership():
             assert lo <= hi
     assert all(e["method"] == "bootstrap" for e in entries)
     assert [e["kept_on_test"] for e in entries] == [e["test"]["kept"] for e in entries]
+
+
+def test_small_overlapping_groups_with_no_positive_prediction_are_no_sign_of_a_constant_model():
+    from solvers.auto import triviality
+    from solvers.fairness.report import trivial_reasons
+
+    n = 200
+    rng = np.random.default_rng(11)
+    y = (rng.random(n) < 0.5).astype(int)
+    logits = np.where(y == 1, 2.0, -2.0) + rng.normal(0, 0.1, n)
+    group = (np.arange(n) < 10).astype(int)  # a 10-row group ...
+    logits[:10] = -3.0                      # ... predicted negative throughout
+    assert triviality(y, logits, group, 2) == "near_constant"  # a partition: as before
+    assert triviality(y, logits, Membership.from_partition(group, ["a", "b"]), 2) is None
+    assert triviality(y, np.full(n, -1.0), Membership.from_partition(group, ["a", "b"]), 2) == "near_constant"
+    reasons = trivial_reasons(0.9, {f"g{j}": 0.0 for j in range(15)})
+    assert reasons[0].count(" 0.0 %") == 10 and reasons[0].endswith("and 5 more")
