@@ -119,10 +119,6 @@ class OverlappingGroups(Strict):
             raise ValueError("'columns': a column is listed twice")
         return self
 
-    def referenced(self) -> list[str]:
-        """The table columns the groups read."""
-        return list(dict.fromkeys([*(self.thresholds or {}), *(self.columns or [])]))
-
 
 class ModelSpec(Strict):
     """``linear`` (optionally with its weights w in the ball ‖w‖_p ≤ radius, p = 1 or 2; the
