@@ -66,7 +66,8 @@ def describe_solver(entry: Entry) -> dict[str, Any]:
         "aliases": list(entry.aliases),
         "paper": entry.paper,
         "description": entry.description,
-        "supports": {"models": list(entry.supported_models), "constraints": list(constraints)},
+        "supports": {"models": list(entry.supported_models), "constraints": list(constraints),
+                     "overlapping_groups": bool(entry.overlapping_groups)},
         "config_schema": entry.Config.model_json_schema(),
     }
 

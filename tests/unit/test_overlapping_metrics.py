@@ -175,3 +175,21 @@ def test_small_overlapping_groups_with_no_positive_prediction_are_no_sign_of_a_c
     assert triviality(y, np.full(n, -1.0), Membership.from_partition(group, ["a", "b"]), 2) == "near_constant"
     reasons = trivial_reasons(0.9, {f"g{j}": 0.0 for j in range(15)})
     assert reasons[0].count(" 0.0 %") == 10 and reasons[0].endswith("and 5 more")
+
+
+def test_every_solver_that_takes_overlapping_groups_solves_on_a_membership():
+    from solvers import solve
+    from solvers.spec import generic_solvers
+
+    n, k = 120, 5
+    m = _random_membership(n, k, seed=12)
+    names = [s for s in generic_solvers() if s != "auto"]  # auto runs these (tests/unit/test_overlapping_spec.py)
+    assert {"plada", "ssg", "lagrangian", "penalty", "erm"} <= set(names)
+    for name in names:
+        families = [DemographicParity(0.05, {"reference": "overall"}), Intersectional(0.05, {"min_group_fraction": 0.1})]
+        p = _problem(None, m.names, families, n, seed=13, membership=m)
+        for params in ({}, {"batch_size": 32}):
+            result = solve(p, {"name": name, "params": params}, max_iterations=8, time_limit_s=60, seed=0)
+            assert result.status == "completed" and result.iterations == 8, (name, params)
+            assert len(result.last.constraints) == len(p.constraint_names) == 2 * k - 1  # g1 under 10 %
+            assert all(torch.isfinite(t).all() for t in result.model.state_dict().values())
