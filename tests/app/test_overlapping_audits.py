@@ -1,0 +1,31 @@
+"""An audit needs a partition of groups: a model trained on overlapping groups is refused with a message, and
+the per-group charts of such a job show the group list."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from app.audits.model_file import ModelError, labelled_groups
+from app.charts.group_list import group_list_figure
+from app.charts.registry import ChartUnavailable
+from solvers import ProblemSpec
+
+
+def test_an_overlapping_groups_model_is_not_audited():
+    spec = ProblemSpec(target="y", positive_label=1, overlapping_groups={"thresholds": {"a": [0.5]}})
+    table = pd.DataFrame({"a": [0.1, 0.9], "y": [0, 1]})
+    with pytest.raises(ModelError, match="overlapping groups"):
+        labelled_groups(spec, ["y", "a"], table)
+    partition = spec.model_copy(update={"overlapping_groups": None, "sensitive": ["a"]})
+    y, group, names = labelled_groups(partition, ["y", "a"], table)
+    assert y.tolist() == [0, 1] and len(names) == 2
+
+
+def test_group_list_figure_lists_the_groups_largest_first():
+    metrics = {"group_sizes": {"a>=0.5": 40, "c=x": 70, "c=y": 70}, "demographic_parity_by_group": {"c=x": 0.25},
+               "equal_opportunity_by_group": {"a>=0.5": 0.5}}
+    cells = group_list_figure(metrics, "t").data[0].cells.values
+    assert list(cells[0]) == ["c=x", "c=y", "a>=0.5"] and list(cells[1]) == [70, 70, 40]
+    assert list(cells[2]) == ["0.2500", "", ""] and list(cells[3]) == ["", "", "0.5000"]
+    with pytest.raises(ChartUnavailable):
+        group_list_figure({}, "t")
