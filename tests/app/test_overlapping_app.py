@@ -1,5 +1,6 @@
-"""An audit needs a partition of groups: a model trained on overlapping groups is refused with a message, and
-the per-group charts of such a job show the group list."""
+"""Overlapping groups in the app: a model trained on them is not audited (an audit needs a partition of groups),
+the per-group charts of such a job show the group list, and its baseline key counts the groups (partition jobs'
+keys unchanged)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -29,3 +30,14 @@ def test_group_list_figure_lists_the_groups_largest_first():
     assert list(cells[2]) == ["0.2500", "", ""] and list(cells[3]) == ["", "", "0.5000"]
     with pytest.raises(ChartUnavailable):
         group_list_figure({}, "t")
+
+
+def test_baseline_keys_of_partition_jobs_are_unchanged_and_overlapping_groups_count():
+    from app.baselines import baseline_key
+
+    spec = {"dataset_id": "d", "target": "y", "positive_label": 1, "sensitive": ["a"],
+            "constraints": [{"type": "demographic_parity", "tolerance": 0.1}]}
+    assert baseline_key({**spec, "overlapping_groups": None}) == baseline_key(spec)  # stored keys still match
+    first = {**spec, "sensitive": [], "overlapping_groups": {"thresholds": {"a": [0.5]}}}
+    second = {**first, "overlapping_groups": {"thresholds": {"a": [0.6]}}}
+    assert len({baseline_key(spec), baseline_key(first), baseline_key(second)}) == 3
