@@ -41,3 +41,17 @@ def test_baseline_keys_of_partition_jobs_are_unchanged_and_overlapping_groups_co
     first = {**spec, "sensitive": [], "overlapping_groups": {"thresholds": {"a": [0.5]}}}
     second = {**first, "overlapping_groups": {"thresholds": {"a": [0.6]}}}
     assert len({baseline_key(spec), baseline_key(first), baseline_key(second)}) == 3
+
+
+def test_a_sweep_grid_solver_that_needs_a_partition_is_refused():
+    from app.sweeps.grid import GridError, SweepCreate, expand
+
+    base = {"dataset_id": "d", "target": "y", "positive_label": 1, "overlapping_groups": {"columns": ["a"]},
+            "constraints": [{"type": "demographic_parity", "tolerance": 0.1}], "solver": {"name": "plada"}}
+    planned = expand(SweepCreate.model_validate({"base": base, "grid": {"tolerances": [0.1, 0.2],
+                                                                         "solvers": [{"name": "ssg"}]}}))
+    assert len(planned) >= 2 and all(p.spec.overlapping_groups.columns == ["a"] for p in planned)
+    with pytest.raises(GridError, match="needs a partition") as err:
+        expand(SweepCreate.model_validate({"base": base, "grid": {
+            "tolerances": [0.1], "solvers": [{"name": "ssg"}, {"name": "reductions"}]}}))
+    assert err.value.loc == ("grid", "solvers", 1)
