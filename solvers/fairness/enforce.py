@@ -12,9 +12,10 @@ set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
    rate families' surrogate σ(f/T) by ``COOLING`` (down to ``MIN_TEMPERATURE``; a smaller T is closer to the
    indicator); at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left; a round that leaves the worst excess
    max_j (v_j − t_j) larger is undone and ends the tightening;
-2. **threshold**: if still violated, for a linear model and one violated rate constraint (demographic
-   parity, equal opportunity or equalized odds), add a per-group score offset b_g (:func:`group_offsets`; for
-   equalized odds :func:`.odds_offsets.equalized_odds_offsets`, a TPR band and an FPR band at once) so the exact
+2. **threshold**: if still violated, for a linear model, a partition of groups and one violated rate constraint
+   (demographic parity or equal opportunity, the spread form ``reference="groups"``, or equalized odds), add a
+   per-group score offset b_g (:func:`group_offsets`; for equalized odds
+   :func:`.odds_offsets.equalized_odds_offsets`, a TPR band and an FPR band at once) so the exact
    train rates of the groups lie in one band of width t, the band of best train accuracy; it is applied only when the offset is a linear
    function of the features (x ↦ b_{g(x)} = vᵀx + v₀ exactly on the train rows, e.g. the sensitive column
    is one-hot encoded among the features), by adding v to the model's weights and bias — the model stays
@@ -32,6 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from ..membership import Membership
 from .exact import exact_gaps
 from .odds_offsets import equalized_odds_offsets
 
@@ -147,8 +149,9 @@ def threshold_correction(model, families: Sequence, targets: np.ndarray, values:
     """Apply the per-group offset of the single violated DP / EOpp / EOdds constraint (module docstring, step 2).
     ``scores(model)`` gives the train logits. Returns ``{"offsets": ...}`` if applied, else None."""
     violated = np.flatnonzero(~(values <= targets))
-    if len(violated) != 1 or families[violated[0]].name not in _THRESHOLD_FAMILIES:
-        return None
+    if len(violated) != 1 or families[violated[0]].name not in _THRESHOLD_FAMILIES or isinstance(group, Membership) \
+            or getattr(families[violated[0]].config, "reference", "groups") != "groups":
+        return None  # the offsets put a partition's group rates in one band
     j = int(violated[0])
     logits = scores(model)
     if families[j].name == "equalized_odds":  # two rates per group: TPR and FPR bands at once

@@ -110,7 +110,10 @@ def _first_targets(eps: np.ndarray, width: np.ndarray) -> np.ndarray:
 def tightest_targets(families: Sequence, eps: np.ndarray, y: np.ndarray, group: np.ndarray,
                      n_groups: int) -> np.ndarray:
     """τ_j = min(ε_j · TARGET_FLOOR, TIGHTEST_ROWS / D_j) for the rate families, ε_j · TARGET_FLOOR for the others
-    (module docstring, verifiability); D_j over the groups present on the training split."""
+    (module docstring, verifiability); D_j over the groups present on the training split (a partition; with
+    overlapping groups, a :class:`~solvers.membership.Membership`, ε_j · TARGET_FLOOR)."""
+    if not isinstance(group, np.ndarray):  # overlapping groups (a Membership): only loss gaps, no rate band
+        return TARGET_FLOOR * np.asarray(eps, dtype=np.float64)
     y = np.asarray(y) == 1
     rows = np.bincount(group, minlength=n_groups)
     positives = np.bincount(group, weights=y.astype(float), minlength=n_groups)
