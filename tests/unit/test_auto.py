@@ -268,8 +268,8 @@ def test_selection_prefers_a_row_that_meets_with_the_margin_over_a_more_accurate
     assert bounds[0] > SELECT_DELTA >= bounds[1]
 
     def row(accuracy, gap, bound):
-        return _Row({"outcome": "meets", "accuracy": accuracy, "unseen_bound": bound}, model=torch.nn.Identity(),
-                    gaps=np.array([gap]))
+        return _Row({"outcome": "meets", "accuracy": accuracy, "unseen_bound": bound, "train_gaps": [gap]},
+                    model=torch.nn.Identity(), gaps=np.array([gap]))
 
     run = _Portfolio.__new__(_Portfolio)
     run.user_tolerance, run.judge = np.array([TOL]), SimpleNamespace(y=y)
