@@ -124,3 +124,39 @@ def test_fairness_data_group_label_is_lazy():
     data = FairnessData.build(torch.tensor([0.0, 1.0, 1.0]), torch.tensor([0, 0, 1]), 2)
     assert data.group_label is None
     assert data.by_group_label.counts.tolist() == [1.0, 1.0, 0.0, 1.0]
+
+
+def _rate_data(overlapping: bool, empty: bool, n=40, k=4, seed=1):
+    """FairnessData over k groups (group k − 1 empty when ``empty``; each sample also in group (g + 1) mod k
+    when ``overlapping``)."""
+    g = torch.Generator().manual_seed(seed)
+    group = torch.randint(0, k - 1 if empty else k, (n,), generator=g)
+    y = torch.randint(0, 2, (n,), generator=g).float()
+    if not overlapping:
+        return FairnessData.build(y, group, k)
+    rows = torch.cat([torch.arange(n), torch.arange(n)])
+    member = torch.cat([group, (group + 1) % (k - 1 if empty else k)])
+    return FairnessData.overlapping(y, rows, member, k)
+
+
+@pytest.mark.parametrize("overlapping", [False, True], ids=["partition", "overlapping"])
+@pytest.mark.parametrize("empty", [False, True], ids=["all-groups", "empty-group"])
+@pytest.mark.parametrize("temperature", [1.0, 0.25])
+@pytest.mark.parametrize("family,config", [
+    ("demographic_parity", {}), ("equal_opportunity", {}), ("equalized_odds", {}),
+    ("equalized_odds", {"aggregate": "separate"})])
+def test_rate_family_closed_form_vjp_matches_autograd(family, config, temperature, empty, overlapping):
+    """The sigmoid rate families' closed-form vjp equals the autograd one of ConstraintFamily.vjp, on random
+    scores and on scores that tie every group's rate (constant scores: amax / amin share the gradient)."""
+    fam = CONSTRAINTS.get(family)(0.02, {**config, "temperature": temperature})
+    data = _rate_data(overlapping, empty)
+    n, m = data.y.numel(), len(fam.names)
+    g = torch.Generator().manual_seed(2)
+    for scores, tied in ((torch.randn(n, generator=g, dtype=torch.float64) * 2, False),
+                         (torch.zeros(n, dtype=torch.float64), True), (torch.randn(n, generator=g), False)):
+        w = torch.linspace(0.5, 1.5, m, dtype=scores.dtype)
+        mine = fam.vjp(scores, data, w)
+        expected = super(type(fam), fam).vjp(scores, data, w)
+        assert mine.shape == expected.shape == (n,) and mine.dtype == scores.dtype
+        assert torch.allclose(mine, expected, atol=1e-6 if scores.dtype == torch.float32 else 1e-12)
+        assert (mine.abs().sum() == 0) == tied  # ties cancel; otherwise the gradient moves some score
