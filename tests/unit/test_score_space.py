@@ -160,3 +160,41 @@ def test_rate_family_closed_form_vjp_matches_autograd(family, config, temperatur
         assert mine.shape == expected.shape == (n,) and mine.dtype == scores.dtype
         assert torch.allclose(mine, expected, atol=1e-6 if scores.dtype == torch.float32 else 1e-12)
         assert (mine.abs().sum() == 0) == tied  # ties cancel; otherwise the gradient moves some score
+
+
+def test_sparse_rows_products_equal_the_dense_ones_and_dense_matrices_are_refused():
+    """CSR copies of a mostly-zero X give X w and Xᵀ v to float rounding; a dense X (or a float64 one) gets none."""
+    from solvers.sparse_rows import MAX_DENSITY, SparseRows
+
+    g = torch.Generator().manual_seed(3)
+    X = torch.randn(300, 20, generator=g) * (torch.rand(300, 20, generator=g) < 0.1)
+    rows = SparseRows.of(X)
+    w, v = torch.randn(20, generator=g), torch.randn(300, generator=g)
+    assert rows is not None and rows.rows._nnz() == int((X != 0).sum())
+    assert torch.allclose(rows.mv(w), X @ w, atol=1e-5) and torch.allclose(rows.rmv(v), X.t() @ v, atol=1e-4)
+    dense = torch.randn(300, 20, generator=g) * (torch.rand(300, 20, generator=g) < MAX_DENSITY + 0.1)
+    assert SparseRows.of(dense) is None and SparseRows.of(X.double()) is None
+
+
+def test_linear_full_batch_space_uses_the_sparse_rows_and_matches_autograd():
+    """A full-batch evaluation of a linear model on a mostly-zero X runs its products on the CSR copies (kept
+    on the problem, rebuilt when X changes) with the scores and gradients of autograd on the dense X."""
+    from solvers.sparse_rows import sparse_rows
+
+    problem = _problem([CONSTRAINTS.get("demographic_parity")(0.02)], n=200)
+    problem.model_factory, problem.model_type = linear, "linear"
+    with torch.no_grad():
+        problem.X.mul_(torch.rand(problem.X.shape, generator=torch.Generator().manual_seed(4)) < 0.2)
+    model = _randomised(problem.make_model())
+    ev = score_evaluation(problem, ScoreNet.of(model), None)
+    assert ev.space.rows is not None and sparse_rows(problem) is ev.space.rows
+    ref = problem.evaluate(model)
+    assert torch.allclose(ev.scores, ref.scores, atol=1e-5) and torch.allclose(ev.constraints, ref.constraints, atol=1e-6)
+    for alpha, w in [(1.0, None), (0.0, torch.ones(1))]:
+        loss = alpha * ref.objective + (0.0 if w is None else (w * ref.constraints).sum())
+        expected = torch.autograd.grad(loss, list(model.parameters()), retain_graph=True)
+        for got, e in zip(ev.space.gradient(alpha, w), expected):
+            assert got.shape == e.shape and torch.allclose(got, e, atol=1e-5)
+    with torch.no_grad():
+        problem.X.fill_(1.0)  # now dense: no CSR copies any more
+    assert sparse_rows(problem) is None
