@@ -99,3 +99,10 @@ def spread_adjoint(means: Tensor, valid: Tensor) -> Tensor:
     hi = at_hi.to(means.dtype) / at_hi.sum(-1, keepdim=True).clamp_min(1).to(means.dtype)
     lo = at_lo.to(means.dtype) / at_lo.sum(-1, keepdim=True).clamp_min(1).to(means.dtype)
     return hi - lo
+
+
+def deviation(means: Tensor, valid: Tensor, overall: Tensor, kept: Tensor) -> Tensor:
+    """|v̄_g − v̄| for every group g of ``kept`` (0 where g is not ``valid``): one row per kept group. No host
+    sync."""
+    picked = means.index_select(0, kept)
+    return torch.where(valid.index_select(0, kept), (picked - overall).abs(), torch.zeros_like(picked))

@@ -10,6 +10,7 @@ from .base import ALGORITHMS, AlgorithmConfig
 
 @ALGORITHMS.declare(
     "erm",
+    overlapping_groups=True,
     implementation="solvers.algorithms.erm:ERM",
     aliases=("unconstrained",),
     paper="(baseline) empirical risk minimisation, no fairness constraint",
@@ -27,6 +28,7 @@ class PrimalConfig(AlgorithmConfig):
 
 @ALGORITHMS.declare(
     "penalty",
+    overlapping_groups=True,
     implementation="solvers.algorithms.penalty:Penalty",
     aliases=("exact_penalty",),
     paper="(baseline) exact ℓ1 penalty method, e.g. Nocedal & Wright (2006), ch. 17",
@@ -39,6 +41,7 @@ class PenaltyConfig(PrimalConfig):
 
 @ALGORITHMS.declare(
     "lagrangian",
+    overlapping_groups=True,
     implementation="solvers.algorithms.lagrangian:Lagrangian",
     aliases=("gda", "lagrangian-gda"),
     paper="(baseline) gradient descent–ascent on the Lagrangian F + λᵀG, λ ≥ 0",
@@ -52,6 +55,7 @@ class LagrangianConfig(AlgorithmConfig):
 
 @ALGORITHMS.declare(
     "plada",
+    overlapping_groups=True,
     implementation="solvers.algorithms.plada:PLADA",
     aliases=("p-lagrangian", "proximal-perturbed-lagrangian"),
     paper="A Modified Proximal-Perturbed Lagrangian for Non-Convex Non-Smooth Representatives of Fairness "

@@ -91,3 +91,37 @@ def test_cooling_divides_the_violated_families_temperature_down_to_the_floor():
     assert out[0] == 1.0 / COOLING and out[1] == 1.0 and np.isnan(out[2]) and out[3] == MIN_TEMPERATURE
     assert cooled(np.array([1.5 * MIN_TEMPERATURE]), np.array([True]))[0] == MIN_TEMPERATURE
     assert cooled(t, np.array([False, False, True, True])) is None
+
+
+@pytest.mark.parametrize("width", [0.02, 0.005])
+def test_equalized_odds_offsets_put_both_rates_in_one_band_even_with_tied_scores(width):
+    """Three groups with different score shifts and many tied scores (rounded): after the offsets the exact
+    TPR and FPR gaps are each ≤ the width, and the offsets beat the best single shared threshold's accuracy
+    among those that meet the band (none here: the shifts make one threshold violate)."""
+    from solvers.fairness.exact import exact_gaps
+    from solvers.fairness.odds_offsets import equalized_odds_offsets
+    from solvers.spec import ConstraintSpec
+
+    rng = np.random.default_rng(4)
+    group = rng.choice(3, 6000, p=[0.2, 0.5, 0.3])
+    y = (rng.random(6000) < np.array([0.3, 0.5, 0.4])[group]).astype(int)
+    logits = np.round(rng.normal(size=6000) + 1.2 * y + np.array([-1.0, 0.0, 1.5])[group], 1)  # ties
+    family = [ConstraintSpec(type="equalized_odds", tolerance=width).build()]
+    names = ["a", "b", "c"]
+    assert exact_gaps(family, y, logits, group, names)[0] > 0.3
+    b = equalized_odds_offsets(logits, y, group, 3, width)
+    shifted = logits + b[group]
+    assert exact_gaps(family, y, shifted, group, names)[0] <= width + 1e-12
+    assert ((shifted > 0) == y).mean() > 0.6  # not a constant classifier
+
+
+def test_equalized_odds_offsets_respect_tie_blocks():
+    from solvers.fairness.odds_offsets import equalized_odds_offsets
+
+    group = np.array([0, 0, 0, 1, 1, 1])
+    y = np.array([1, 1, 0, 1, 0, 0])
+    logits = np.array([0.5, 0.5, 0.5, 1.0, 0.2, 0.2])  # group 0 one tie block: TPR and FPR jump together
+    # bands of width 0.1: group 0 can only be at (TPR, FPR) = (0, 0) or (1, 1), so group 1 must be there too
+    b = equalized_odds_offsets(logits, y, group, 2, 0.1)
+    pred = logits + b[group] > 0
+    assert pred.all() or not pred.any()

@@ -144,12 +144,15 @@ def _rate_data(overlapping: bool, empty: bool, n=40, k=4, seed=1):
 @pytest.mark.parametrize("temperature", [1.0, 0.25])
 @pytest.mark.parametrize("family,config", [
     ("demographic_parity", {}), ("equal_opportunity", {}), ("equalized_odds", {}),
+    ("demographic_parity", {"reference": "overall"}),
     ("equalized_odds", {"aggregate": "separate"})])
 def test_rate_family_closed_form_vjp_matches_autograd(family, config, temperature, empty, overlapping):
     """The sigmoid rate families' closed-form vjp equals the autograd one of ConstraintFamily.vjp, on random
-    scores and on scores that tie every group's rate (constant scores: amax / amin share the gradient)."""
+    scores and on scores that tie every group's rate (constant scores: amax / amin share the gradient);
+    ``reference="overall"`` keeps autograd."""
     fam = CONSTRAINTS.get(family)(0.02, {**config, "temperature": temperature})
     data = _rate_data(overlapping, empty)
+    fam.bind([f"g{i}" for i in range(data.n_groups)], data.by_group.counts, data.y.numel())
     n, m = data.y.numel(), len(fam.names)
     g = torch.Generator().manual_seed(2)
     for scores, tied in ((torch.randn(n, generator=g, dtype=torch.float64) * 2, False),
