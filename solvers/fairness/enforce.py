@@ -8,7 +8,8 @@ set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
 
 1. **tighten**: τ_j ← max(0, τ_j − (v_j − t_j)) for every violated j (τ the surrogate tolerances, starting at
    t, or at min(t, where the solve left them) with its temperatures — ``auto``'s selected row is fitted under
-   tightened, cooled surrogates, and tightening from t would loosen them), and continue the same solver from the current model (:class:`.continuation.Continuation`);
+   tightened, cooled surrogates, and tightening from t would loosen them), and continue the same solver from the
+   current model (:class:`.continuation.Continuation`);
    when no τ_j can decrease any more (all at 0), the round instead divides the temperature T of the violated
    rate families' surrogate σ(f/T) by ``COOLING`` (down to ``MIN_TEMPERATURE``; a smaller T is closer to the
    indicator); at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left; a round that leaves the worst excess
