@@ -68,13 +68,11 @@ from .catalog import ALGORITHMS
 from .catalog.auto import AutoConfig, portfolio_names
 from .fairness.enforce import cooled
 from .fairness.exact import exact_gaps
+from .fairness.triviality import MIN_BALANCED_ACCURACY, MIN_GROUP_RATE, triviality  # noqa: F401 (docstring names)
+from .models import scores_in_blocks
 from .observer import IterationRecord, Observer
 from .problem import Problem
 
-#: a candidate whose balanced accuracy is below this is near-trivial (the issue's warning threshold)
-MIN_BALANCED_ACCURACY = 0.55
-#: a candidate predicting positive for less than this share of some group (or more than 1 − it) is near-constant
-MIN_GROUP_RATE = 0.01
 #: settings auto tries per solver, in order; more than one = a search that moves on only when a setting
 #: diverges or gives a near-constant model (PLADA: η = 0.5 diverges on small tables with many groups, the
 #: paper's η = 0.001 does not move a linear model on standardised features in a few hundred steps)
@@ -117,22 +115,6 @@ def portfolio(config: AutoConfig, model_type: str, families: list[str]) -> list[
     """(solver, settings to search) in the order auto tries them (:func:`~solvers.catalog.auto.portfolio_names`)."""
     return [(name, tuple(config.settings.get(name) or SETTINGS.get(name, ({},))))
             for name in portfolio_names(config, model_type, families)]
-
-
-def triviality(y: np.ndarray, logits: np.ndarray, group: np.ndarray, n_groups: int) -> str | None:
-    """"near_constant" when a group's predicted-positive rate is outside [:data:`MIN_GROUP_RATE`,
-    1 − :data:`MIN_GROUP_RATE`] (groups present on the split), "weak" when the balanced accuracy is below
-    :data:`MIN_BALANCED_ACCURACY`, else None."""
-    pred = logits > 0
-    counts = np.bincount(group, minlength=n_groups)
-    rates = np.bincount(group, weights=pred, minlength=n_groups)[counts > 0] / counts[counts > 0]
-    positives = y == 1
-    tpr = pred[positives].mean() if positives.any() else 1.0
-    tnr = (~pred[~positives]).mean() if (~positives).any() else 1.0
-    balanced = (tpr + tnr) / 2.0
-    if (rates < MIN_GROUP_RATE).any() or (rates > 1 - MIN_GROUP_RATE).any():
-        return "near_constant"
-    return "weak" if balanced < MIN_BALANCED_ACCURACY else None
 
 
 class _Continuous(Observer):
@@ -226,8 +208,8 @@ class _Portfolio:
                              seed=self.seed, model=model, validation=self.validation)
 
     def _scores(self, model: nn.Module, split: Split) -> np.ndarray:
-        with torch.no_grad():
-            return model(split.X).double().reshape(-1).cpu().numpy()
+        with torch.no_grad():  # by row blocks: an MLP's activations on a 6M-row split are never whole
+            return scores_in_blocks(model, split.X).double().reshape(-1).cpu().numpy()
 
     def _judge(self, row: _Row, model: nn.Module) -> str:
         """Fill the row's validation figures; return its outcome."""

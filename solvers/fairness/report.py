@@ -23,9 +23,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .intervals import constraint_bounds
-
-MIN_BALANCED_ACCURACY = 0.55
-MIN_POSITIVE_RATE = 0.01
+from .triviality import MIN_BALANCED_ACCURACY
+from .triviality import MIN_GROUP_RATE as MIN_POSITIVE_RATE
 SPLITS = ("train", "validation", "test")
 REPORT_BOOT = 500  # bootstrap replicates per split of the report's loss / AUC gaps (the guarantee uses 1000)
 
