@@ -6,7 +6,11 @@ solvers dedicated to the spec's constraint types — each within what is left of
 
 1. **First solve** of ``iterations`` steps (at most ``max_iterations``) from the run's start model (a warm start
    when the caller gave one, else the seeded initialisation). Each candidate is given the same validation
-   split as auto (``level_set`` and ``iqrc`` select an iterate on it), or none when auto has none.
+   split as auto (``level_set`` and ``iqrc`` select an iterate on it), or none when auto has none. Above
+   :data:`~solvers.batching.FULL_BATCH_MAX_ROWS` training rows a candidate whose settings leave ``batch_size``
+   unset steps on mini-batches of :data:`~solvers.batching.SCALE_BATCH` rows (:func:`~solvers.batching.scale_batch_size`;
+   its params in ``tried`` say so, and exact enforcement continues with them): a full-batch step on an MLP at
+   millions of rows costs seconds and gigabytes, and 500 of them would spend the time limit on one candidate.
 2. **Checks.** A non-finite parameter ("diverged"), a near-constant model ("near_constant": some group with a
    predicted-positive rate below :data:`MIN_GROUP_RATE` or above 1 − it) or a weak one (``weak``: balanced
    accuracy below :data:`MIN_BALANCED_ACCURACY`) ends the candidate; for a step-size search (PLADA's η) the
@@ -64,6 +68,7 @@ import torch
 from torch import nn
 
 from .algorithms import SolveResult, run_algorithm
+from .batching import scale_batch_size
 from .catalog import ALGORITHMS
 from .catalog.auto import AutoConfig, portfolio_names
 from .fairness.enforce import cooled
@@ -308,10 +313,19 @@ class _Portfolio:
         values = [v for v in (*row.entry["gaps"], *row.entry["train_gaps"]) if v is not None]
         return max(values) if values else float("nan")
 
+    def _at_scale(self, name: str, params: dict) -> dict:
+        """``params`` with ``batch_size`` = :func:`~solvers.batching.scale_batch_size` of the training rows when that
+        is a mini-batch, the solver takes a ``batch_size`` and ``params`` leave it unset (step 1)."""
+        size = scale_batch_size(self.problem.n_samples)
+        if size is None or "batch_size" in params or "batch_size" not in ALGORITHMS.entry(name).Config.model_fields:
+            return params
+        return {**params, "batch_size": size}
+
     def run_candidate(self, name: str, settings: tuple[dict, ...]) -> None:
         for params in settings:  # a search: the next setting only when this one diverged or is near-trivial
             if self._out_of_budget():
                 return
+            params = self._at_scale(name, params)
             start = copy.deepcopy(self.start) if self.start is not None else None
             tolerance, self.temperature = self.user_tolerance.copy(), self.user_temperature.copy()
             row = self._run_one(name, params, start, self.first, tolerance)
