@@ -17,8 +17,10 @@ set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
    destroying the model — seen with mini-batch SSG on an MLP, where a surrogate tolerance of 0 at temperature
    0.25 is below the noise of a 4,096-row batch's estimate and the constraint steps flatten the scores; the
    record's ``undone`` then says ``"near_trivial"``);
-2. **threshold**: if still violated, for a linear model and one violated rate constraint (demographic
-   parity or equal opportunity), add a per-group score offset b_g (:func:`group_offsets`) so the exact
+2. **threshold**: if still violated, for a linear model, a partition of groups and one violated rate constraint
+   (demographic parity or equal opportunity, the spread form ``reference="groups"``, or equalized odds), add a
+   per-group score offset b_g (:func:`group_offsets`; for equalized odds
+   :func:`.odds_offsets.equalized_odds_offsets`, a TPR band and an FPR band at once) so the exact
    train rates of the groups lie in one band of width t, the band of best train accuracy; it is applied only when the offset is a linear
    function of the features (x ↦ b_{g(x)} = vᵀx + v₀ exactly on the train rows, e.g. the sensitive column
    is one-hot encoded among the features), by adding v to the model's weights and bias — the model stays
@@ -36,13 +38,15 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from ..membership import Membership
 from .exact import exact_gaps
+from .odds_offsets import equalized_odds_offsets
 from .triviality import triviality
 
 MAX_TIGHTEN_ROUNDS = 3
 COOLING = 4.0            # a round whose tolerance cannot move divides the rate families' temperature by this
 MIN_TEMPERATURE = 0.01
-_THRESHOLD_FAMILIES = ("demographic_parity", "equal_opportunity")
+_THRESHOLD_FAMILIES = ("demographic_parity", "equal_opportunity", "equalized_odds")
 _BAND_GRID = 401         # candidate lower ends c of the band [c, c + t]
 _LINEAR_RTOL = 1e-6      # offset representable: max |Xv + v₀ − b_g| ≤ rtol · (1 + max |b|)
 
@@ -148,15 +152,19 @@ def add_linear_offset(model, v: np.ndarray) -> bool:
 
 def threshold_correction(model, families: Sequence, targets: np.ndarray, values: np.ndarray, X: np.ndarray,
                          y: np.ndarray, group: np.ndarray, n_groups: int, scores) -> dict[str, Any] | None:
-    """Apply the per-group offset of the single violated DP / EOpp constraint (module docstring, step 2).
+    """Apply the per-group offset of the single violated DP / EOpp / EOdds constraint (module docstring, step 2).
     ``scores(model)`` gives the train logits. Returns ``{"offsets": ...}`` if applied, else None."""
     violated = np.flatnonzero(~(values <= targets))
-    if len(violated) != 1 or families[violated[0]].name not in _THRESHOLD_FAMILIES:
-        return None
+    if len(violated) != 1 or families[violated[0]].name not in _THRESHOLD_FAMILIES or isinstance(group, Membership) \
+            or getattr(families[violated[0]].config, "reference", "groups") != "groups":
+        return None  # the offsets put a partition's group rates in one band
     j = int(violated[0])
     logits = scores(model)
-    rows = np.ones(len(y), dtype=bool) if families[j].name == "demographic_parity" else y == 1
-    offsets = group_offsets(logits, y, group, rows, n_groups, float(targets[j]))
+    if families[j].name == "equalized_odds":  # two rates per group: TPR and FPR bands at once
+        offsets = equalized_odds_offsets(logits, y, group, n_groups, float(targets[j]))
+    else:
+        rows = np.ones(len(y), dtype=bool) if families[j].name == "demographic_parity" else y == 1
+        offsets = group_offsets(logits, y, group, rows, n_groups, float(targets[j]))
     v = None if offsets is None else linear_offset(X, group, offsets)
     if v is None or not add_linear_offset(model, v):
         return None

@@ -191,3 +191,36 @@ def test_a_short_minibatch_mlp_solve_keeps_a_useful_model():
     assert not any(w.startswith("near-trivial") for w in out.warnings)
     train = out.fairness[0]["train"]
     assert train["kept"] == (train["value"] <= 0.02) and out.enforcement["met"] == train["kept"]
+
+@pytest.mark.parametrize("width", [0.02, 0.005])
+def test_equalized_odds_offsets_put_both_rates_in_one_band_even_with_tied_scores(width):
+    """Three groups with different score shifts and many tied scores (rounded): after the offsets the exact
+    TPR and FPR gaps are each ≤ the width, and the offsets beat the best single shared threshold's accuracy
+    among those that meet the band (none here: the shifts make one threshold violate)."""
+    from solvers.fairness.exact import exact_gaps
+    from solvers.fairness.odds_offsets import equalized_odds_offsets
+    from solvers.spec import ConstraintSpec
+
+    rng = np.random.default_rng(4)
+    group = rng.choice(3, 6000, p=[0.2, 0.5, 0.3])
+    y = (rng.random(6000) < np.array([0.3, 0.5, 0.4])[group]).astype(int)
+    logits = np.round(rng.normal(size=6000) + 1.2 * y + np.array([-1.0, 0.0, 1.5])[group], 1)  # ties
+    family = [ConstraintSpec(type="equalized_odds", tolerance=width).build()]
+    names = ["a", "b", "c"]
+    assert exact_gaps(family, y, logits, group, names)[0] > 0.3
+    b = equalized_odds_offsets(logits, y, group, 3, width)
+    shifted = logits + b[group]
+    assert exact_gaps(family, y, shifted, group, names)[0] <= width + 1e-12
+    assert ((shifted > 0) == y).mean() > 0.6  # not a constant classifier
+
+
+def test_equalized_odds_offsets_respect_tie_blocks():
+    from solvers.fairness.odds_offsets import equalized_odds_offsets
+
+    group = np.array([0, 0, 0, 1, 1, 1])
+    y = np.array([1, 1, 0, 1, 0, 0])
+    logits = np.array([0.5, 0.5, 0.5, 1.0, 0.2, 0.2])  # group 0 one tie block: TPR and FPR jump together
+    # bands of width 0.1: group 0 can only be at (TPR, FPR) = (0, 0) or (1, 1), so group 1 must be there too
+    b = equalized_odds_offsets(logits, y, group, 2, 0.1)
+    pred = logits + b[group] > 0
+    assert pred.all() or not pred.any()
