@@ -7,7 +7,9 @@ mean σ(f) equal while the shares with f > 0 differ. With v_j the exact train va
 set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
 
 1. **tighten**: τ_j ← max(0, τ_j − (v_j − t_j)) for every violated j (τ the surrogate tolerances, starting at
-   t), and continue the same solver from the current model (:class:`.continuation.Continuation`);
+   t, or at min(t, where the solve left them) with its temperatures — ``auto``'s selected row is fitted under
+   tightened, cooled surrogates, and tightening from t would loosen them), and continue the same solver from the
+   current model (:class:`.continuation.Continuation`);
    when no τ_j can decrease any more (all at 0), the round instead divides the temperature T of the violated
    rate families' surrogate σ(f/T) by ``COOLING`` (down to ``MIN_TEMPERATURE``; a smaller T is closer to the
    indicator); at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left; a round that leaves the worst excess
@@ -172,9 +174,14 @@ def threshold_correction(model, families: Sequence, targets: np.ndarray, values:
 
 
 def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, y: np.ndarray,
-                  group: np.ndarray, group_names: Sequence[str], scores) -> tuple[Any, dict[str, Any]]:
+                  group: np.ndarray, group_names: Sequence[str], scores, *,
+                  surrogate: Sequence[float | None] | None = None,
+                  temperature: Sequence[float | None] | None = None) -> tuple[Any, dict[str, Any]]:
     """Steps 1-2 of the module docstring on the training split (X, y, group); ``scores(model)`` the train
-    logits. Returns (model, enforcement record)."""
+    logits. ``surrogate`` / ``temperature``: where the solve that gave ``model`` left its surrogate (``auto``'s
+    selected row: its tightened training tolerances and cooled temperatures), so that step 1 tightens from
+    there, never from a looser surrogate than the one the model was fitted under; default: the targets and the
+    families' own temperatures (None entries: those). Returns (model, enforcement record)."""
     families = continuation.families
     targets = np.asarray(targets, dtype=np.float64)
 
@@ -188,8 +195,12 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
 
     before, trivial = judged(model)
     values, undone = before, None
-    surrogate = targets.copy()
-    temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
+    surrogate = targets.copy() if surrogate is None else np.minimum(targets, _filled(surrogate, targets))
+    start_temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
+    if temperature is not None:
+        start_temperature = np.where(np.isfinite(start_temperature), _filled(temperature, start_temperature),
+                                     start_temperature)
+    temperature = start_temperature.copy()
     used: list[str] = []
     rounds = 0
     while not (values <= targets).all() and rounds < MAX_TIGHTEN_ROUNDS:
@@ -216,7 +227,6 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
             break
         model, surrogate, temperature, rounds, values = result.model, tighter, cooler, rounds + 1, after
     if rounds:
-        start_temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
         used.append("tightened" if np.array_equal(temperature, start_temperature, equal_nan=True)
                     else "tightened+cooled")
     threshold = None
@@ -246,6 +256,12 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
     if threshold is not None:
         record["threshold"] = threshold
     return model, record
+
+
+def _filled(values: Sequence[float | None], default: np.ndarray) -> np.ndarray:
+    """``values`` as floats, a None or non-finite entry replaced by ``default``'s."""
+    out = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+    return np.where(np.isfinite(out), out, default)
 
 
 def _worst_excess(values: np.ndarray, targets: np.ndarray) -> float:

@@ -224,3 +224,52 @@ def test_equalized_odds_offsets_respect_tie_blocks():
     b = equalized_odds_offsets(logits, y, group, 2, 0.1)
     pred = logits + b[group] > 0
     assert pred.all() or not pred.any()
+
+
+def test_enforcement_tightens_from_where_the_solve_left_its_surrogate():
+    """auto's selected row was fitted under a tightened training tolerance (0.1) and a cooled temperature (0.25);
+    the exact train gap (0.6, target 0.55) is 0.05 over. Step 1 continues from there: its first continuation asks
+    for 0.1 − 0.05 = 0.05 at T = 0.25, never the looser 0.55 − 0.05 at the family's own T = 1 (which would undo
+    the row's tightening). The continuation's solve is the caller's function (here: one that leaves the model
+    as it is and notes what it was asked for); the threshold step then keeps the target."""
+    import time
+
+    import torch
+
+    from solvers.algorithms.base import SolveResult
+    from solvers.api import predict_scores
+    from solvers.fairness.continuation import Continuation
+    from solvers.fairness.enforce import COOLING, enforce_exact
+    from solvers.models import linear
+    from solvers.spec import ConstraintSpec
+
+    rng = np.random.default_rng(0)
+    group = np.repeat([0, 1], 1000)
+    y = np.concatenate([np.arange(1000) < 800, np.arange(1000) < 200]).astype(int)
+    X = np.column_stack([(2 * y - 1) * (1 + rng.random(2000)), group == 0, group == 1]).astype(np.float32)
+    model = linear(3)
+    with torch.no_grad():
+        model.net.weight.copy_(torch.tensor([[1.0, 0.0, 0.0]]))
+    asked = []
+
+    def make_problem(families):
+        asked.append((families[0].tolerance, families[0].config.temperature))
+        return families
+
+    def unchanged(problem, m, observer, iterations, limit):
+        return SolveResult(model=m, status="completed", stop_reason=None, iterations=iterations, solver_time_s=0.0,
+                           samples_seen=0, last=None, config=None)
+
+    families = [ConstraintSpec(type="demographic_parity", tolerance=0.55).build()]
+    assert families[0].config.temperature == 1.0
+    continuation = Continuation(families=families, make_problem=make_problem, solve=unchanged, max_iterations=10,
+                                deadline=time.monotonic() + 60)
+    model, record = enforce_exact(model, continuation, [0.55], X, y, group, ["a", "b"],
+                                  lambda m: predict_scores(m, X, torch.device("cpu")), surrogate=[0.1],
+                                  temperature=[0.25])
+    assert asked[0] == (pytest.approx(0.05), 0.25)
+    # then 0 at T = 0.25, then (the tolerance cannot move) T = 0.25 / COOLING; never looser or warmer
+    assert asked == [(pytest.approx(0.05), 0.25), (0.0, 0.25), (0.0, 0.25 / COOLING)]
+    assert record["method"] == "tightened+cooled+threshold" and record["met"]
+    assert record["exact_train_after"][0] <= 0.55 < record["exact_train_before"][0]
+    assert record["temperatures"] == [0.25 / COOLING] and record["surrogate_tolerances"] == [0.0]
