@@ -24,17 +24,20 @@ import numpy as np
 import torch
 
 from ..gbdt.model import GBDTModel, lightgbm_params
+from ..gbdt.tree_scores import TreeScorer
 from ..problem import Evaluation
 from .base import Algorithm
 
 
 @dataclass(frozen=True)
 class Trainer:
-    """LightGBM's training booster and the float64 training scores f (n,) it has reached (updated in place); built
-    by the first step from the model (frozen: a checkpoint leaves it out, the model's text carries it)."""
+    """LightGBM's training booster and the float64 training scores f (n,) it has reached (updated in place, tree by
+    tree through ``scorer``, :mod:`solvers.gbdt.tree_scores`: the booster's raw prediction bit for bit); built by the
+    first step from the model (frozen: a checkpoint leaves it out, the model's text carries it)."""
 
     booster: Any
     scores: np.ndarray
+    scorer: TreeScorer
 
 
 class Boosting(Algorithm):
@@ -79,7 +82,7 @@ class Boosting(Algorithm):
             data = lgb.Dataset(X, label=y, params=params, free_raw_data=False)
             booster = lgb.train(params, data, num_boost_round=1, init_model=start, keep_training_booster=True)
             self.model.booster = booster
-            return Trainer(booster, scores), False
+            return Trainer(booster, scores, TreeScorer(X, params["num_threads"])), False
         init = np.full(len(y), log_odds(y)) if self.objective is None else None  # custom: no boost_from_average
         data = lgb.Dataset(X, label=y, init_score=init, params=params, free_raw_data=False)
         booster = lgb.Booster(params, data)
@@ -87,7 +90,7 @@ class Boosting(Algorithm):
         finished = self._update(booster)
         if init is not None:  # the initial score goes into the first tree, as boost_from_average does
             add_to_tree(booster, 0, float(init[0]))
-        return Trainer(booster, np.zeros(len(y))), finished
+        return Trainer(booster, np.zeros(len(y)), TreeScorer(X, params["num_threads"])), finished
 
     def _update(self, booster) -> bool:
         return bool(booster.update(fobj=self._fobj) if self.objective is None else booster.update())
@@ -98,13 +101,14 @@ class Boosting(Algorithm):
 
     def step(self, k: int, current: Evaluation):
         if self.trainer is None or self.trainer.booster is not self.model.booster:  # first round, or restored
+            before = self.model.num_trees
             self.trainer, finished = self._begin()
         else:
+            before = self.trainer.booster.current_iteration()
             finished = self._update(self.trainer.booster)
         booster, scores = self.trainer.booster, self.trainer.scores
-        tree = booster.predict(self.problem.X.cpu().numpy(), start_iteration=booster.current_iteration() - 1,
-                               num_iteration=1, raw_score=True, num_threads=self._params()["num_threads"])
-        scores += tree
+        for tree in range(before, booster.current_iteration()):  # none when LightGBM dropped a round without split
+            scores += self.trainer.scorer.tree_values(booster, tree)
         self.rounds += 1
         self.converged = finished or self.rounds >= self.model.spec.n_estimators
         return self.evaluate_scores(scores), self.duals()

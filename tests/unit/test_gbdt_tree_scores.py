@@ -1,0 +1,77 @@
+"""One LightGBM tree evaluated with numpy (:mod:`solvers.gbdt.tree_scores`) against ``Booster.predict``, bit for bit;
+and the boosting solvers' training scores, kept tree by tree, against the booster's own raw prediction."""
+
+from __future__ import annotations
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+from solvers import solve
+from solvers.algorithms.boosting import Boosting
+from solvers.gbdt.tree_scores import TreeScorer, parse_tree
+from tests.unit.test_gbdt import gbdt_problem
+
+
+def awkward_rows(rng: np.random.Generator, n: int) -> np.ndarray:
+    """float32 rows with zeros, NaN, −0.0, values below LightGBM's zero threshold and a few integer columns."""
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    X[rng.random(X.shape) < 0.3] = 0.0
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[rng.random(X.shape) < 0.03] = -0.0
+    X[rng.random(X.shape) < 0.03] = 1e-38
+    X[:, 5] = np.round(np.nan_to_num(X[:, 5]) * 2)
+    return X
+
+
+@pytest.mark.parametrize("params", [{}, {"use_missing": False}, {"zero_as_missing": True}, {"max_bin": 7}],
+                         ids=["nan-missing", "no-missing", "zero-as-missing", "few-bins"])
+def test_each_tree_and_their_sum_are_lightgbms_prediction_bit_for_bit(params):
+    rng = np.random.default_rng(7)
+    X = awkward_rows(rng, 2000)
+    y = (rng.random(len(X)) < 1 / (1 + np.exp(-2 * np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 5])))).astype(float)
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 15, "min_child_samples": 5,
+                         "num_threads": 1, **params}, lgb.Dataset(X, y), num_boost_round=15)
+    rows = np.concatenate([X[:300], awkward_rows(rng, 1500)])  # rows seen in training and new ones
+    scorer = TreeScorer(rows)
+    total = np.zeros(len(rows))
+    for tree in range(booster.current_iteration()):
+        ours = scorer.tree_values(booster, tree)
+        theirs = booster.predict(rows, start_iteration=tree, num_iteration=1, raw_score=True)
+        assert np.array_equal(ours, theirs), (tree, np.abs(ours - theirs).max())
+        total += ours
+    assert np.array_equal(total, booster.predict(rows, raw_score=True))  # summed from 0 in order, as LightGBM does
+
+
+def test_a_single_leaf_and_a_categorical_split_are_served():
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.integers(0, 6, 800), rng.normal(size=800)]).astype(np.float64)
+    y = (np.isin(X[:, 0], [1, 4]) ^ (rng.random(800) < 0.1)).astype(float)
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 4, "min_data_per_group": 5,
+                         "cat_smooth": 1, "num_threads": 1}, lgb.Dataset(X, y, categorical_feature=[0]), 3)
+    assert not parse_tree(booster.model_to_string(start_iteration=0, num_iteration=1)).numeric
+    scorer = TreeScorer(X)
+    for tree in range(3):  # categorical splits: LightGBM's own prediction
+        assert np.array_equal(scorer.tree_values(booster, tree),
+                              booster.predict(X, start_iteration=tree, num_iteration=1, raw_score=True))
+    stump = lgb.train({"objective": "binary", "verbosity": -1, "min_child_samples": 1000}, lgb.Dataset(X, y), 1)
+    only = parse_tree(stump.model_to_string())
+    assert only.feature.size == 0
+    assert np.array_equal(scorer.values(only), stump.predict(X, raw_score=True))
+
+
+@pytest.mark.parametrize("solver", ["erm", "fair_boosting"])
+def test_training_scores_are_the_boosters_raw_prediction_every_round(solver, monkeypatch):
+    problem = gbdt_problem()
+    X = problem.X.numpy()
+    checked = []
+    original = Boosting.step
+
+    def step(self, k, current):  # after each round: the kept scores against a fresh prediction of the booster
+        out = original(self, k, current)
+        checked.append(np.array_equal(self.trainer.scores, self.trainer.booster.predict(X, raw_score=True)))
+        return out
+
+    monkeypatch.setattr(Boosting, "step", step)
+    result = solve(problem, solver, max_iterations=100, seed=0)
+    assert len(checked) == result.iterations > 1 and all(checked)
