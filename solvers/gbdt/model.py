@@ -11,6 +11,10 @@ tensor, and the ``state_dict`` holds one entry, ``booster``: LightGBM's own TEXT
 ``load_state_dict`` accepts a text of any length and rebuilds the booster from it (``Booster(model_str=...)``),
 refusing one whose feature count differs from the model's. A model without trees scores 0.
 
+A boosting solver hands the model the scores it keeps of its training and validation rows
+(:meth:`GBDTModel.keep_scores`): a forward pass over those very tensors reads them (LightGBM's prediction bit for
+bit, :mod:`solvers.gbdt.tree_scores`) instead of predicting every tree again.
+
 The module has no torch parameters: gradient-step solvers cannot train it (the catalog lists ``gbdt`` only under
 the solvers that boost, :mod:`solvers.algorithms.boosting`).
 
@@ -28,6 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from ..lightgbm_text import load_booster
+from .tree_scores import KeptScores
 
 BOOSTER_KEY = "booster"
 
@@ -63,6 +68,7 @@ class GBDTModel(nn.Module):
         self.n_features = int(n_features)
         self.spec = spec
         self.booster = None
+        self.kept = _KeptIndex()
 
     @property
     def num_trees(self) -> int:
@@ -73,8 +79,18 @@ class GBDTModel(nn.Module):
             raise RuntimeError(f"the gbdt model reads {self.n_features} features, not the shape {tuple(x.shape)}")
         if self.booster is None:
             return x.new_zeros(x.shape[0])
+        kept = self.kept.get(id(x))
+        if kept is not None and kept[0] is x and kept[1] == x._version and kept[2] is self.booster:
+            return torch.tensor(kept[3].catch_up(self.booster), dtype=x.dtype, device=x.device)
         raw = self.booster.predict(x.detach().cpu().numpy(), raw_score=True, num_threads=num_threads())
         return torch.as_tensor(np.asarray(raw), dtype=x.dtype, device=x.device).reshape(-1)
+
+    def keep_scores(self, x: Tensor, kept: KeptScores) -> None:
+        """Answer every later forward pass over this very tensor ``x`` (the same object, unmodified, with the same
+        booster) from ``kept`` (:class:`~solvers.gbdt.tree_scores.KeptScores` of ``x``'s rows), brought up to the
+        booster's trees: a boosting solver's training and validation rows, scored again and again by traces,
+        output rules and the final report, cost one tree per round instead of a whole prediction each time."""
+        self.kept[id(x)] = (x, x._version, self.booster, kept)
 
     def text(self) -> str:
         """LightGBM's text model ('' without trees)."""
@@ -103,6 +119,17 @@ class GBDTModel(nn.Module):
             self.booster = load_booster(bytes(value.cpu().numpy()), self.n_features)
         except ValueError as exc:
             error_msgs.append(f"{key!r}: {exc}")
+
+
+class _KeptIndex(dict):
+    """id(tensor) -> (tensor, its version, booster, KeptScores) of :meth:`GBDTModel.keep_scores`; a copy of the
+    model starts without it (a copy is a snapshot: the solver goes on growing the original's booster)."""
+
+    def __deepcopy__(self, memo) -> "_KeptIndex":
+        return _KeptIndex()
+
+    def __reduce__(self):
+        return _KeptIndex, ()
 
 
 def gbdt(n_features: int, spec: Any = None) -> GBDTModel:

@@ -118,3 +118,42 @@ class TreeScorer:
         else:  # None: NaN is read as 0
             return np.where(nan, 0.0 <= tree.threshold[node], left)
         return np.where(is_missing, bool(decision & _DEFAULT_LEFT), left)
+
+
+#: a catch-up of more trees than this predicts the whole model with LightGBM instead (one pass over the rows)
+CATCH_UP_TREES = 32
+
+
+class KeptScores:
+    """The raw scores f(X) (n,) float64 of a growing booster on fixed rows ``X``, kept up to date: each call of
+    :meth:`catch_up` adds the trees grown since the last one (:class:`TreeScorer`), or — for more than
+    :data:`CATCH_UP_TREES` of them — predicts the whole model; either way ``Booster.predict(X, raw_score=True)``
+    bit for bit (LightGBM sums its trees from 0 in order, and so do the added trees). Only appended trees are
+    followed: a booster whose earlier trees change in place needs a new instance."""
+
+    def __init__(self, X: np.ndarray, num_threads: int = 1) -> None:
+        self.X, self.num_threads = X, num_threads
+        self.scorer: TreeScorer | None = None  # built on the first tree-by-tree catch-up
+        self.scores = np.zeros(X.shape[0])
+        self.trees = 0
+
+    def start_from(self, scores: np.ndarray, trees: int) -> "KeptScores":
+        """Begin from the scores of the booster's first ``trees`` trees (its prediction, as a float64 array)."""
+        self.scores[:] = scores
+        self.trees = int(trees)
+        return self
+
+    def catch_up(self, booster) -> np.ndarray:
+        """The scores of every tree of ``booster`` (this instance's array, updated in place)."""
+        total = booster.current_iteration()
+        if total < self.trees:
+            raise ValueError(f"the booster has {total} trees, fewer than the {self.trees} already scored")
+        if total - self.trees > CATCH_UP_TREES:
+            self.scores[:] = booster.predict(self.X, raw_score=True, num_threads=self.num_threads)
+        else:
+            if self.scorer is None and total > self.trees:
+                self.scorer = TreeScorer(self.X, self.num_threads)
+            for tree in range(self.trees, total):
+                self.scores += self.scorer.tree_values(booster, tree)
+        self.trees = total
+        return self.scores

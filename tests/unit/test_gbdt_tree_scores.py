@@ -3,13 +3,16 @@ and the boosting solvers' training scores, kept tree by tree, against the booste
 
 from __future__ import annotations
 
+import copy
+
 import lightgbm as lgb
 import numpy as np
 import pytest
+import torch
 
 from solvers import solve
 from solvers.algorithms.boosting import Boosting
-from solvers.gbdt.tree_scores import TreeScorer, parse_tree
+from solvers.gbdt.tree_scores import CATCH_UP_TREES, KeptScores, TreeScorer, parse_tree
 from tests.unit.test_gbdt import gbdt_problem
 
 
@@ -75,3 +78,38 @@ def test_training_scores_are_the_boosters_raw_prediction_every_round(solver, mon
     monkeypatch.setattr(Boosting, "step", step)
     result = solve(problem, solver, max_iterations=100, seed=0)
     assert len(checked) == result.iterations > 1 and all(checked)
+
+
+def test_kept_scores_follow_a_growing_booster_tree_by_tree_or_all_at_once():
+    rng = np.random.default_rng(5)
+    X = awkward_rows(rng, 1500)
+    y = (rng.random(len(X)) < 0.4).astype(float)
+    params = {"objective": "binary", "verbosity": -1, "num_leaves": 7, "num_threads": 1}
+    booster = lgb.Booster(params, lgb.Dataset(X, y))
+    kept = KeptScores(X)
+    for rounds in (1, 2, 5, CATCH_UP_TREES + 3, 1):  # the fourth catch-up is past the limit: one whole prediction
+        for _ in range(rounds):
+            booster.update()
+        assert np.array_equal(kept.catch_up(booster), booster.predict(X, raw_score=True))
+    assert kept.trees == booster.current_iteration() == 1 + 2 + 5 + CATCH_UP_TREES + 3 + 1
+    later = KeptScores(X).start_from(booster.predict(X, raw_score=True, num_iteration=4), 4)
+    assert np.array_equal(later.catch_up(booster), booster.predict(X, raw_score=True))
+    with pytest.raises(ValueError, match="fewer"):
+        KeptScores(X).start_from(np.zeros(len(X)), 10_000).catch_up(booster)
+
+
+def test_a_boosted_models_forward_reads_its_kept_scores_only_for_the_same_unchanged_rows():
+    problem = gbdt_problem()
+    result = solve(problem, "erm", max_iterations=100, seed=0)
+    model, X = result.model, problem.X
+    assert id(X) in model.kept  # the boosting solver's training rows
+    fresh = torch.as_tensor(model.booster.predict(X.numpy(), raw_score=True), dtype=X.dtype)
+    assert torch.equal(model(X), fresh)
+    twin = copy.deepcopy(model)
+    assert len(twin.kept) == 0 and torch.equal(twin(X), fresh)  # a copy predicts afresh
+    changed = X.clone()
+    model.keep_scores(changed, KeptScores(changed.numpy()))
+    assert torch.equal(model(changed), fresh)  # scored (and its copy taken) before the change
+    changed[:5] += 1.0  # modified in place after it was kept: LightGBM predicts it
+    assert torch.equal(model(changed), torch.as_tensor(model.booster.predict(changed.numpy(), raw_score=True),
+                                                       dtype=X.dtype))
