@@ -116,11 +116,20 @@ class OracleEstimator(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         self.estimator_ = clone(self.estimator).fit(X, y, sample_weight=sample_weight)
         self.classes_ = self.estimator_.classes_
+        self._predicted = None
         self.stream.fitted(self.estimator_)
         return self
 
     def predict(self, X):
-        return self.estimator_.predict(X)
+        """The fitted classifier's predictions. Right after each oracle call fairlearn predicts the same training
+        rows twice (its objective's γ(h), then its constraints'; one array ``X`` loaded into both moments):
+        the second time gets a copy of the first's answer instead of a second pass of the classifier."""
+        last = getattr(self, "_predicted", None)
+        if last is not None and last[0] is X:
+            return last[1].copy()
+        out = self.estimator_.predict(X)
+        self._predicted = (X, out.copy())
+        return out
 
 
 def probed(moment_cls: type, stream: OracleStream, **kwargs: Any):

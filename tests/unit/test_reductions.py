@@ -208,3 +208,38 @@ def test_draw_decides_each_row_by_one_seeded_draw_of_q():
     state = load(save({k: v.contiguous() for k, v in model.state_dict().items()}))
     with torch.no_grad():
         torch.testing.assert_close(restore_model(linear(X.shape[1]), state)(x), model(x), rtol=0, atol=0)
+
+
+class CountingLogistic(LogisticRegression):
+    """LogisticRegression counting its ``predict`` calls per rows (class-wide: fairlearn fits clones)."""
+
+    calls: dict[int, int] = {}
+
+    def predict(self, X):
+        CountingLogistic.calls[id(X)] = CountingLogistic.calls.get(id(X), 0) + 1
+        return super().predict(X)
+
+
+def test_fairlearns_two_predictions_of_the_training_rows_per_oracle_call_are_one():
+    """fairlearn computes γ(h) of its objective and of its constraint on the same rows after each oracle call:
+    the oracle answers the second from the first (same result as fairlearn's own fit, fewer passes)."""
+    from fairlearn.reductions import DemographicParity
+
+    from solvers.oracle_stream import OracleEstimator, OracleStream
+
+    X, y, group = three_groups()
+    CountingLogistic.calls = {}
+    stream = OracleStream()
+    oracle = OracleEstimator(CountingLogistic(max_iter=1000), stream)
+    ours = ExponentiatedGradient(oracle, DemographicParity(difference_bound=TOL / 2), eps=TOL)
+    stream.start(ours, X, y, sensitive_features=group)
+    fits = 0
+    while (item := stream.next())[0] == "oracle":
+        fits += 1
+    assert item[0] == "done" and fits > 3
+    on_train = max(CountingLogistic.calls.values())
+    assert on_train == fits   # one pass of each fitted classifier over the training rows (not two)
+    theirs = ExponentiatedGradient(LogisticRegression(max_iter=1000), DemographicParity(difference_bound=TOL / 2),
+                                   eps=TOL).fit(X, y, sensitive_features=group)
+    np.testing.assert_array_equal(ours.weights_.to_numpy(), theirs.weights_.to_numpy())
+    np.testing.assert_array_equal(ours._pmf_predict(X), theirs._pmf_predict(X))
