@@ -99,9 +99,9 @@ class Boosting(Algorithm):
         """The model's booster is now ``booster``; its forward pass over the training (and validation) rows reads
         scores kept up to date round by round rather than predicting every tree again."""
         self.model.booster = booster
-        self.model.keep_scores(self.problem.X, kept)
+        self.model.keep_scores(kept)
         if self.validation is not None:
-            self.model.keep_scores(self.validation.X, KeptScores(self.validation.X.cpu().numpy(), kept.num_threads))
+            self.model.keep_scores(KeptScores(self.validation.X.cpu().numpy(), kept.num_threads))
         return Trainer(booster, kept)
 
     def _update(self, booster) -> bool:

@@ -129,10 +129,15 @@ class KeptScores:
     :meth:`catch_up` adds the trees grown since the last one (:class:`TreeScorer`), or — for more than
     :data:`CATCH_UP_TREES` of them — predicts the whole model; either way ``Booster.predict(X, raw_score=True)``
     bit for bit (LightGBM sums its trees from 0 in order, and so do the added trees). Only appended trees are
-    followed: a booster whose earlier trees change in place needs a new instance."""
+    followed: a booster whose earlier trees change in place needs a new instance.
+
+    The rows are copied when the instance is made (``rows``): everything is computed from that copy, and
+    :meth:`span_in` finds them in a later array only where that array holds the same values."""
 
     def __init__(self, X: np.ndarray, num_threads: int = 1) -> None:
-        self.X, self.num_threads = X, num_threads
+        self.source = X  # where the rows were read from (their place in memory: :meth:`span_in`)
+        self.rows = np.array(X, copy=True)
+        self.num_threads = num_threads
         self.scorer: TreeScorer | None = None  # built on the first tree-by-tree catch-up
         self.scores = np.zeros(X.shape[0])
         self.trees = 0
@@ -149,11 +154,28 @@ class KeptScores:
         if total < self.trees:
             raise ValueError(f"the booster has {total} trees, fewer than the {self.trees} already scored")
         if total - self.trees > CATCH_UP_TREES:
-            self.scores[:] = booster.predict(self.X, raw_score=True, num_threads=self.num_threads)
+            self.scores[:] = booster.predict(self.rows, raw_score=True, num_threads=self.num_threads)
         else:
             if self.scorer is None and total > self.trees:
-                self.scorer = TreeScorer(self.X, self.num_threads)
+                self.scorer = TreeScorer(self.rows, self.num_threads)
             for tree in range(self.trees, total):
                 self.scores += self.scorer.tree_values(booster, tree)
         self.trees = total
         return self.scores
+
+    def span_in(self, X: np.ndarray) -> tuple[int, int] | None:
+        """(a, b) when rows a..b−1 of ``X`` are this instance's rows: the same memory as the array they were read
+        from (a view of ``X``, or ``X`` itself) and still the same values (NaN included); else None."""
+        source = self.source
+        if (X.ndim != 2 or source.ndim != 2 or X.dtype != source.dtype or X.shape[1] != source.shape[1]
+                or not X.flags.c_contiguous or not source.flags.c_contiguous or X.shape[0] < source.shape[0]):
+            return None
+        offset = source.__array_interface__["data"][0] - X.__array_interface__["data"][0]
+        row = X.strides[0]
+        if row <= 0 or offset < 0 or offset % row:
+            return None
+        a = offset // row
+        b = a + source.shape[0]
+        if b > X.shape[0] or not np.array_equal(X[a:b], self.rows, equal_nan=True):
+            return None
+        return a, b

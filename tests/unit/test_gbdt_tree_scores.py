@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from solvers import solve
+from solvers import ModelSpec, Problem, solve
 from solvers.algorithms.boosting import Boosting
 from solvers.gbdt.tree_scores import CATCH_UP_TREES, KeptScores, TreeScorer, parse_tree
-from tests.unit.test_gbdt import gbdt_problem
+from solvers.models import model_factory
+from tests.unit.conftest import planted_problem_data
+from tests.unit.test_gbdt import SMALL, gbdt_problem
 
 
 def awkward_rows(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -98,18 +100,30 @@ def test_kept_scores_follow_a_growing_booster_tree_by_tree_or_all_at_once():
         KeptScores(X).start_from(np.zeros(len(X)), 10_000).catch_up(booster)
 
 
-def test_a_boosted_models_forward_reads_its_kept_scores_only_for_the_same_unchanged_rows():
-    problem = gbdt_problem()
-    result = solve(problem, "erm", max_iterations=100, seed=0)
-    model, X = result.model, problem.X
-    assert id(X) in model.kept  # the boosting solver's training rows
-    fresh = torch.as_tensor(model.booster.predict(X.numpy(), raw_score=True), dtype=X.dtype)
-    assert torch.equal(model(X), fresh)
+def test_a_boosted_models_forward_reads_its_kept_scores_only_for_the_same_unchanged_rows(monkeypatch):
+    rng = np.random.default_rng(11)
+    X, y, s = planted_problem_data(n=600)
+    table_X = np.vstack([np.asarray(X, dtype=np.float32), rng.normal(size=(200, X.shape[1])).astype(np.float32)])
+    problem = Problem(table_X[:600], y, s, ["a", "b"], model_factory=model_factory(ModelSpec(**SMALL)),
+                      model_type="gbdt", objective="logistic", constraints=[], device="cpu")  # a view of the table
+    model = solve(problem, "erm", max_iterations=100, seed=0).model
+    assert len(model.kept) == 1 and model.kept[0][1].span_in(table_X) == (0, 600)
+    predicted = []
+    lightgbm_predict = type(model.booster).predict
+
+    def counting(self, data, *args, **kwargs):
+        predicted.append(len(data))
+        return lightgbm_predict(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(type(model.booster), "predict", counting)
+    everything = torch.as_tensor(table_X)
+    fresh = torch.as_tensor(lightgbm_predict(model.booster, table_X, raw_score=True), dtype=torch.float32)
+    assert torch.equal(model(everything), fresh) and predicted == [200]  # LightGBM predicted the other rows only
+    assert torch.equal(model(problem.X), fresh[:600]) and predicted == [200]
     twin = copy.deepcopy(model)
-    assert len(twin.kept) == 0 and torch.equal(twin(X), fresh)  # a copy predicts afresh
-    changed = X.clone()
-    model.keep_scores(changed, KeptScores(changed.numpy()))
-    assert torch.equal(model(changed), fresh)  # scored (and its copy taken) before the change
-    changed[:5] += 1.0  # modified in place after it was kept: LightGBM predicts it
-    assert torch.equal(model(changed), torch.as_tensor(model.booster.predict(changed.numpy(), raw_score=True),
-                                                       dtype=X.dtype))
+    assert len(twin.kept) == 0 and torch.equal(twin(everything), fresh)  # a copy predicts afresh
+    predicted.clear()
+    table_X[3, 0] += 1.0  # the kept rows changed in memory: LightGBM predicts all of them again
+    changed = torch.as_tensor(lightgbm_predict(model.booster, table_X, raw_score=True), dtype=torch.float32)
+    assert torch.equal(model(everything), changed) and predicted == [800]
+    assert model.kept[0][1].span_in(table_X.copy()) is None  # equal values elsewhere in memory: not the kept rows
