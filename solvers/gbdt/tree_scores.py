@@ -1,23 +1,25 @@
-r"""One LightGBM tree evaluated on fixed rows, vectorised and bit-identical to ``Booster.predict``.
+r"""One LightGBM tree evaluated on fixed rows, bit-identical to ``Booster.predict`` and several times cheaper.
 
 A boosting round adds one tree h_k to the training scores, f_{k+1} = f_k + h_k(X). ``Booster.predict`` of that one
-tree costs about as much as predicting the whole model (per row, LightGBM turns the dense row into a sparse one before
-walking the trees: ~0.3 µs per row and call on Adult, against ~30 ns per row and tree), so a solve that re-predicts
-every round spends most of its time there. :class:`TreeScorer` reads the round's tree from LightGBM's text model
-(``model_to_string(start_iteration=k, num_iteration=1)``: thresholds and leaf values printed with 17 significant
-digits, so read back exactly) and routes the rows through it with numpy, one vectorised step per internal node on
-the rows that reach it, with LightGBM's own decision rule (``Tree::NumericalDecision``) on the feature values as
-its predictor sees them:
+tree on dense rows costs about as much as predicting the whole model (per row, LightGBM first turns the dense row
+into a sparse one: ~0.3 µs per row and call on Adult's 108 encoded columns, against ~30 ns per row and tree), so a
+solve that re-predicts every round spends most of its time there. :class:`TreeScorer` copies the rows once, with
+LightGBM's zero rule (a value v with |v| ≤ 10⁻³⁵, ``kZeroThreshold``, is 0: its predictor drops it from the
+sparse row; NaN stays NaN), and then per tree:
 
-* a value v with |v| ≤ 10⁻³⁵ (``kZeroThreshold``) is 0 (the predictor drops it from the sparse row), NaN stays NaN;
-* missing type ``None``: NaN is read as 0; ``Zero``: v = 0 (or NaN) goes the node's default side; ``NaN``: NaN goes
-  the default side;
-* otherwise left iff v ≤ threshold (in float64, as LightGBM compares).
+* rows mostly zero (density ≤ :data:`SPARSE_DENSITY`, e.g. one-hot encoded tables): ``Booster.predict`` of the tree
+  on the rows as a CSR matrix, whose rows LightGBM reads as they are (the same (feature, value) pairs as the dense
+  rows give it, so the same prediction), at a cost per row of its non-zeros rather than of its columns;
+* otherwise: the tree read from LightGBM's text model (``model_to_string(start_iteration=k, num_iteration=1)``:
+  thresholds and leaf values printed with 17 significant digits, so read back exactly) and the rows routed through
+  it with numpy, one vectorised step per internal node on the rows that reach it, with LightGBM's own decision rule
+  (``Tree::NumericalDecision``): missing type ``None``: NaN is read as 0; ``Zero``: v = 0 (or NaN) goes the node's
+  default side; ``NaN``: NaN goes the default side; otherwise left iff v ≤ threshold (in float64, as LightGBM
+  compares). A tree with a categorical split or a linear tree (never grown by the gbdt model, which hands LightGBM
+  numeric columns only) is predicted by LightGBM instead.
 
 The leaf value of each row is returned (float64). ``Booster.predict`` sums its trees from 0 in order, so scores
-accumulated round by round from zeros with these values are the model's raw scores bit for bit. A tree with a
-categorical split or a linear tree (never grown by the gbdt model, which hands LightGBM numeric columns only) is
-predicted by LightGBM instead.
+accumulated round by round from zeros with these values are the model's raw scores bit for bit.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 ZERO_THRESHOLD = 1e-35  # LightGBM's kZeroThreshold
+SPARSE_DENSITY = 0.25  # rows with at most this share of non-zeros are predicted by LightGBM as a CSR matrix
 MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
 _DEFAULT_LEFT, _CATEGORICAL = 2, 1
 
@@ -66,20 +69,32 @@ def parse_tree(text: str) -> Tree:
 class TreeScorer:
     """The values of single trees of a booster on fixed rows ``X`` (n, d), as ``Booster.predict`` gives them.
 
-    The rows are copied once, column-major in float64 with LightGBM's zero rule applied, so each node reads one
-    contiguous column."""
+    The rows are copied once in float64 with LightGBM's zero rule applied: as a CSR matrix (``sparse``) when
+    mostly zero, else column-major (``columns``), so each node reads one contiguous column."""
 
     def __init__(self, X: np.ndarray, num_threads: int = 1) -> None:
-        columns = np.array(np.asarray(X).T, dtype=np.float64).T  # a column-major copy
-        np.copyto(columns, 0.0, where=np.abs(columns) <= ZERO_THRESHOLD)
-        self.X, self.columns, self.num_threads = X, columns, num_threads
-        self.has_nan = bool(np.isnan(columns).any())
+        from scipy.sparse import csr_matrix
 
-    def __len__(self) -> int:
-        return self.columns.shape[0]
+        X = np.asarray(X)
+        self.X, self.num_threads, self.sparse, self.columns, self.has_nan = X, num_threads, None, None, False
+        nonzero = X != 0  # NaN included
+        if np.count_nonzero(nonzero) <= SPARSE_DENSITY * X.size:
+            rows, cols = np.nonzero(nonzero)  # row-major: each row's columns ascending
+            values = X[rows, cols].astype(np.float64)
+            kept = ~(np.abs(values) <= ZERO_THRESHOLD)
+            rows, cols, values = rows[kept], cols[kept], values[kept]
+            indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=X.shape[0]))])
+            self.sparse = csr_matrix((values, cols, indptr), shape=X.shape)
+            return
+        columns = np.array(X.T, dtype=np.float64).T  # a column-major copy
+        np.copyto(columns, 0.0, where=np.abs(columns) <= ZERO_THRESHOLD)
+        self.columns, self.has_nan = columns, bool(np.isnan(columns).any())
 
     def tree_values(self, booster, iteration: int) -> np.ndarray:
         """h(X) (n,) float64 of the booster's tree ``iteration`` (0-based)."""
+        if self.sparse is not None:
+            return np.asarray(booster.predict(self.sparse, start_iteration=iteration, num_iteration=1,
+                                              raw_score=True, num_threads=self.num_threads), dtype=np.float64)
         tree = parse_tree(booster.model_to_string(start_iteration=iteration, num_iteration=1))
         if not tree.numeric:
             return np.asarray(booster.predict(self.X, start_iteration=iteration, num_iteration=1, raw_score=True,
@@ -87,7 +102,7 @@ class TreeScorer:
         return self.values(tree)
 
     def values(self, tree: Tree) -> np.ndarray:
-        """The leaf value each row reaches in ``tree``."""
+        """The leaf value each row reaches in ``tree`` (dense rows)."""
         n = self.columns.shape[0]
         if tree.feature.size == 0:  # a single leaf
             return np.full(n, tree.leaf_value[0] if tree.leaf_value.size else 0.0)

@@ -18,10 +18,11 @@ from tests.unit.conftest import planted_problem_data
 from tests.unit.test_gbdt import SMALL, gbdt_problem
 
 
-def awkward_rows(rng: np.random.Generator, n: int) -> np.ndarray:
-    """float32 rows with zeros, NaN, −0.0, values below LightGBM's zero threshold and a few integer columns."""
+def awkward_rows(rng: np.random.Generator, n: int, zeros: float = 0.3) -> np.ndarray:
+    """float32 rows with zeros (a share ``zeros``), NaN, −0.0, values below LightGBM's zero threshold and a few
+    integer columns."""
     X = rng.normal(size=(n, 6)).astype(np.float32)
-    X[rng.random(X.shape) < 0.3] = 0.0
+    X[rng.random(X.shape) < zeros] = 0.0
     X[rng.random(X.shape) < 0.1] = np.nan
     X[rng.random(X.shape) < 0.03] = -0.0
     X[rng.random(X.shape) < 0.03] = 1e-38
@@ -29,16 +30,18 @@ def awkward_rows(rng: np.random.Generator, n: int) -> np.ndarray:
     return X
 
 
+@pytest.mark.parametrize("zeros", [0.3, 0.9], ids=["dense", "sparse"])
 @pytest.mark.parametrize("params", [{}, {"use_missing": False}, {"zero_as_missing": True}, {"max_bin": 7}],
                          ids=["nan-missing", "no-missing", "zero-as-missing", "few-bins"])
-def test_each_tree_and_their_sum_are_lightgbms_prediction_bit_for_bit(params):
+def test_each_tree_and_their_sum_are_lightgbms_prediction_bit_for_bit(params, zeros):
     rng = np.random.default_rng(7)
-    X = awkward_rows(rng, 2000)
+    X = awkward_rows(rng, 2000, zeros)
     y = (rng.random(len(X)) < 1 / (1 + np.exp(-2 * np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 5])))).astype(float)
     booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 15, "min_child_samples": 5,
                          "num_threads": 1, **params}, lgb.Dataset(X, y), num_boost_round=15)
-    rows = np.concatenate([X[:300], awkward_rows(rng, 1500)])  # rows seen in training and new ones
+    rows = np.concatenate([X[:300], awkward_rows(rng, 1500, zeros)])  # rows seen in training and new ones
     scorer = TreeScorer(rows)
+    assert (scorer.sparse is not None) == (zeros > 0.5)  # numpy's routing on dense rows, LightGBM's on sparse
     total = np.zeros(len(rows))
     for tree in range(booster.current_iteration()):
         ours = scorer.tree_values(booster, tree)
