@@ -18,10 +18,10 @@ from tests.unit.conftest import planted_problem_data
 from tests.unit.test_gbdt import SMALL, gbdt_problem
 
 
-def awkward_rows(rng: np.random.Generator, n: int, zeros: float = 0.3) -> np.ndarray:
-    """float32 rows with zeros (a share ``zeros``), NaN, −0.0, values below LightGBM's zero threshold and a few
-    integer columns."""
-    X = rng.normal(size=(n, 6)).astype(np.float32)
+def awkward_rows(rng: np.random.Generator, n: int, zeros: float = 0.3, width: int = 6) -> np.ndarray:
+    """float32 rows of ``width`` columns with zeros (a share ``zeros``), NaN, −0.0, values below LightGBM's zero
+    threshold and an integer column."""
+    X = rng.normal(size=(n, width)).astype(np.float32)
     X[rng.random(X.shape) < zeros] = 0.0
     X[rng.random(X.shape) < 0.1] = np.nan
     X[rng.random(X.shape) < 0.03] = -0.0
@@ -30,18 +30,19 @@ def awkward_rows(rng: np.random.Generator, n: int, zeros: float = 0.3) -> np.nda
     return X
 
 
-@pytest.mark.parametrize("zeros", [0.3, 0.9], ids=["dense", "sparse"])
+@pytest.mark.parametrize("zeros,width,route", [(0.3, 80, "numpy"), (0.9, 6, "csr"), (0.3, 6, "dense")],
+                         ids=["wide-dense", "sparse", "narrow-dense"])
 @pytest.mark.parametrize("params", [{}, {"use_missing": False}, {"zero_as_missing": True}, {"max_bin": 7}],
                          ids=["nan-missing", "no-missing", "zero-as-missing", "few-bins"])
-def test_each_tree_and_their_sum_are_lightgbms_prediction_bit_for_bit(params, zeros):
+def test_each_tree_and_their_sum_are_lightgbms_prediction_bit_for_bit(params, zeros, width, route):
     rng = np.random.default_rng(7)
-    X = awkward_rows(rng, 2000, zeros)
+    X = awkward_rows(rng, 2000, zeros, width)
     y = (rng.random(len(X)) < 1 / (1 + np.exp(-2 * np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 5])))).astype(float)
     booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 15, "min_child_samples": 5,
                          "num_threads": 1, **params}, lgb.Dataset(X, y), num_boost_round=15)
-    rows = np.concatenate([X[:300], awkward_rows(rng, 1500, zeros)])  # rows seen in training and new ones
+    rows = np.concatenate([X[:300], awkward_rows(rng, 1500, zeros, width)])  # rows seen in training and new ones
     scorer = TreeScorer(rows)
-    assert (scorer.sparse is not None) == (zeros > 0.5)  # numpy's routing on dense rows, LightGBM's on sparse
+    assert route == ("numpy" if scorer.lightgbm_rows is None else "dense" if scorer.lightgbm_rows is rows else "csr")
     total = np.zeros(len(rows))
     for tree in range(booster.current_iteration()):
         ours = scorer.tree_values(booster, tree)
@@ -53,12 +54,13 @@ def test_each_tree_and_their_sum_are_lightgbms_prediction_bit_for_bit(params, ze
 
 def test_a_single_leaf_and_a_categorical_split_are_served():
     rng = np.random.default_rng(3)
-    X = np.column_stack([rng.integers(0, 6, 800), rng.normal(size=800)]).astype(np.float64)
+    X = np.column_stack([rng.integers(0, 6, 800), rng.normal(size=(800, 49))]).astype(np.float64)  # wide: numpy
     y = (np.isin(X[:, 0], [1, 4]) ^ (rng.random(800) < 0.1)).astype(float)
     booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 4, "min_data_per_group": 5,
                          "cat_smooth": 1, "num_threads": 1}, lgb.Dataset(X, y, categorical_feature=[0]), 3)
     assert not parse_tree(booster.model_to_string(start_iteration=0, num_iteration=1)).numeric
     scorer = TreeScorer(X)
+    assert scorer.lightgbm_rows is None
     for tree in range(3):  # categorical splits: LightGBM's own prediction
         assert np.array_equal(scorer.tree_values(booster, tree),
                               booster.predict(X, start_iteration=tree, num_iteration=1, raw_score=True))
