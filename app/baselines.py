@@ -1,6 +1,7 @@
 """The unconstrained baseline of a job: a cheap ``erm`` run on the same data and split, computed once.
 
-Every job on the same dataset, target, positive label, sensitive columns and group rules, features,
+Every job on the same dataset, target, positive label, sensitive columns and group rules (or overlapping groups),
+features,
 split, model, objective and constraint definitions (tolerances aside) shares one baseline: its key is
 the SHA-256 of the canonical JSON of those spec fields. The first job that needs it inserts the row
 (the unique key makes concurrent first jobs agree on one row) and sends ``fairsolve.compute_baseline``;
@@ -35,6 +36,8 @@ def baseline_key(job_spec: dict[str, Any]) -> str:
     """SHA-256 of the fields that determine the unconstrained model and the metrics reported beside it."""
     fields = {k: job_spec.get(k) for k in KEY_FIELDS}
     fields["constraints"] = [{k: v for k, v in c.items() if k != "tolerance"} for c in job_spec.get("constraints", [])]
+    if job_spec.get("overlapping_groups") is not None:  # only when given: the keys of partition jobs stay as they were
+        fields["overlapping_groups"] = job_spec["overlapping_groups"]
     return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 

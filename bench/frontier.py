@@ -37,6 +37,7 @@ short leaves whole seeds. Run::
     python -m bench.frontier --headline      # the job-queue headline alone
     python -m bench.frontier --no-headline --datasets compas_race --seeds 0 1
     python -m bench.frontier --report        # rewrite frontier.md from the stored jobs
+    python -m bench.frontier --no-headline --rerun --skip ...   # replace the stored rows of the methods run
 """
 from __future__ import annotations
 
@@ -208,7 +209,8 @@ def run_grid(args: argparse.Namespace, store: dict[str, Any]) -> None:
             for kind in args.constraints:
                 for method in to_run:
                     key = job_key(dataset, kind, seed, method)
-                    if key in store["jobs"] or seed not in ONLY_SEEDS.get((dataset, method), (seed,)):
+                    if (key in store["jobs"] and not getattr(args, "rerun", False)) \
+                            or seed not in ONLY_SEEDS.get((dataset, method), (seed,)):
                         continue
                     spec = spec_for(dataset, kind, seed, method)
                     if method in PEERS:
@@ -474,6 +476,8 @@ def main() -> None:
     parser.add_argument("--no-headline", action="store_true", help="the grid only, not the job-queue headline")
     parser.add_argument("--headline", action="store_true", help="the job-queue headline only, not the grid")
     parser.add_argument("--fresh", action="store_true", help="forget the stored jobs first")
+    parser.add_argument("--rerun", action="store_true",
+                        help="run the chosen cells' jobs again even when stored (their rows are replaced)")
     parser.add_argument("--report", action="store_true", help="only rewrite frontier.md from the stored jobs")
     args = parser.parse_args()
     import torch

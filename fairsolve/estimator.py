@@ -17,6 +17,10 @@ So for the same rows, spec and seed the model equals the service's job (see the 
 checks fit that way). ``tolerance`` overrides every constraint's tolerance, so a grid search over
 tolerances is ``GridSearchCV(clf, {"tolerance": [...]})``.
 
+``overlapping_groups`` (the job spec's field: threshold groups or one group per value of several columns, read
+from X's columns, or from ``sensitive_features`` when it is a table) replaces the partition: a row is then in
+several groups (:mod:`solvers.membership`), as in a job with ``overlapping_groups``.
+
 ``fairness_`` lists, per constraint, its exact value on the training data with its 95 % CI and whether
 the tolerance is kept (the service's ``RunOutput.fairness`` entries, ``train`` only); ``metrics_`` is
 the service's full metric dictionary on the training data; :meth:`metric_frame` gives per-group
@@ -92,6 +96,9 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         Overrides every constraint's tolerance (for grid searches).
     group_rules : dict, optional
         Sensitive column → ``{"values": ...}`` / ``{"ranges": ...}`` as in a job.
+    overlapping_groups : dict, optional
+        Groups that overlap, as a job's ``overlapping_groups`` (``{"thresholds": {"col": [cuts]}, "columns": [...],
+        "min_group_fraction": ...}``), built from the columns of X (or of the ``sensitive_features`` table).
     max_iter, time_limit_s, random_state, device, exact_enforcement
         The job's ``max_iterations``, ``time_limit_s``, ``seed``, ``device`` and ``exact_enforcement`` (after
         the solve, the exact constraint enforced on the training data as the service does).
@@ -100,7 +107,8 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, constraints: list[dict] | None = None, solver: str = "auto", solver_params: dict | None = None,
                  model: str | dict = "linear", objective: str = "logistic", tolerance: float | None = None,
                  group_rules: dict | None = None, max_iter: int = 2000, time_limit_s: float = 600.0,
-                 random_state: int = 0, device: str = "cpu", exact_enforcement: bool = True) -> None:
+                 random_state: int = 0, device: str = "cpu", exact_enforcement: bool = True,
+                 overlapping_groups: dict | None = None) -> None:
         self.constraints = constraints
         self.solver = solver
         self.solver_params = solver_params
@@ -113,6 +121,7 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.device = device
         self.exact_enforcement = exact_enforcement
+        self.overlapping_groups = overlapping_groups
 
     def problem_spec(self, sensitive: list[str]) -> ProblemSpec:
         """The parameters as the service's job spec (ValueError naming the bad field, with the API's message)."""
@@ -126,7 +135,7 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
                 solver={"name": self.solver, "params": dict(self.solver_params or {})}, model=model,
                 objective=self.objective, group_rules=self.group_rules or {}, max_iterations=self.max_iter,
                 time_limit_s=self.time_limit_s, seed=self.random_state, device=self.device,
-                exact_enforcement=self.exact_enforcement)
+                exact_enforcement=self.exact_enforcement, overlapping_groups=self.overlapping_groups)
             check_solver_supports(spec)
         except ValidationError as err:
             first = err.errors()[0]
@@ -136,11 +145,9 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         return spec
 
     def fit(self, X: Any, y: Any, sensitive_features: Any = None) -> "FairClassifier":
-        """Train on every row of X (the job's train split), groups from ``sensitive_features``."""
-        from solvers.api import Prepared, _train_problem, continuation_of, keep_promise, solve
-        from solvers.encoding import TableEncoder, build_groups
-
-        from .model import FairModel
+        """Train on every row of X (the job's train split), groups from ``sensitive_features`` (or
+        ``overlapping_groups``)."""
+        from solvers.encoding import build_groups
 
         table = X if isinstance(X, pd.DataFrame) else None
         Xv, y = validate_data(self, X, y, dtype=None if table is not None else "numeric",
@@ -151,6 +158,8 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
                              f"({type_of_target(y)} target)")
         X = _as_frame(table if table is not None else Xv, None)
         self.classes_, y01 = np.unique(y, return_inverse=True)
+        if self.overlapping_groups is not None:
+            return self._fit(X, y01, *self._overlapping(X, sensitive_features))
         if sensitive_features is None:
             groups = pd.DataFrame({"__group__": np.zeros(len(X), dtype=np.int64)})
         else:
@@ -162,8 +171,36 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         group, group_names = build_groups(groups, spec.sensitive, spec.group_rules)
         if sensitive_features is None:
             group_names = [SINGLE_GROUP]
+        return self._fit(X, y01, spec, group, list(group_names))
+
+    def _overlapping(self, X: pd.DataFrame, sensitive_features: Any):
+        """(spec, membership, its names) of ``overlapping_groups`` on X's columns (or the sensitive table)."""
+        from solvers.membership import check_overlapping_groups, overlapping_membership
+
+        spec = self.problem_spec([])
+        source = X.reset_index(drop=True) if sensitive_features is None else \
+            _sensitive_table(sensitive_features, X, len(X))
+        try:
+            check_overlapping_groups(spec.overlapping_groups, source, spec.target)
+        except SpecError as err:
+            raise ValueError(str(err)) from None
+        membership = overlapping_membership(source, spec.overlapping_groups)
+        return spec, membership, membership.names
+
+    def _fit(self, X: pd.DataFrame, y01: np.ndarray, spec: ProblemSpec, group, group_names: list[str]
+             ) -> "FairClassifier":
+        """The solve of :meth:`fit` once the groups are built (``group`` an index or a Membership)."""
+        from solvers.api import Prepared, _train_problem, continuation_of, keep_promise, solve
+        from solvers.encoding import TableEncoder
+        from solvers.membership import Membership
+
+        from .model import FairModel
+
         encoder = TableEncoder(list(X.columns)).fit(X)
-        data = Prepared(group, list(group_names), y01, {"train": np.arange(len(X))}, encoder, encoder.transform(X))
+        overlapping = isinstance(group, Membership)
+        data = Prepared(np.zeros(len(X), dtype=np.int64) if overlapping else group, list(group_names), y01,
+                        {"train": np.arange(len(X))}, encoder, encoder.transform(X),
+                        membership=group if overlapping else None)
         deadline = time.monotonic() + spec.time_limit_s
         problem = _train_problem(data, spec, [c.build() for c in spec.constraints])
         result = solve(problem, spec.solver, max_iterations=spec.max_iterations, time_limit_s=spec.time_limit_s,
@@ -185,8 +222,10 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         """The service's metrics of one split (:func:`solvers.api.evaluate_split`) on the training data."""
         from solvers.api import evaluate_split
 
+        from solvers.membership import Membership
+
         logits = self.model_.decision_function(X)
-        counts = np.bincount(group, minlength=len(group_names))
+        counts = group.counts if isinstance(group, Membership) else np.bincount(group, minlength=len(group_names))
         return evaluate_split(spec, constraints, y01, logits, group, group_names, counts)
 
     def _fairness(self, X: pd.DataFrame, y01: np.ndarray, group: np.ndarray, group_names: list[str],
@@ -220,16 +259,22 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         X = self._check_X(X)
         return self.model_.predict(X)
 
-    def metric_frame(self, X: Any, y: Any, sensitive_features: Any) -> pd.DataFrame:
+    def metric_frame(self, X: Any, y: Any, sensitive_features: Any = None) -> pd.DataFrame:
         """Per-group metrics of the fitted model on (X, y): one row per group, columns n,
         selection_rate, accuracy, tpr, fpr (a MetricFrame-like ``by_group`` table)."""
         from solvers.encoding import build_groups
 
         X = self._check_X(X)
-        groups = _sensitive_table(sensitive_features, X, len(X))
-        group, names = build_groups(groups, list(groups.columns), self.group_rules or {})
         y01 = (np.asarray(y) == self.classes_[1]).astype(np.int64)
         pred = (self.decision_function(X) > 0).astype(np.int64)
+        if self.overlapping_groups is not None:  # one frame row per (row, group) pair
+            _, membership, names = self._overlapping(X, sensitive_features)
+            rows, group = membership.pairs
+        else:
+            groups = _sensitive_table(sensitive_features, X, len(X))
+            group, names = build_groups(groups, list(groups.columns), self.group_rules or {})
+            rows = np.arange(len(X))
+        y01, pred = y01[rows], pred[rows]
         frame = pd.DataFrame({"group": np.asarray(names, dtype=object)[group], "y": y01, "pred": pred,
                               "correct": (y01 == pred).astype(float)})
         by = frame.groupby("group", sort=True)

@@ -22,10 +22,12 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "constraints": ["ConstraintFamily"],
     "device": ["resolve_device"],
     "encoding": ["TableEncoder", "build_groups", "encode_labels"],
+    "membership": ["Membership", "overlapping_membership"],
     "metrics": ["classification_metrics", "group_fairness"],
     "observer": ["IterationRecord", "Observer", "RecordingObserver", "StoppedInSetup"],
     "problem": ["Problem"],
-    "spec": ["ConstraintSpec", "GroupRule", "GuaranteeSpec", "ModelSpec", "ProblemSpec", "SolverSpec", "SpecError", "SplitSpec",
+    "spec": ["ConstraintSpec", "GroupRule", "GuaranteeSpec", "ModelSpec", "OverlappingGroups", "ProblemSpec", "SolverSpec",
+             "SpecError", "SplitSpec",
              "check_spec_against_table"],
     "splitting": ["split_indices"],
 })

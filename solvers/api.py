@@ -21,7 +21,8 @@ from .fairness.enforce import enforce_exact
 from .fairness.exact import tolerances
 from .fairness.guarantee import seldonian
 from .fairness.report import fairness_entries, warnings_for
-from .metrics import classification_metrics
+from .membership import Membership, overlapping_membership, rows_of
+from .metrics import classification_metrics, rate_deviation
 from .models import ball_domain, model_factory, scores_in_blocks
 from .observer import Observer, StoppedInSetup
 from .problem import Problem
@@ -113,9 +114,21 @@ class Prepared:
     encoder: TableEncoder             # fitted on the train split only
     X: np.ndarray                     # (n, d) float32 encoded features of every row
     order: np.ndarray | None = None   # (n,) table position of each row; None = the identity
+    membership: Membership | None = None  # groups that overlap (rows in this order); ``group`` is then all 0
+
+    @property
+    def grouping(self) -> np.ndarray | Membership:
+        """The rows' groups: the membership when they overlap, else the (n,) group index."""
+        return self.group if self.membership is None else self.membership
+
+    def groups(self, split: str) -> np.ndarray | Membership:
+        """The groups of one split's rows (:func:`~solvers.membership.rows_of`)."""
+        return rows_of(self.grouping, self.splits[split])
 
     @property
     def train_counts(self) -> np.ndarray:
+        if self.membership is not None:
+            return self.groups("train").counts
         return np.bincount(self.group[self.splits["train"]], minlength=len(self.group_names))
 
     def features(self, split: str) -> np.ndarray:
@@ -132,15 +145,22 @@ class Prepared:
 
 
 def prepare(table: pd.DataFrame, spec: ProblemSpec) -> Prepared:
-    """Check the spec, build groups and labels, split stratified by group × label, encode (fit on train).
+    """Check the spec, build groups and labels, split stratified by group × label (by label alone when the groups
+    overlap: a row has no single group), encode (fit on train).
 
     Memory: X is one float32 (n, d) array filled block by block (:meth:`TableEncoder.transform`), in split
     order so that the splits are views of it; the encoder is fitted column by column on the train rows."""
     check_spec_against_table(spec, table)
-    group, group_names = build_groups(table, spec.sensitive, spec.group_rules)
     y = encode_labels(table[spec.target], spec.positive_label)
+    membership = None
+    if spec.overlapping_groups is not None:
+        membership = overlapping_membership(table, spec.overlapping_groups)
+        group, group_names, strata = np.zeros(len(table), dtype=np.int64), membership.names, y
+    else:
+        group, group_names = build_groups(table, spec.sensitive, spec.group_rules)
+        strata = 2 * group + y
     parts = dict(zip(("train", "validation", "test"),
-                     split_indices(2 * group + y, spec.split.test, spec.split.validation, spec.split.seed)))
+                     split_indices(strata, spec.split.test, spec.split.validation, spec.split.seed)))
     if spec.split.validation == 0:
         del parts["validation"]
     encoder = TableEncoder(spec.feature_columns(table.columns)).fit(table, rows=parts["train"])
@@ -151,7 +171,7 @@ def prepare(table: pd.DataFrame, spec: ProblemSpec) -> Prepared:
     bounds = np.cumsum([0] + [len(idx) for idx in parts.values()])
     splits = {name: np.arange(bounds[i], bounds[i + 1]) for i, name in enumerate(parts)}
     return Prepared(group[order], list(group_names), y[order], splits, encoder, encoder.transform(table, rows=order),
-                    order)
+                    order, None if membership is None else membership.take(order))
 
 
 def _metric_options(spec: ProblemSpec, constraints, group_names: list[str], train_counts: np.ndarray) -> dict[str, Any]:
@@ -209,6 +229,8 @@ def continuation_solver(solver: SolverSpec, tried: list[dict[str, Any]]) -> Solv
     return solver if selected is None else SolverSpec(name=selected["solver"], params=selected["params"])
 
 
+OVERLAPPING_LABEL = "(overlapping groups)"  # the predictions' group column when a row is in several groups
+
 SURROGATE_MET = 0.1  # G_j ≤ this · ε_j + 1e-3 on the train split for every row j: the solve met its surrogate
 
 
@@ -219,6 +241,7 @@ def _train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem
         X=data.features("train"), y=data.y[train], group=data.group[train], group_names=data.group_names,
         model_factory=model_factory(spec.model), model_type=spec.model.type, objective=spec.objective,
         constraints=families, device=spec.device, domain=ball_domain(spec.model),
+        membership=None if data.membership is None else data.groups("train"),
     )
 
 
@@ -250,11 +273,10 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     model, device = result.model, problem.device
     if not continuation.families or result.stop_reason == "cancelled" or spec.solver.entry.name == "erm":
         return model, None, None
-    y, group, names = data.y, data.group, data.group_names
+    y, names = data.y, data.group_names
 
-    def rows(split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        idx = data.splits[split]
-        return data.features(split), y[idx], group[idx]
+    def rows(split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | Membership]:
+        return data.features(split), y[data.splits[split]], data.groups(split)
 
     def scores(m: nn.Module, features: np.ndarray) -> np.ndarray:
         return predict_scores(m, features, device)
@@ -280,13 +302,20 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     return model, enforcement, None
 
 
-def evaluate_split(spec: ProblemSpec, constraints, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
+def evaluate_split(spec: ProblemSpec, constraints, y: np.ndarray, logits: np.ndarray, group: np.ndarray | Membership,
                    group_names: list[str], train_counts: np.ndarray) -> dict[str, Any]:
     """Every metric of one split: :func:`~solvers.metrics.classification_metrics` of σ(f) with the
-    spec's loss / minority / intersectional settings, plus each constraint family's own exact metrics."""
+    spec's loss / minority / intersectional settings, plus each constraint family's own exact metrics (and, for
+    a rate constraint against the overall rate, :func:`~solvers.metrics.rate_deviation` under
+    ``<type>_overall``). ``group`` a :class:`Membership`: groups that overlap."""
     options = _metric_options(spec, constraints, group_names, train_counts)
     metrics = classification_metrics(y, expit(logits), group, group_names, logits=logits, **options)
+    pred = (logits > 0).astype(int)
     for family in constraints:  # families whose exact metric is not among the always-computed ones
+        if getattr(family.config, "reference", "groups") == "overall":
+            deviation = rate_deviation(y, pred, group, group_names, family.name)
+            metrics.update({f"{family.name}_overall": deviation[family.name],
+                            f"{family.name}_overall_by_group": deviation[f"{family.name}_by_group"]})
         metrics.update(family.exact_metrics(y, logits, group, group_names) or {})
     return metrics
 
@@ -310,7 +339,8 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     if "validation" in splits:  # held-out rows for output rules that select an iterate (level_set, iqrc)
         val = splits["validation"]
         validation = Problem(X=data.features("validation"), y=y[val], group=group[val], group_names=group_names,
-                             model_factory=problem.model_factory, model_type=spec.model.type, device=problem.device)
+                             model_factory=problem.model_factory, model_type=spec.model.type, device=problem.device,
+                             membership=None if data.membership is None else data.groups("validation"))
     model = None
     if initial_state is not None:
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
@@ -327,14 +357,15 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     logits = predict_scores(trained, X, problem.device)
     proba = expit(logits)
     constraints, train_counts = problem.constraints, data.train_counts
-    metrics = {name: evaluate_split(spec, constraints, y[idx], logits[idx], group[idx], list(group_names), train_counts)
+    metrics = {name: evaluate_split(spec, constraints, y[idx], logits[idx], data.groups(name), list(group_names),
+                                    train_counts)
                for name, idx in splits.items()}
-    fairness = fairness_entries(constraints, y, logits, group, list(group_names), splits, seed=spec.seed)
+    fairness = fairness_entries(constraints, y, logits, data.grouping, list(group_names), splits, seed=spec.seed)
     test = splits["test"]
     names = np.asarray(group_names, dtype=object)
     predictions = pd.DataFrame({
         "row": table.index.to_numpy()[data.table_rows("test")],
-        "group": names[group[test]].astype(str),
+        "group": OVERLAPPING_LABEL if data.membership is not None else names[group[test]].astype(str),
         "label": y[test].astype(np.int64),
         "score": proba[test],
         "prediction": (proba[test] > 0.5).astype(np.int64),

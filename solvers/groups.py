@@ -82,3 +82,10 @@ def spread(means: Tensor, valid: Tensor) -> Tensor:
     hi = means.masked_fill(~valid, float("-inf")).amax(-1)
     lo = means.masked_fill(~valid, float("inf")).amin(-1)
     return torch.where(valid.any(-1), hi - lo, torch.zeros_like(hi))
+
+
+def deviation(means: Tensor, valid: Tensor, overall: Tensor, kept: Tensor) -> Tensor:
+    """|v̄_g − v̄| for every group g of ``kept`` (0 where g is not ``valid``): one row per kept group. No host
+    sync."""
+    picked = means.index_select(0, kept)
+    return torch.where(valid.index_select(0, kept), (picked - overall).abs(), torch.zeros_like(picked))

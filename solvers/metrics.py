@@ -16,6 +16,12 @@ Loss- and share-based metrics (same names as the constraint families):
   the positive predictions (the IPC constraint c·P − P_min ≤ 0 holds iff minority_rate ≥ c),
   ``minority_rate_by_group`` = {g: P_g / P}; None when nothing is predicted positive.
 
+Groups that overlap: ``group`` may be a :class:`~solvers.membership.Membership` (a row in several groups)
+wherever it is an (n,) index; every per-group count is then taken over its (row, group) pairs (Mᵀv, one
+``bincount``), the overall rates over the rows. :func:`rate_deviation` is the ``reference="overall"`` form of the
+DP / equal-opportunity constraints: max_g |r_g − r|. The pairwise criteria and the minority rate need a
+partition (None on a membership).
+
 A group with no positives (no negatives) has an undefined TPR (FPR), reported as
 None and skipped in the TPR (FPR) gap; a gap over fewer than one defined group is None,
 over exactly one is 0. Per-group counts are one ``np.bincount`` per quantity.
@@ -27,12 +33,25 @@ from typing import Any
 
 import numpy as np
 
+from .membership import Membership, pairs_of
+
 
 def _rates(hits: np.ndarray, index: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
     counts = np.bincount(index, minlength=n_cells).astype(float)
     sums = np.bincount(index, weights=hits.astype(float), minlength=n_cells)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan), counts
+
+
+def group_rates(values: np.ndarray, group, k: int, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rates, counts) per group of ``values`` (a partition's index or a membership's pairs); with ``y``, per
+    cell 2g + y instead (2k cells)."""
+    rows, cells = pairs_of(group)
+    if rows is not None:
+        values, y = values[rows], (None if y is None else y[rows])
+    if y is None:
+        return _rates(values, cells, k)
+    return _rates(values, 2 * cells + y, 2 * k)
 
 
 def _gap(rates: np.ndarray) -> float | None:
@@ -46,10 +65,10 @@ def _opt(value: float) -> float | None:
 
 def group_fairness(y: np.ndarray, pred: np.ndarray, group: np.ndarray, group_names: list[str]) -> dict[str, Any]:
     """Exact DP / EOpp / EOdds gaps and per-group rates (see module docstring)."""
-    y, pred, group = np.asarray(y).astype(int), np.asarray(pred).astype(int), np.asarray(group).astype(int)
+    y, pred = np.asarray(y).astype(int), np.asarray(pred).astype(int)
     k = len(group_names)
-    sr, sizes = _rates(pred, group, k)
-    cell_rates, _ = _rates(pred, 2 * group + y, 2 * k)  # cell 2g + y
+    sr, sizes = group_rates(pred, group, k)
+    cell_rates, _ = group_rates(pred, group, k, y)  # cell 2g + y
     fpr, tpr = cell_rates[0::2], cell_rates[1::2]
     tpr_gap, fpr_gap = _gap(tpr), _gap(fpr)
     eodds = None if tpr_gap is None and fpr_gap is None else max(v for v in (tpr_gap, fpr_gap) if v is not None)
@@ -66,6 +85,25 @@ def group_fairness(y: np.ndarray, pred: np.ndarray, group: np.ndarray, group_nam
     }
 
 
+def rate_deviation(y: np.ndarray, pred: np.ndarray, group, group_names: list[str], kind: str) -> dict[str, Any]:
+    """``{kind: max_g |r_g − r|, kind_by_group: {g: r_g − r}}`` over the groups with a defined rate: r_g the
+    selection rate (``demographic_parity``) or TPR (``equal_opportunity``) of group g, r the same rate over all
+    rows (every row once, overlapping groups or not)."""
+    y, pred = np.asarray(y).astype(int), np.asarray(pred).astype(int)
+    k = len(group_names)
+    if kind == "demographic_parity":
+        rates, _ = group_rates(pred, group, k)
+        mask = np.ones(len(y), dtype=bool)
+    else:
+        rates = group_rates(pred, group, k, y)[0][1::2]
+        mask = y == 1
+    overall = pred[mask].mean() if mask.any() else np.nan
+    diff = rates - overall
+    defined = np.isfinite(diff)
+    return {kind: _opt(np.abs(diff[defined]).max()) if defined.any() else None,
+            f"{kind}_by_group": {n: _opt(v) for n, v, d in zip(group_names, diff, defined) if d}}
+
+
 def _logits(score: np.ndarray) -> np.ndarray:
     p = np.clip(np.asarray(score, dtype=float), 1e-15, 1 - 1e-15)
     return np.log(p) - np.log1p(-p)
@@ -75,9 +113,9 @@ def loss_gap(y: np.ndarray, logits: np.ndarray, group: np.ndarray | None, group_
              min_group_fraction: float = 0.0, name: str = "loss_gap", membership=None) -> dict[str, Any]:
     """``{name: max_g L_g − L, name_by_group: {g: L_g − L}}`` over groups with N_g > fraction · n.
 
-    ℓ is the objective ``loss``'s per-sample loss on the raw scores f (float64). ``membership``
-    (:class:`solvers.membership.Membership`, groups that overlap; ``group`` ignored): L_g = (Mᵀℓ)_g / N_g over
-    its pairs, L = (1/n) Σ_i ℓ_i as for a partition.
+    ℓ is the objective ``loss``'s per-sample loss on the raw scores f (float64). Overlapping groups (``group``
+    or ``membership`` a :class:`solvers.membership.Membership`): L_g = (Mᵀℓ)_g / N_g over its pairs,
+    L = (1/n) Σ_i ℓ_i as for a partition.
     """
     import torch
 
@@ -90,11 +128,7 @@ def loss_gap(y: np.ndarray, logits: np.ndarray, group: np.ndarray | None, group_
     with torch.no_grad():
         losses = per_sample_loss(loss)(torch.as_tensor(np.asarray(logits, dtype=float)),
                                        torch.as_tensor(y, dtype=torch.float64)).numpy()
-    if membership is None:
-        group_loss, counts = _rates(losses, np.asarray(group).astype(int), k)
-    else:
-        rows, groups = membership.pairs
-        group_loss, counts = _rates(losses[rows], groups, k)
+    group_loss, counts = group_rates(losses, group if membership is None else membership, k)
     gaps = group_loss - losses.mean()
     kept = (counts > 0) & (counts > min_group_fraction * n)
     by_group = {nm: _opt(v) for nm, v, keep in zip(group_names, gaps, kept) if keep}
@@ -171,10 +205,18 @@ def classification_metrics(y: np.ndarray, score: np.ndarray, group: np.ndarray, 
         "log_loss": _opt(skm.log_loss(y, np.clip(score, 1e-15, 1 - 1e-15), labels=[0, 1])) if n else None,
     }
     out.update(group_fairness(y, pred, group, group_names))
-    out.update(fairness_criteria(y, score, np.asarray(group), len(group_names)))
+    overlapping = isinstance(group, Membership)
+    if overlapping:  # the pairwise criteria and the minority's share are defined on a partition
+        out.update({"inaccuracy": None if out["accuracy"] is None else _opt(1.0 - out["accuracy"]),
+                    **{name: None for name in CRITERIA.values()}})
+    else:
+        out.update(fairness_criteria(y, score, np.asarray(group), len(group_names)))
     out.update(loss_gap(y, logits, group, group_names, loss))
     out["loss_gap_loss"] = loss
     if intersectional_min_fraction is not None:
         out.update(loss_gap(y, logits, group, group_names, "hinge", intersectional_min_fraction, "intersectional"))
-    out.update(minority_rate(pred, group, group_names, minority))
+    if overlapping:
+        out.update({"minority_rate": None, "minority_rate_by_group": {}, "minority_rate_group": None})
+    else:
+        out.update(minority_rate(pred, group, group_names, minority))
     return out

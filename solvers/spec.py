@@ -8,6 +8,7 @@ raises :class:`SpecError` with a ``loc`` path into the spec.
 """
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 import pandas as pd
@@ -21,7 +22,10 @@ MAX_NAME = 255             # characters of a column or group name
 MAX_VALUE = 1000           # characters of a label or group value
 MAX_COLUMNS = 10_000       # features listed
 MAX_SENSITIVE = 16         # sensitive columns (their groups multiply)
-MAX_GROUPS = 1000          # named groups of one group rule
+MAX_GROUPS = 1000          # named groups of one group rule, or overlapping groups of a spec
+MAX_THRESHOLD_COLUMNS = 8  # overlapping groups: columns with cuts ...
+MAX_CUTS = 100             # ... cuts on one column ...
+MAX_MEMBERSHIP_PAIRS = 20_000_000  # ... and (row, group) pairs of the membership (int64 pairs: 320 MB)
 MAX_RULE_VALUES = 100_000  # raw values of one group rule, all its groups together
 MAX_CONSTRAINTS = 64       # constraint families of one spec (each yields up to one row per group)
 MAX_HIDDEN_LAYERS = 16     # an MLP's hidden layers ...
@@ -73,6 +77,46 @@ class GroupRule(Strict):
         for name, (low, high) in (self.ranges or {}).items():
             if low is not None and high is not None and not low < high:
                 raise ValueError(f"range {name!r}: low must be < high")
+        return self
+
+
+class OverlappingGroups(Strict):
+    r"""Groups a row can belong to several of (a sparse membership, :mod:`solvers.membership`), instead of the
+    partition ``sensitive`` makes:
+
+    * ``thresholds`` (PLADA's Communities & Crime groups): with cuts t_{c,1} < ... < t_{c,J_c} on each numeric
+      column c, one group per combination (j_1, ..., j_C), I_(j) = {i : x_{i,c} ≥ t_{c,j_c} for every c}
+      (Π_c J_c groups; a row is in every group whose cuts it reaches; a missing value reaches no cut);
+    * ``columns``: one group per value of each column (``race=Black``, ``sex=Female``, ...): a row is in one
+      group per column, so groups of different columns overlap.
+
+    Both may be given (their union). Groups holding at most ``min_group_fraction`` of the table's rows are
+    dropped. Bounded before anything is allocated: at most ``MAX_THRESHOLD_COLUMNS`` columns with at most
+    ``MAX_CUTS`` cuts each and ``MAX_GROUPS`` threshold groups; against the table, at most ``MAX_GROUPS`` groups
+    in all and ``MAX_MEMBERSHIP_PAIRS`` (row, group) pairs."""
+
+    thresholds: dict[Name, list[float]] | None = Field(None, min_length=1, max_length=MAX_THRESHOLD_COLUMNS)
+    columns: list[Name] | None = Field(None, min_length=1, max_length=MAX_SENSITIVE)
+    min_group_fraction: float = Field(0.0, ge=0.0, lt=1.0)
+
+    @field_validator("thresholds")
+    @classmethod
+    def _bounded(cls, thresholds: dict[str, list[float]] | None) -> dict[str, list[float]] | None:
+        for column, cuts in (thresholds or {}).items():
+            if not 1 <= len(cuts) <= MAX_CUTS:
+                raise ValueError(f"'thresholds.{column}': between 1 and {MAX_CUTS} cuts")
+            if not all(math.isfinite(c) for c in cuts) or len(set(cuts)) != len(cuts):
+                raise ValueError(f"'thresholds.{column}': cuts must be finite and distinct")
+        if thresholds and (n := math.prod(len(c) for c in thresholds.values())) > MAX_GROUPS:
+            raise ValueError(f"'thresholds': {n} groups (more than {MAX_GROUPS})")
+        return thresholds
+
+    @model_validator(mode="after")
+    def _some(self) -> "OverlappingGroups":
+        if self.thresholds is None and self.columns is None:
+            raise ValueError("give 'thresholds' or 'columns' (or both)")
+        if self.columns is not None and len(set(self.columns)) != len(self.columns):
+            raise ValueError("'columns': a column is listed twice")
         return self
 
 
@@ -235,11 +279,18 @@ class GuaranteeSpec(Strict):
 class ProblemSpec(Strict):
     """A whole job. ``features=None`` means every column except ``target``; the
     sensitive columns ARE then used as model inputs too (list ``features``
-    explicitly to exclude them)."""
+    explicitly to exclude them).
+
+    Groups: ``sensitive`` (with ``group_rules``) makes a partition, one group per observed intersection;
+    ``overlapping_groups`` makes groups a row can belong to several of (:class:`OverlappingGroups`). Exactly one
+    of the two is given."""
 
     target: Name
     positive_label: Scalar
-    sensitive: list[Name] = Field(min_length=1, max_length=MAX_SENSITIVE)
+    overlapping_groups: OverlappingGroups | None = Field(
+        None, description="Groups that overlap (threshold groups, or one group per value of several columns), "
+        "instead of `sensitive`: {\"thresholds\": {\"col\": [cuts...]}, \"min_group_fraction\": 0.01}.")
+    sensitive: list[Name] = Field([], max_length=MAX_SENSITIVE, validate_default=True)
     features: list[Name] | None = Field(None, max_length=MAX_COLUMNS)
     group_rules: dict[Name, GroupRule] = Field({}, max_length=MAX_SENSITIVE)
     model: ModelSpec = ModelSpec()
@@ -259,12 +310,24 @@ class ProblemSpec(Strict):
         "split: tighten the surrogate and continue, then a per-group threshold correction where possible. "
         "False keeps the algorithm's output as the paper defines it.")
 
+    @field_validator("sensitive")
+    @classmethod
+    def _groups_given(cls, sensitive: list[str], info: ValidationInfo) -> list[str]:
+        overlapping = info.data.get("overlapping_groups")
+        if overlapping is None and "overlapping_groups" in info.data and not sensitive:
+            raise ValueError("give at least one sensitive column (or 'overlapping_groups')")
+        if overlapping is not None and sensitive:
+            raise ValueError("'sensitive' and 'overlapping_groups' are mutually exclusive: give one")
+        return sensitive
+
     @model_validator(mode="after")
     def _guarantee_needs(self) -> "ProblemSpec":
         if self.guarantee is not None and not self.constraints:
             raise ValueError("guarantee: needs at least one constraint")
         if self.guarantee is not None and self.split.validation == 0:
             raise ValueError("guarantee: needs a validation split (split.validation > 0)")
+        if self.group_rules and self.overlapping_groups is not None:
+            raise ValueError("group_rules: apply to 'sensitive' columns, not to 'overlapping_groups'")
         if self.model.type == "gbdt" and self.objective not in GBDT_OBJECTIVES:
             raise ValueError(f"objective: gbdt models boost the logistic loss ({', '.join(GBDT_OBJECTIVES)}), "
                              f"not {self.objective!r}")
@@ -291,6 +354,7 @@ def check_solver_supports(spec: ProblemSpec) -> None:
     if spec.model.type not in algorithm.supported_models:
         raise SpecError(("model", "type"), f"solver {spec.solver.name!r} supports models "
                                            f"{', '.join(algorithm.supported_models)}, not {spec.model.type!r}")
+    check_generic_groups(spec)  # before the counts: a solver that needs a partition is the first thing to say
     fewest, most = algorithm.constraint_count
     if not fewest <= len(spec.constraints) <= (most if most is not None else len(spec.constraints)):
         count = f"exactly {fewest}" if fewest == most else f"at least {fewest}" if most is None else \
@@ -307,9 +371,48 @@ def check_solver_supports(spec: ProblemSpec) -> None:
         from .catalog.auto import portfolio_names
 
         kinds = [CONSTRAINTS.entry(c.type).name for c in spec.constraints]
-        if not portfolio_names(spec.solver.config(), spec.model.type, kinds):
+        if not portfolio_names(spec.solver.config(), spec.model.type, kinds, generic=needs_generic_path(spec)):
             raise SpecError(("solver",), f"auto has no solver for a {spec.model.type} model with constraints "
                                          f"{', '.join(kinds) or '(none)'}; name a solver")
+
+
+#: constraint types defined on overlapping groups (their surrogates and exact metrics go through the membership)
+OVERLAPPING_CONSTRAINTS = ("demographic_parity", "equal_opportunity", "loss_gap", "intersectional")
+
+
+def _per_group_rows(constraint: ConstraintSpec) -> bool:
+    return (constraint.model_extra or {}).get("reference") == "overall"
+
+
+def needs_generic_path(spec: ProblemSpec) -> bool:
+    """Whether only solvers that see the groups through the constraint families' G(θ) alone (catalog flag
+    ``overlapping_groups``) can serve the spec: overlapping groups, or a rate constraint per group against the
+    overall rate (``reference: "overall"``), which the dedicated solvers (reductions, post-processing) do not
+    know."""
+    return spec.overlapping_groups is not None or any(map(_per_group_rows, spec.constraints))
+
+
+def check_generic_groups(spec: ProblemSpec) -> None:
+    """Raise :class:`SpecError` when the spec needs the generic constraint path (:func:`needs_generic_path`) and
+    its solver does not take it, or a constraint type is not defined on overlapping groups."""
+    entry = spec.solver.entry
+    if spec.overlapping_groups is not None:
+        if not entry.overlapping_groups:
+            raise SpecError(("solver",), f"solver {spec.solver.name!r} needs a partition of groups ('sensitive'); "
+                                         "with overlapping_groups use one of " + ", ".join(generic_solvers()))
+        for i, constraint in enumerate(spec.constraints):
+            if (kind := CONSTRAINTS.entry(constraint.type).name) not in OVERLAPPING_CONSTRAINTS:
+                raise SpecError(("constraints", i, "type"), f"{kind!r} needs a partition of groups; on overlapping "
+                                                            f"groups: {', '.join(OVERLAPPING_CONSTRAINTS)}")
+    for i, constraint in enumerate(spec.constraints):
+        if _per_group_rows(constraint) and not entry.overlapping_groups:
+            raise SpecError(("constraints", i, "reference"), f"solver {spec.solver.name!r} knows only the spread "
+                            "of the group rates; reference 'overall' needs one of " + ", ".join(generic_solvers()))
+
+
+def generic_solvers() -> list[str]:
+    """The solvers that take overlapping groups and per-group rate rows (catalog flag ``overlapping_groups``)."""
+    return [e.name for e in ALGORITHMS.entries() if e.overlapping_groups]
 
 
 def positive_label_error(spec: ProblemSpec, distinct) -> SpecError:
@@ -352,6 +455,10 @@ def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
             raise SpecError(("features", i), "the target column cannot be a feature")
     if not spec.feature_columns(table.columns):
         raise SpecError(("features",), "no feature columns")
+    if spec.overlapping_groups is not None:
+        from .membership import check_overlapping_groups
+
+        check_overlapping_groups(spec.overlapping_groups, table, spec.target)
     for col, rule in spec.group_rules.items():
         if col not in spec.sensitive:
             raise SpecError(("group_rules", col), f"{col!r} is not a sensitive column")

@@ -116,6 +116,9 @@ def labelled_groups(spec: ProblemSpec, required: list[str], table) -> tuple[np.n
     from solvers.encoding import build_groups
     from solvers.spec import labels_of
 
+    if spec.overlapping_groups is not None:  # an audit's groups are a partition (its metrics and reports)
+        raise ModelError("the model was trained on overlapping groups; audits need a partition of groups "
+                         "(sensitive columns)")
     missing = [c for c in required if c not in table.columns]
     if missing:
         raise ModelError(f"the data lacks the model's column(s) {', '.join(map(repr, missing))}")

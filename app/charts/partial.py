@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from app.charts.group_list import group_list, overlapping
 from app.charts.registry import ChartContext, ChartUnavailable, chart
 
 PARTIAL_TYPES = ("partial_statistical_parity", "partial_demographic_parity", "psp", "pdp", "partial_sp", "partial_dp")
@@ -77,6 +78,8 @@ def ccdf_figure(predictions: pd.DataFrame, interval: dict | None, title: str) ->
 
 @chart("ccdf")
 def ccdf_chart(ctx: ChartContext) -> go.Figure:
+    if overlapping(ctx):  # no single group per row: the group list
+        return group_list(ctx)
     return ccdf_figure(ctx.predictions(), job_interval(ctx), f"Group CCDFs (test) — job {ctx.job.id[:8]}")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from app.charts.group_list import group_list, overlapping
 from app.charts.registry import ChartContext, ChartUnavailable, chart
 from solvers.auc.metrics import auc_between
 
@@ -68,6 +69,8 @@ def roc_figure(predictions: pd.DataFrame, title: str, variant: str | None = None
 
 @chart("roc")
 def roc_chart(ctx: ChartContext) -> go.Figure:
+    if overlapping(ctx):  # no single group per row: the group list
+        return group_list(ctx)
     constraint = _auc_constraint(ctx.job.spec)
     variant = constraint.get("variant", "group") if constraint else None
     protected = constraint.get("protected") if constraint else None

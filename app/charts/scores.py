@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from app.charts.group_list import group_list, overlapping
 from app.charts.registry import ChartContext, chart
 
 SCORE_BINS = 40
@@ -13,6 +14,8 @@ SCORE_BINS = 40
 
 @chart("scores")
 def scores_chart(ctx: ChartContext) -> go.Figure:
+    if overlapping(ctx):  # no single group per row: the group list
+        return group_list(ctx)
     fig = scores_figure(ctx.predictions(), f"Test scores per group — job {ctx.job.id[:8]}")
     from app.charts.partial import job_interval, shade_interval
 

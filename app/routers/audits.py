@@ -45,6 +45,9 @@ def audited_job(db: Session, job_id: str | None, caller) -> Job:
         raise spec_error(("job_id",), f"job {job_id!r} not found")
     if job.status != "succeeded" or weights_of(db, job_id) is None:
         raise spec_error(("job_id",), f"job {job_id!r} has {job.status}; only a succeeded job's model can be audited")
+    if (job.spec or {}).get("overlapping_groups"):  # an audit's groups are the sensitive columns' partition
+        raise spec_error(("job_id",), f"job {job_id!r} has overlapping groups; audits need a partition of groups "
+                                      "(its sensitive columns)")
     return job
 
 

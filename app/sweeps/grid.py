@@ -21,7 +21,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, ValidationError
 
 from app.schemas import JobCreate
-from solvers import ALGORITHMS, SolverSpec
+from solvers import ALGORITHMS, SolverSpec, SpecError
+from solvers.spec import check_generic_groups
 
 MAX_JOBS = 500          # without allow_large
 HARD_MAX_JOBS = 5000    # even with allow_large
@@ -120,10 +121,14 @@ def expand(request: SweepCreate) -> list[PlannedJob]:
                 spec["constraints"] = [{**c, "tolerance": tol} for c in raw["constraints"]]
             try:
                 job = JobCreate.model_validate(spec)
+                check_generic_groups(job)  # a grid solver that needs a partition, on overlapping groups
             except ValidationError as exc:
                 err = exc.errors()[0]
                 raise GridError(("grid", "solvers", i, *err["loc"][1:]) if err["loc"][:1] == ("solver",)
                                 else ("base", *err["loc"]), err["msg"]) from exc
+            except SpecError as exc:
+                raise GridError(("grid", "solvers", i) if exc.loc[:1] == ("solver",) else ("base", *exc.loc),
+                                exc.msg) from exc
             planned.append(PlannedJob(job, {"solver": solver.name, "params": params, "seed": seed,
                                             "tolerance": tol if tol is not None else _tolerance(raw)}, chain))
     if grid.include_unconstrained:

@@ -8,7 +8,7 @@ Modified proximal-perturbed Lagrangian (6), reduced over z (7):
 
 Iteration k = 0, 1, ... (Algorithm 1):
 
-    (9)  θ_{k+1} = Π_Θ[θ_k − η(∇F(θ_k) + ∂G(θ_k)ᵀλ_k)]
+    (9)  θ_{k+1} = Π_Θ[θ_k − η(∇F(θ_k) + ∂G(θ_k)ᵀ(w ⊙ λ_k))]
     (10) u_{k+1} = Π_[0,u_max][u_k − τλ_k]
     (11) γ_k = min{γ_0, ρδ_k/(‖λ_k − μ_k‖² + 1)},  δ_k = κ/(k+1)
          μ_{k+1} = μ_k + (γ_k/ρ)(λ_k − μ_k)
@@ -21,6 +21,15 @@ Choices the paper leaves open (documented here):
   it is solved; Table 2 names η_w / η_u step sizes, so — like the paper's code
   presumably — we take ONE projected (sub)gradient step on F + ⟨λ_k, G⟩
   linearised at θ_k (backprop on F + λ_kᵀG for neural networks).
+* Many constraints (``row_weights``, w above; Algorithm 1 as written is w = 1): eq. (18) writes the
+  intersectional constraint as ONE expectation E_G over a uniformly drawn group G, with one constraint (and
+  one multiplier) per group. We read the θ-step's constraint term as that expectation,
+  E_G[λ_G ∂G_G] = (1/m) Σ_g λ_g ∂G_g (the mean of the sampled-group step), so w_g = 1/m on such a family's
+  rows ('auto'); the dual steps (10)–(12) stay per constraint, unweighted ("alternatingly optimizing
+  (u, z, λ, μ) for each fairness constraint", Sec. 5.2). With w = 1 the constraint term of (9) is ~m times
+  the size of one constraint's (λ_g = ρ(G_g + u_g) per row at k = 0) and the step bound
+  η < 1/(L_F + 3ρM_G²) shrinks with M_G² ∝ m: on Communities & Crime (627 rows) Table 2's η = 0.1 diverges
+  in 2 iterations with w = 1 and runs with w = 1/m (bench/results/communities_crime.md).
 * η_u of Table 2 is τ. Defaults: Table 2 row "Models 5.1 and 5.2" for linear models
   (η=0.001, τ=0.1, α=10, β=0.1, γ_0=0.1), row "Neural network 5.3" otherwise
   (η=0.1, τ=0.01, α=10, β=0.5, γ_0=0.1). ``eta``/``tau``/``beta`` = None means
@@ -72,12 +81,13 @@ class PLADA(Algorithm):
         self.u = torch.zeros_like(g0)
         self.mu = torch.zeros_like(g0)
         self.lam = self.mu + self.rho * (g0 + self.u)
+        self.row_weights = row_weights(self.problem.constraints, self.config.row_weights, g0)
 
     def step(self, k: int, current: Evaluation):
         c, rho = self.config, self.rho
         lam, mu = self.lam, self.mu
-        # (9) θ_{k+1} = Π_Θ[θ_k − η(∇F(θ_k) + ∂G(θ_k)ᵀλ_k)]
-        grads = gradient(current.objective + (lam * current.constraints).sum(), self.params)
+        # (9) θ_{k+1} = Π_Θ[θ_k − η(∇F(θ_k) + ∂G(θ_k)ᵀ(w ⊙ λ_k))]
+        grads = gradient(current.objective + (self.row_weights * lam * current.constraints).sum(), self.params)
         with torch.no_grad():
             torch._foreach_add_(self.params, grads, alpha=-c.eta)
             self.problem.project_(self.params)
@@ -100,3 +110,11 @@ class PLADA(Algorithm):
             "z": (lam - mu) / c.alpha,  # (13)
         }
         return nxt, duals
+
+
+def row_weights(families, rule: str, like: torch.Tensor) -> torch.Tensor:
+    """w ∈ R^m of step (9): 1 on every row ('sum'), 1/m_f on the m_f rows of family f ('mean'), or 1/m_f only for
+    families whose constraint is an expectation over its rows (``expectation_over_rows``; 'auto')."""
+    w = [(1.0 / len(f.names) if rule == "mean" or (rule == "auto" and f.expectation_over_rows) else 1.0)
+         for f in families for _ in f.names]
+    return torch.tensor(w, dtype=like.dtype, device=like.device) if w else like.new_zeros(0)

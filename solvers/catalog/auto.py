@@ -14,6 +14,7 @@ DEFAULT_PORTFOLIO = ("ssg", "plada", "lagrangian", "penalty")
 
 @ALGORITHMS.declare(
     "auto",
+    overlapping_groups=True,
     implementation="solvers.auto:Auto",
     aliases=("portfolio",),
     supported_models=("linear", "mlp", "gbdt"),
@@ -80,10 +81,12 @@ class AutoConfig(BaseModel):
         return [ALGORITHMS.entry(name).name for name in names]
 
 
-def portfolio_names(config: AutoConfig, model_type: str, families: list[str]) -> list[str]:
+def portfolio_names(config: AutoConfig, model_type: str, families: list[str], generic: bool = False) -> list[str]:
     """The solvers auto tries, in order: ``config.portfolio`` or :data:`DEFAULT_PORTFOLIO` followed by every solver
     declared only for constraint types of the spec, keeping those that handle ``model_type`` and every family
-    (for gbdt: the dedicated fair_boosting, reductions and group_thresholds). Empty: auto cannot serve the spec."""
+    (for gbdt: the dedicated fair_boosting, reductions and group_thresholds) and, when ``generic`` (overlapping
+    groups, per-group rate rows: :func:`solvers.spec.needs_generic_path`), the ``overlapping_groups`` ones. Empty:
+    auto cannot serve the spec."""
     if config.portfolio is not None:
         names = list(config.portfolio)
     else:
@@ -95,6 +98,7 @@ def portfolio_names(config: AutoConfig, model_type: str, families: list[str]) ->
     for name in dict.fromkeys(names):
         entry = ALGORITHMS.entry(name)
         supported = entry.supported_constraints
-        if model_type in entry.supported_models and (supported is None or all(f in supported for f in families)):
+        if model_type in entry.supported_models and (supported is None or all(f in supported for f in families)) \
+                and (entry.overlapping_groups or not generic):
             out.append(name)
     return out

@@ -11,12 +11,14 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from ..registry import Catalog, Entry
 
+# overlapping_groups: the solver sees the groups only through the constraint families' G(θ) (and its mini-batches
+# through FairnessData.subset), so it takes a spec's overlapping groups and per-group rate rows (reference "overall").
 # keeps_exact: the solver's output keeps the exact constraint by construction on its selection split (post-processing
 # chosen by the exact rates): ``run`` then skips the exact enforcement that continues surrogate solvers.
 ALGORITHMS: Catalog = Catalog("solver", paper="", description="", supported_models=("linear", "mlp"),
                               supported_constraints=None,  # None: every constraint type
                               constraint_count=(0, None),  # (fewest, most) constraints of a spec; None: no limit
-                              keeps_exact=False)
+                              keeps_exact=False, overlapping_groups=False)
 # max_tolerance: the largest gap the type's metric can take (rates and shares: 1); a tolerance above it could never
 # bind and is refused. None: unbounded (loss gaps).
 CONSTRAINTS: Catalog = Catalog("constraint type", description="", max_tolerance=None)
@@ -64,7 +66,8 @@ def describe_solver(entry: Entry) -> dict[str, Any]:
         "aliases": list(entry.aliases),
         "paper": entry.paper,
         "description": entry.description,
-        "supports": {"models": list(entry.supported_models), "constraints": list(constraints)},
+        "supports": {"models": list(entry.supported_models), "constraints": list(constraints),
+                     "overlapping_groups": bool(entry.overlapping_groups)},
         "config_schema": entry.Config.model_json_schema(),
     }
 

@@ -18,7 +18,19 @@ LossName = Literal["bce", "logistic", "hinge", "truncated_logistic"]
     description="Demographic parity: the positive-prediction rates Pr(f>0 | s=g) of all groups "
     "lie within `tolerance` of each other (surrogate: paper eq. 15, max − min over K groups).",
 )
-class DemographicParityConfig(RateConfig):
+class GroupRateConfig(RateConfig):
+    """The rate families that compare the groups' rates (DP, equal opportunity): against each other or against
+    the overall rate."""
+
+    reference: Literal["groups", "overall"] = Field(
+        "groups",
+        description="'groups': one constraint, max_g r_g − min_g r_g ≤ ε (paper eq. 15 for K groups). 'overall': "
+        "one constraint per group g with training rows, |r_g − r| ≤ ε with r the rate of all rows (PLADA's "
+        "Communities & Crime form, eq. 18: each group against the population; natural for overlapping groups).",
+    )
+
+
+class DemographicParityConfig(GroupRateConfig):
     """No fields of its own beyond those it inherits."""
 
 
@@ -30,7 +42,7 @@ class DemographicParityConfig(RateConfig):
     description="Equal opportunity: the true-positive rates Pr(f>0 | s=g, y=1) of all groups lie within "
     "`tolerance` of each other (surrogate: max − min over K groups of the mean σ(f) on y=1 samples).",
 )
-class EqualOpportunityConfig(RateConfig):
+class EqualOpportunityConfig(GroupRateConfig):
     """No fields of its own beyond those it inherits."""
 
 

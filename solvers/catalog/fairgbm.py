@@ -23,8 +23,10 @@ from .base import ALGORITHMS, AlgorithmConfig
 class FairBoostingConfig(AlgorithmConfig):
     batch_size: None = Field(None, description="Boosting is full batch: every round fits a tree to all rows.")
     multiplier_learning_rate: PositiveFloat = Field(
-        0.1, description="Step η_λ of the ascent λ ← max(0, λ + η_λ c(f)) on the exact constraint values (FairGBM's "
-        "multiplier_learning_rate, default 0.1; here λ weighs the MEAN loss, see the implementation's docstring).")
+        0.1, description="Step η_λ of the ascent λ ← max(0, λ + η_λ / (G − 1) · c(f)) on the exact constraint values, "
+        "one λ per ordered pair of the G groups, so a group's summed weight grows as the paper's one λ per group "
+        "(FairGBM's multiplier_learning_rate, default 0.1; here λ weighs the MEAN loss, see the implementation's "
+        "docstring).")
     init_multipliers: NonNegativeFloat = Field(0.0, description="λ_0 of every constraint (FairGBM: 0).")
     proxy_margin: PositiveFloat = Field(
         1.0, description="Vertical margin m of the cross-entropy proxy φ(z) = log(1 + e^{z + log(e^m − 1)}), "
@@ -36,5 +38,11 @@ class FairBoostingConfig(AlgorithmConfig):
     max_delta_step: NonNegativeFloat = Field(
         0.0, description="LightGBM's bound on a leaf's Newton step |−Σg/Σh| before shrinkage (0: none).")
     hessian: Literal["loss", "lagrangian"] = Field(
-        "loss", description="Second-order term of the trees: 'loss' = σ(f)(1 − σ(f)) of the logistic loss (FairGBM's "
-        "implementation), 'lagrangian' adds the diagonal Hessian of the proxy terms where it is positive.")
+        "lagrangian", description="Second-order term of the trees: 'lagrangian' = σ(f)(1 − σ(f)) of the logistic "
+        "loss plus the diagonal Hessian of the multiplier-weighted proxy terms (Newton steps on the model player's "
+        "objective); 'loss' = the logistic loss's alone (FairGBM's implementation: its steps grow with N / n_g on "
+        "small groups, see the implementation's docstring).")
+    output: Literal["best", "last"] = Field(
+        "best", description="Output rule: 'best' = the trees up to the best round on the training rows (feasible "
+        "on the exact rates with the least loss, else the least exact violation; Cotter et al. 2019's best "
+        "iterate), 'last' = every tree (FairGBM's final ensemble).")

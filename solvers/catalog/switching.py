@@ -11,6 +11,7 @@ from .base import ALGORITHMS, AlgorithmConfig
 
 @ALGORITHMS.declare(
     "ssg",
+    overlapping_groups=True,
     implementation="solvers.algorithms.ssg:SSG",
     aliases=("switching-subgradient",),
     paper="Huang & Lin, Oracle Complexity of Single-Loop Switching Subgradient Methods for Non-Smooth Weakly "
@@ -42,6 +43,7 @@ class SSGConfig(AlgorithmConfig):
 
 @ALGORITHMS.declare(
     "ipc",
+    overlapping_groups=True,
     implementation="solvers.algorithms.ipc:IPC",
     aliases=("ipp_ssg", "ipp-ssg", "inexact-proximally-constrained"),
     paper="Ma, Lin & Yang, Proximally Constrained Methods for Weakly Convex Optimization with Weakly Convex "
@@ -80,6 +82,7 @@ class IPCConfig(AlgorithmConfig):
 
 @ALGORITHMS.declare(
     "ipc_stochastic",
+    overlapping_groups=True,
     implementation="solvers.algorithms.ipc:IPCStochastic",
     aliases=("ipc-stochastic", "ipc-ynw"),
     paper="Ma, Lin & Yang, Proximally Constrained Methods for Weakly Convex Optimization with Weakly Convex "
@@ -95,6 +98,7 @@ class IPCStochasticConfig(IPCConfig):
 
 @ALGORITHMS.declare(
     "ynw",
+    overlapping_groups=True,
     implementation="solvers.algorithms.ynw:YNW",
     aliases=("yu-neely-wei", "virtual-queue"),
     paper="Yu, Neely & Wei, Online Convex Optimization with Stochastic Constraints (NeurIPS 2017); the "

@@ -154,6 +154,9 @@ class ConstraintFamily:
     aliases: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
     Config: ClassVar[type[ConstraintConfig]] = ConstraintConfig
+    #: True when the family's m rows are the terms of ONE expectation over its groups (PLADA eq. 18:
+    #: Δ_I = E_G[·], G drawn uniformly): a Lagrangian term ⟨λ, G⟩ then weighs each row 1/m (PLADA ``row_weights``).
+    expectation_over_rows: ClassVar[bool] = False
 
     def __init__(self, tolerance: float, config: ConstraintConfig | dict | None = None) -> None:
         if tolerance < 0:

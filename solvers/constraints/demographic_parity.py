@@ -1,21 +1,22 @@
-"""Demographic parity (paper eq. 15), generalised to K groups."""
+"""Demographic parity (paper eq. 15), generalised to K groups (possibly overlapping)."""
 from __future__ import annotations
 
 from torch import Tensor
 
-from ..groups import spread
-from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate
+from .base import CONSTRAINTS, FairnessData, indicator_surrogate
+from .group_rates import GroupRateFamily
 
 
 @CONSTRAINTS.implements("demographic_parity")
-class DemographicParity(ConstraintFamily):
-    r"""Δ̂_D(θ) = max_g ŝ_g − min_g ŝ_g,  ŝ_g = (1/N_g) Σ_{i∈I_g} σ(f_θ(x_i)).
+class DemographicParity(GroupRateFamily):
+    r"""ŝ_g = (1/N_g) Σ_{i∈I_g} σ(f_θ(x_i)), ŝ = (1/N) Σ_i σ(f_θ(x_i)); Δ̂_D(θ) = max_g ŝ_g − min_g ŝ_g, or
+    Δ̂_g = |ŝ_g − ŝ| per group with ``reference="overall"`` (:class:`~.group_rates.GroupRateFamily`).
 
-    For two groups (protected p, unprotected u) this is exactly eq. (15):
+    For two groups (protected p, unprotected u) the spread is exactly eq. (15):
     |(1/N_p) Σ_{I_p} σ(θᵀx_i) − (1/N_u) Σ_{I_u} σ(θᵀx_i)|.
     """
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         cells = data.by_group
-        rates = cells.means(indicator_surrogate(scores, self.config.surrogate, self.config.temperature))
-        return spread(rates, cells.valid).reshape(1)
+        soft = indicator_surrogate(scores, self.config.surrogate, self.config.temperature)
+        return self.rows(cells.means(soft), cells.valid, soft.mean())

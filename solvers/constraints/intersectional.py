@@ -1,7 +1,6 @@
 """Intersectional fairness (PLADA eq. 18): one hinge-loss-gap constraint per sizeable group."""
 from __future__ import annotations
 
-
 from .base import CONSTRAINTS
 from .loss_gap import LossGap
 
@@ -18,5 +17,10 @@ class Intersectional(LossGap):
     PLADA's C&C groups: every combination of one threshold on each of 3 columns, a row in each it passes).
     The same computation as ``loss_gap`` (one_sided) with a size filter and the hinge default;
     rows named ``intersectional[g]``.
+
+    ``expectation_over_rows``: eq. (18) is an expectation over a uniformly drawn group, so a Lagrangian weighs
+    each of the m rows 1/m (PLADA's θ-step: E_G[λ_G ∂G_G] = (1/m) Σ_g λ_g ∂G_g); feasibility is per row.
     """
+
+    expectation_over_rows = True
 

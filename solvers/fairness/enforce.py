@@ -12,8 +12,8 @@ set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
    rate families' surrogate σ(f/T) by ``COOLING`` (down to ``MIN_TEMPERATURE``; a smaller T is closer to the
    indicator); at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left; a round that leaves the worst excess
    max_j (v_j − t_j) larger is undone and ends the tightening;
-2. **threshold**: if still violated, for a linear model and one violated rate constraint (demographic
-   parity or equal opportunity), add a per-group score offset b_g (:func:`group_offsets`) so the exact
+2. **threshold**: if still violated, for a linear model, a partition of groups and one violated rate constraint
+   (demographic parity or equal opportunity, the spread form ``reference="groups"``), add a per-group score offset b_g (:func:`group_offsets`) so the exact
    train rates of the groups lie in one band of width t, the band of best train accuracy; it is applied only when the offset is a linear
    function of the features (x ↦ b_{g(x)} = vᵀx + v₀ exactly on the train rows, e.g. the sensitive column
    is one-hot encoded among the features), by adding v to the model's weights and bias — the model stays
@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from ..membership import Membership
 from .exact import exact_gaps
 
 MAX_TIGHTEN_ROUNDS = 3
@@ -145,8 +146,9 @@ def threshold_correction(model, families: Sequence, targets: np.ndarray, values:
     """Apply the per-group offset of the single violated DP / EOpp constraint (module docstring, step 2).
     ``scores(model)`` gives the train logits. Returns ``{"offsets": ...}`` if applied, else None."""
     violated = np.flatnonzero(~(values <= targets))
-    if len(violated) != 1 or families[violated[0]].name not in _THRESHOLD_FAMILIES:
-        return None
+    if len(violated) != 1 or families[violated[0]].name not in _THRESHOLD_FAMILIES or isinstance(group, Membership) \
+            or getattr(families[violated[0]].config, "reference", "groups") != "groups":
+        return None  # the offsets put a partition's group rates in one band
     j = int(violated[0])
     logits = scores(model)
     rows = np.ones(len(y), dtype=bool) if families[j].name == "demographic_parity" else y == 1

@@ -6,7 +6,8 @@ evaluation — :mod:`solvers.metrics`, :mod:`solvers.auc.metrics`, :mod:`solvers
 second definition. With ŷ_i = 1{f_i > 0}:
 
 * ``demographic_parity`` / ``equal_opportunity`` / ``equalized_odds``: max − min over groups of the
-  selection rate / TPR / max(TPR gap, FPR gap) (:func:`solvers.metrics.group_fairness`);
+  selection rate / TPR / max(TPR gap, FPR gap) (:func:`solvers.metrics.group_fairness`); DP / EOpp with
+  ``reference="overall"``: max_g |r_g − r| against the overall rate (:func:`solvers.metrics.rate_deviation`);
 * ``loss_gap``: one-sided max_g (L_g − L), two-sided max_{a,b} (L_a − L_b) = max_g L_g − min_g L_g,
   over the groups above ``min_group_fraction`` (:func:`solvers.metrics.loss_gap`); ``intersectional``
   the same with its loss (hinge) and size filter;
@@ -18,6 +19,10 @@ second definition. With ŷ_i = 1{f_i > 0}:
   interval (:func:`solvers.partial.metrics.partial_sp` / ``partial_dp``, the values of its ``exact_metrics``);
 * any other family: the value its ``exact_metrics`` reports under its type name.
 
+Overlapping groups: ``group`` a :class:`~solvers.membership.Membership` (or the ``membership`` argument);
+the families of :data:`solvers.spec.OVERLAPPING_CONSTRAINTS` (one-sided loss gaps, DP, EOpp) are then taken
+over its pairs, any other family raises ValueError.
+
 A value that is undefined on the split (e.g. a TPR gap with no positive labels) is NaN, which no
 tolerance keeps (``nan <= ε`` is False). Cost: one pass of the shared group rates per call plus one
 vectorised metric per other family; no loop over samples or groups.
@@ -28,7 +33,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..metrics import group_fairness, loss_gap, minority_rate
+from ..membership import Membership
+from ..metrics import group_fairness, loss_gap, minority_rate, rate_deviation
+from ..spec import OVERLAPPING_CONSTRAINTS
 
 _RATE_FAMILIES = ("demographic_parity", "equal_opportunity", "equalized_odds")
 
@@ -37,9 +44,9 @@ def _float(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-def _loss_gap_value(family, y, logits, group, group_names, membership=None) -> float:
+def _loss_gap_value(family, y, logits, group, group_names) -> float:
     cfg = family.config
-    out = loss_gap(y, logits, group, group_names, cfg.loss, cfg.min_group_fraction, "gap", membership)
+    out = loss_gap(y, logits, group, group_names, cfg.loss, cfg.min_group_fraction, "gap")
     if getattr(cfg, "mode", "one_sided") == "one_sided":
         return _float(out["gap"])
     values = np.asarray([v for v in out["gap_by_group"].values() if v is not None], dtype=float)
@@ -91,23 +98,25 @@ def exact_gaps(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.
     """(len(families),) float64: each family's exact value on this split (see module docstring),
     comparable to ``family.tolerance``. ``logits`` are the raw scores f (ŷ = 1{f > 0}).
 
-    ``membership`` (:class:`solvers.membership.Membership`, groups that overlap; ``group`` ignored): the
-    loss-gap families (``loss_gap`` one-sided, ``intersectional``) on its groups; other families raise
-    ValueError (their exact metrics are defined on a partition)."""
+    ``group`` (or ``membership``) a :class:`solvers.membership.Membership`: groups that overlap (module
+    docstring)."""
     y = np.asarray(y).astype(int)
     logits = np.asarray(logits, dtype=np.float64).reshape(-1)
     names = list(group_names)
     out = np.full(len(families), np.nan)
-    if membership is not None:
-        for j, family in enumerate(families):
-            if _VALUE.get(family.name) is not _loss_gap_value or getattr(family.config, "mode", "") == "two_sided":
+    group = membership if membership is not None else group
+    if isinstance(group, Membership):
+        for family in families:
+            if family.name not in OVERLAPPING_CONSTRAINTS:
                 raise ValueError(f"{family.name!r}: no exact metric on overlapping groups")
-            out[j] = _loss_gap_value(family, y, logits, None, names, membership)
-        return out
-    group = np.asarray(group).astype(int)
+    else:
+        group = np.asarray(group).astype(int)
     rates = None
     for j, family in enumerate(families):  # loop over the spec's few constraints, each vectorised
-        if family.name in _RATE_FAMILIES:
+        if getattr(family.config, "reference", "groups") == "overall":
+            pred = (logits > 0).astype(int)
+            out[j] = _float(rate_deviation(y, pred, group, names, family.name)[family.name])
+        elif family.name in _RATE_FAMILIES:
             if rates is None:
                 rates = group_fairness(y, (logits > 0).astype(int), group, names)
             out[j] = _float(rates[family.name])

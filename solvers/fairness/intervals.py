@@ -22,6 +22,11 @@ evaluated for all replicates at once: per-replicate group sums by one bincount i
 gathered means (minority rate), or, for AUC, multiplicity-weighted cumulative counts along the score order. CI = [q_{α/2}, q_{1−α/2}], upper bound = q_{1−α} of
 the replicate values (asymptotic, not exact).
 
+**Overlapping groups** (``group`` a :class:`~solvers.membership.Membership`) and the rate families against the
+overall rate (``reference="overall"``): percentile bootstrap as above; a replicate's group sums are Wᵀ-weighted
+membership sums (W the (b, n) row multiplicities, sums = (W ∘ v) M through the sparse M), its statistic the
+exact value's definition (:func:`~solvers.metrics.rate_deviation`, the spread, the loss gap) on them.
+
 **Simultaneous upper bounds** (:func:`constraint_bounds`' ``upper``): with m constraints, each family's upper
 bound is taken at level 1 − α/m, so that by the union bound *all m* bounds hold together with probability
 ≥ 1 − α (for the rate families exactly, for the bootstrap ones up to the bootstrap's approximation).
@@ -35,6 +40,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.stats import beta
 
+from ..membership import Membership
 from .exact import exact_gaps
 
 DEFAULT_BOOT = 1000
@@ -128,9 +134,12 @@ def replicate_indices(n: int, n_boot: int, seed: int):
         done += b
 
 
-def _per_replicate_sums(idx: np.ndarray, values: np.ndarray, group: np.ndarray, k: int) -> np.ndarray:
-    """(b, k) Σ over each replicate's drawn rows of ``values`` by group: one bincount into b·k bins."""
+def _per_replicate_sums(idx: np.ndarray, values: np.ndarray, group, k: int) -> np.ndarray:
+    """(b, k) Σ over each replicate's drawn rows of ``values`` by group: one bincount into b·k bins (overlapping
+    groups: the multiplicity-weighted values times the sparse membership, (W ∘ v) M)."""
     b = len(idx)
+    if isinstance(group, Membership):
+        return np.asarray((group.csr().T @ (_weights(idx, len(values)) * values).T).T)
     cells = (group[idx] + k * np.arange(b)[:, None]).ravel()
     return np.bincount(cells, weights=values[idx].ravel(), minlength=b * k).reshape(b, k)
 
@@ -145,7 +154,7 @@ def _loss_gap_statistic(family, y, logits, group, group_names) -> Callable[[np.n
     with torch.no_grad():
         losses = per_sample_loss(cfg.loss)(torch.as_tensor(logits), torch.as_tensor(y, dtype=torch.float64)).numpy()
     k = len(group_names)
-    sizes = np.bincount(group, minlength=k)
+    sizes = _per_replicate_sums(np.arange(len(y))[None, :], np.ones(len(y)), group, k)[0]
     keep = (sizes > 0) & (sizes > cfg.min_group_fraction * len(y))
     one_sided = getattr(cfg, "mode", "one_sided") == "one_sided"
     ones = np.ones(len(y))
@@ -156,8 +165,29 @@ def _loss_gap_statistic(family, y, logits, group, group_names) -> Callable[[np.n
         with np.errstate(invalid="ignore", divide="ignore"):
             group_loss = np.where(n_g > 0, sums / n_g, np.nan)[:, keep]
             if one_sided:
-                return np.nanmax(group_loss - (sums.sum(1) / idx.shape[1])[:, None], axis=1)
+                return np.nanmax(group_loss - losses[idx].mean(1)[:, None], axis=1)  # L over the drawn rows
             return np.nanmax(group_loss, axis=1) - np.nanmin(group_loss, axis=1)
+
+    return statistic
+
+
+def _rate_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
+    """idx ↦ per-replicate exact DP / EOpp value: the spread of the group rates or, with ``reference="overall"``,
+    max_g |r_g − r| (the definitions of :mod:`solvers.metrics`), rates over the drawn rows (EOpp: their
+    positives)."""
+    pred = (logits > 0).astype(float)
+    mask = np.ones(len(y)) if family.name == "demographic_parity" else (y == 1).astype(float)
+    k = len(group_names)
+    overall = getattr(family.config, "reference", "groups") == "overall"
+
+    def statistic(idx: np.ndarray) -> np.ndarray:
+        n_g = _per_replicate_sums(idx, mask, group, k)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = np.where(n_g > 0, _per_replicate_sums(idx, pred * mask, group, k) / n_g, np.nan)
+            if overall:
+                r = (pred * mask)[idx].sum(1) / mask[idx].sum(1)
+                return np.nanmax(np.abs(rates - r[:, None]), axis=1)
+            return np.nanmax(rates, axis=1) - np.nanmin(rates, axis=1)
 
     return statistic
 
@@ -229,17 +259,25 @@ def _replicate_statistic(family, y, logits, group, group_names) -> Callable[[np.
 _BOOTSTRAP = {"loss_gap": _loss_gap_statistic, "intersectional": _loss_gap_statistic,
               "minority_rate": _minority_statistic, "auc_parity": _auc_statistic}
 RATE_FAMILIES = ("demographic_parity", "equal_opportunity", "equalized_odds")
+_GROUP_RATE_FAMILIES = ("demographic_parity", "equal_opportunity")  # bootstrapped on overlapping groups / per group
+
+
+def _exact_cp(family, group) -> bool:
+    """Whether the family's bounds are the exact Clopper–Pearson ones: a rate spread over a partition."""
+    return (family.name in RATE_FAMILIES and not isinstance(group, Membership)
+            and getattr(family.config, "reference", "groups") == "groups")
 
 
 def bootstrap_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
     """The family's exact value as a function of (b, n) resample row indices (``arange(n)`` = the split)."""
-    return _BOOTSTRAP.get(family.name, _replicate_statistic)(family, y, logits, group, list(group_names))
+    make = _rate_statistic if family.name in _GROUP_RATE_FAMILIES else _BOOTSTRAP.get(family.name, _replicate_statistic)
+    return make(family, y, logits, group, list(group_names))
 
 
 def bootstrap_values(family, y, logits, group, group_names, n_boot: int = DEFAULT_BOOT, seed: int = 0) -> np.ndarray:
     """The family's exact value on ``n_boot`` row resamples of the split."""
     statistic = bootstrap_statistic(family, y, logits, group, group_names)
-    if family.name not in _BOOTSTRAP:
+    if family.name not in _BOOTSTRAP and family.name not in _GROUP_RATE_FAMILIES:
         n_boot = min(n_boot, FALLBACK_BOOT)
     return np.concatenate([statistic(idx) for idx in replicate_indices(len(y), n_boot, seed)])
 
@@ -252,7 +290,7 @@ def constraint_bounds(families: Sequence, y: np.ndarray, logits: np.ndarray, gro
     one-sided upper bound simultaneous over the m families (each at 1 − (1 − confidence)/m)."""
     y = np.asarray(y).astype(int)
     logits = np.asarray(logits, dtype=np.float64).reshape(-1)
-    group = np.asarray(group).astype(int)
+    group = group if isinstance(group, Membership) else np.asarray(group).astype(int)
     names = list(group_names)
     values = exact_gaps(families, y, logits, group, names)
     alpha = 1.0 - confidence
@@ -261,7 +299,7 @@ def constraint_bounds(families: Sequence, y: np.ndarray, logits: np.ndarray, gro
     for j, family in enumerate(families):  # the spec's few constraints; each bound is vectorised
         if len(y) == 0:
             out.append(Bound(np.nan, np.nan, np.nan, np.nan, "none"))
-        elif family.name in RATE_FAMILIES:
+        elif _exact_cp(family, group):
             hits, counts = _rate_cells(family.name, y, (logits > 0).astype(int), group, len(names))
             lo, hi = rate_gap_lower(hits, counts, alpha / 2), rate_gap_upper(hits, counts, alpha / 2)
             upper = rate_gap_upper(hits, counts, alpha / m)

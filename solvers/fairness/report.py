@@ -22,10 +22,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..membership import rows_of
 from .intervals import constraint_bounds
 
 MIN_BALANCED_ACCURACY = 0.55
 MIN_POSITIVE_RATE = 0.01
+LISTED_GROUPS = 10  # groups named in one warning
 SPLITS = ("train", "validation", "test")
 REPORT_BOOT = 500  # bootstrap replicates per split of the report's loss / AUC gaps (the guarantee uses 1000)
 
@@ -33,8 +35,9 @@ REPORT_BOOT = 500  # bootstrap replicates per split of the report's loss / AUC g
 def fairness_entries(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
                      group_names: Sequence[str], splits: Mapping[str, np.ndarray], *, confidence: float = 0.95,
                      n_boot: int = REPORT_BOOT, seed: int = 0) -> list[dict[str, Any]]:
-    """One entry per family (module docstring); ``splits`` maps split name -> row positions."""
-    per_split = {name: constraint_bounds(families, y[idx], logits[idx], group[idx], group_names,
+    """One entry per family (module docstring); ``splits`` maps split name -> row positions; ``group`` the rows'
+    group index, or a :class:`~solvers.membership.Membership` (groups that overlap)."""
+    per_split = {name: constraint_bounds(families, y[idx], logits[idx], rows_of(group, idx), group_names,
                                          confidence=confidence, n_boot=n_boot, seed=seed)
                  for name, idx in splits.items()}
     entries = []
@@ -59,7 +62,9 @@ def trivial_reasons(balanced_accuracy: float | None, positive_rates: Mapping[str
                    "the classes")
     low = {g: r for g, r in positive_rates.items() if r is not None and r < MIN_POSITIVE_RATE}
     if low:
-        listed = ", ".join(f"{g} {100 * r:.1f} %" for g, r in low.items())
+        listed = ", ".join(f"{g} {100 * r:.1f} %" for g, r in list(low.items())[:LISTED_GROUPS])
+        if len(low) > LISTED_GROUPS:  # many (overlapping) groups: a count, not a page of names
+            listed += f" and {len(low) - LISTED_GROUPS} more"
         out.append(f"predicted-positive rate under {100 * MIN_POSITIVE_RATE:.0f} % for group(s) {listed}")
     return out
 

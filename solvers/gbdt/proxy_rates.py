@@ -36,7 +36,9 @@ sex, DP: the scores ran off and the exact gap did not move). For i ∈ M_r in gr
 
 ψ'(z) = φ'(−z). Groups without rows in M_r have no constraint (c = −ε). Everything is vectorised over the rows and
 groups (one ``bincount`` per kind and quantity, (G, G) pair matrices); the kinds (at most two per constraint
-family) are a Python loop.
+family) are a Python loop. :meth:`ProxyRates.per_pair_share` is 1 / (G_r − 1) per pair, G_r the groups with rows
+in M_r: the share of one pair in a group's Λ, by which the ascent divides its step
+(:mod:`solvers.algorithms.fair_boosting`).
 """
 from __future__ import annotations
 
@@ -118,6 +120,12 @@ class ProxyRates:
     def _exact_rates(self, kind: RateKind, f: np.ndarray) -> np.ndarray:
         hit = (f > 0) if kind.sign > 0 else (f <= 0)
         return self._rates(kind, hit.astype(float))
+
+    def per_pair_share(self) -> np.ndarray:
+        """(size,): 1 / (G_r − 1) for every pair of kind r, G_r its groups with rows in M_r (1 when G_r ≤ 2): the
+        share of one pair in a group's multiplier sum Λ_g, which has G_r − 1 pairs (the ascent's scaling)."""
+        return np.concatenate([np.full(self.n_groups ** 2, 1.0 / max(1, int((k.counts > 0).sum()) - 1))
+                               for k in self.kinds]) if self.kinds else np.zeros(0)
 
     def exact_pairs(self, f: np.ndarray) -> np.ndarray:
         """c(f) (size,): r_a − r_b − ε for every kind and ordered pair (a, b), kind-major, row-major pairs."""

@@ -54,9 +54,12 @@ def test_a_gbdt_job_boosts_and_its_audit_model_rescores_the_predictions(postgres
         points = client.get(f"/api/v1/jobs/{fair['id']}/trajectory", params={"max_points": 1000}).json()["points"]
         assert len(points) == GBDT["n_estimators"]
         assert {"lambda", "constraint_exact", "constraint_proxy"} <= set(points[-1]["duals"])
-        # the last round's exact train gap (per group: max_a r_a − r_b − ε) is the job's train metric
-        assert max(points[-1]["duals"]["constraint_exact"]) + 0.05 == pytest.approx(
-            fair["metrics"]["train"]["demographic_parity"], abs=1e-9)
+        # the output is the best round of the second half (solvers.algorithms.fair_boosting): its exact train gap
+        # (per group: max_a r_a − r_b − ε) is the job's train metric, and no later-half round has a smaller violation
+        gaps = [max(p["duals"]["constraint_exact"]) + 0.05 for p in points[GBDT["n_estimators"] // 2:]]
+        train_gap = fair["metrics"]["train"]["demographic_parity"]
+        assert min(abs(gap - train_gap) for gap in gaps) < 1e-9
+        assert max(train_gap, 0.05) <= min(max(gap, 0.05) for gap in gaps) + 1e-9
     model = FairModel.from_audit_bytes(audit_model.content)
     rows = frame.loc[preds["row"]]
     np.testing.assert_allclose(model.predict_proba(rows)[:, 1], preds["score"], rtol=1e-5)

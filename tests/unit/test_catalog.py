@@ -64,7 +64,9 @@ def test_listing_matches_the_implementations():
         supports = solvers[cls.name]["supports"]
         assert supports["models"] == list(cls.supported_models)
         assert supports["constraints"] == list(cls.supported_constraints or CONSTRAINTS.names())
-    assert solvers["level_set"]["supports"] == {"models": ["linear"], "constraints": ["auc_parity"]}
+    assert solvers["level_set"]["supports"] == {"models": ["linear"], "constraints": ["auc_parity"],
+                                                "overlapping_groups": False}
+    assert solvers["plada"]["supports"]["overlapping_groups"] and not solvers["reductions"]["supports"]["overlapping_groups"]
     assert [c["type"] for c in list_constraints()] == CONSTRAINTS.names()
 
 

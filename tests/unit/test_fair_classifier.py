@@ -116,3 +116,26 @@ def test_default_solver_is_auto(planted_frame):
     clf = FairClassifier(constraints=[DP], max_iter=200).fit(X, y, sensitive_features=s)
     assert clf.get_params()["solver"] == "auto" and clf.tried_ and clf.fairness_[0]["train"]["value"] is not None
     assert clf.predict(X).shape == (len(X),)
+
+
+def test_overlapping_groups_from_the_columns_of_X(planted_frame):
+    X, y, _ = planted_frame
+    groups = {"thresholds": {"a": [-0.5, 0.5], "b": [0.0]}, "min_group_fraction": 0.05}
+    dp = {"type": "demographic_parity", "tolerance": 0.05, "reference": "overall"}
+    clf = FairClassifier(constraints=[dp], solver="ssg", max_iter=300, overlapping_groups=groups).fit(X, y)
+    from solvers.membership import overlapping_membership
+    from solvers.metrics import rate_deviation
+
+    m = overlapping_membership(X, groups)
+    assert clf.constraint_names_ == [f"demographic_parity[{g}]" for g in m.names]
+    pred = clf.predict(X) == clf.classes_[1]
+    exact = rate_deviation((y == clf.classes_[1]).astype(int), pred, m, m.names, "demographic_parity")
+    assert clf.fairness_[0]["train"]["value"] == pytest.approx(exact["demographic_parity"], abs=1e-12)
+    frame = clf.metric_frame(X, y)
+    assert frame["n"].to_dict() == dict(zip(m.names, m.counts.tolist()))
+    assert frame["selection_rate"].to_dict() == pytest.approx(
+        {g: pred[m.csr().toarray()[:, j].astype(bool)].mean() for j, g in enumerate(m.names)})
+    with pytest.raises(ValueError, match="overlapping_groups.thresholds.zz"):
+        FairClassifier(overlapping_groups={"thresholds": {"zz": [0.0]}}, solver="ssg", max_iter=5).fit(X, y)
+    with pytest.raises(ValueError, match="needs a partition"):
+        FairClassifier(constraints=[DP], overlapping_groups=groups, solver="reductions").fit(X, y)

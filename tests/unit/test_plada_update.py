@@ -1,5 +1,6 @@
 """One PLADA iteration recomputed by hand (numpy, closed-form gradients) on a tiny problem."""
 import numpy as np
+import pytest
 import torch
 
 from solvers import CONSTRAINTS, Problem, SolverSpec, solve
@@ -75,3 +76,80 @@ def test_paper_defaults_depend_on_model_type():
     assert PLADA.resolve_config(PLADAConfig(), nn).model_dump(include={"eta", "tau", "beta"}) == \
         {"eta": 0.1, "tau": 0.01, "beta": 0.5}
     assert PLADA.resolve_config(PLADAConfig(eta=0.5), nn).eta == 0.5
+
+
+def _many_group_problem(families):
+    """40 samples in 8 groups that overlap (a random sparse membership), 3 features."""
+    from solvers.membership import Membership
+
+    rng = np.random.default_rng(3)
+    n, k = 40, 8
+    dense = rng.random((n, k)) < 0.5
+    dense[:, 0] = True
+    rows, groups = np.nonzero(dense)
+    membership = Membership(rows.astype(np.int64), groups.astype(np.int64), n, [f"g{j}" for j in range(k)])
+    X, y = rng.normal(size=(n, 3)), (rng.random(n) < 0.4).astype(float)
+    return Problem(X, y, None, membership.names, objective="hinge", constraints=families, device="cpu",
+                   membership=membership)
+
+
+def _one_step(problem, row_weights, eta=0.2, tau=0.05):
+    model = linear(3)
+    with torch.no_grad():
+        model.net.weight.copy_(torch.tensor([[0.8, -0.5, 0.3]]))
+        model.net.bias.fill_(0.2)
+    params = dict(eta=eta, tau=tau, row_weights=row_weights)
+    res = solve(problem, SolverSpec(name="plada", params=params), max_iterations=1, model=model)
+    return torch.cat([res.model.net.weight.detach().ravel(), res.model.net.bias.detach()]), res.last.duals
+
+
+def test_step_9_weighs_an_expectation_familys_rows_one_over_m_and_leaves_the_duals_per_constraint():
+    """θ_1 = θ_0 − η(∇F + ∂Gᵀ(w ⊙ λ_0)) with w = 1/m on the intersectional rows (eq. 18's E_G) and 1 on the DP row
+    under 'auto'; w = 1 everywhere under 'sum'; the dual steps (10)–(12) are the unweighted ones in both."""
+    inter = CONSTRAINTS.get("intersectional")(0.0, {"min_group_fraction": 0.0})
+    dp = CONSTRAINTS.get("demographic_parity")(0.01)
+    problem = _many_group_problem([inter, dp])
+    m = len(inter.names)
+    assert m == 8 and len(problem.constraint_names) == 9
+
+    theta0 = torch.tensor([0.8, -0.5, 0.3, 0.2], dtype=torch.float32, requires_grad=True)
+    X = problem.X
+
+    def at(theta):
+        scores = X @ theta[:3] + theta[3]
+        return problem.objective(scores, problem.y), problem.constraint_values(scores)
+
+    F0, G0 = at(theta0)
+    rho = 10.0 / (1.0 + 10.0 * 0.1)  # α = 10, β = 0.1: Table 2's linear row
+    lam0 = rho * G0.detach()
+    expected = {}
+    for rule, w in (("auto", torch.tensor([1.0 / m] * m + [1.0])), ("sum", torch.ones(m + 1)),
+                    ("mean", torch.tensor([1.0 / m] * m + [1.0]))):
+        (grad,) = torch.autograd.grad(F0 + (w * lam0 * G0).sum(), theta0, retain_graph=True)
+        expected[rule] = (theta0 - 0.2 * grad).detach()
+    u1 = (-0.05 * lam0).clamp_min(0.0)
+    for rule in ("auto", "sum", "mean"):
+        theta1, duals = _one_step(problem, rule)
+        torch.testing.assert_close(theta1, expected[rule], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(duals["u"], np.minimum(u1.numpy(), 1.0 + np.array(problem.tolerances)),
+                                   rtol=1e-5, atol=1e-7)
+        _, G1 = at(expected[rule])
+        gamma = min(0.1, rho * 10.0 / (float((lam0 ** 2).sum()) + 1.0))
+        mu1 = gamma / rho * lam0
+        np.testing.assert_allclose(duals["lambda"], (mu1 + rho * (G1 + u1)).numpy(), rtol=1e-4, atol=1e-6)
+    assert not torch.allclose(expected["auto"], expected["sum"])  # the weighting moved θ differently
+
+
+def test_row_weights_follow_the_familys_expectation_flag():
+    from solvers.algorithms.plada import row_weights
+
+    inter = CONSTRAINTS.get("intersectional")(0.0, {"min_group_fraction": 0.0})
+    gap = CONSTRAINTS.get("loss_gap")(0.0, {"min_group_fraction": 0.0})
+    dp = CONSTRAINTS.get("demographic_parity")(0.01)
+    problem = _many_group_problem([inter, gap, dp])
+    like = torch.zeros(1)
+    assert inter.expectation_over_rows and not gap.expectation_over_rows and not dp.expectation_over_rows
+    assert row_weights(problem.constraints, "auto", like).tolist() == pytest.approx([1 / 8] * 8 + [1.0] * 8 + [1.0])
+    assert row_weights(problem.constraints, "mean", like).tolist() == pytest.approx([1 / 8] * 16 + [1.0])
+    assert row_weights(problem.constraints, "sum", like).tolist() == [1.0] * 17
+    assert row_weights([], "auto", like).numel() == 0
