@@ -34,6 +34,9 @@ SPARSE_DENSITY = 0.25  # rows with at most this share of non-zeros are predicted
 #: (measured per round on 20,000 rows: 100 dense columns 12 ms vs 4.7 ms; Adult's 14 non-zeros of 108 columns 3.6 ms
 #: as CSR vs 6.6 ms; COMPAS's 8 of 11 0.75 ms vs 1.7 ms)
 MAX_LIGHTGBM_NONZEROS = 40
+#: rows × columns beyond which nothing is copied (:class:`KeptScores`, :class:`TreeScorer`): each tree is predicted
+#: by LightGBM on the rows as they are, as without this module, so a large table costs no second copy of X
+MAX_COPIED_VALUES = 1 << 24
 MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
 _DEFAULT_LEFT, _CATEGORICAL = 2, 1
 
@@ -83,6 +86,8 @@ class TreeScorer:
 
         X = np.asarray(X)
         self.X, self.num_threads, self.lightgbm_rows, self.columns, self.has_nan = X, num_threads, X, None, False
+        if X.size > MAX_COPIED_VALUES:  # LightGBM on the rows as they are
+            return
         nonzero = X != 0  # NaN included
         count = np.count_nonzero(nonzero)
         if count <= SPARSE_DENSITY * X.size:
@@ -153,11 +158,14 @@ class KeptScores:
     followed: a booster whose earlier trees change in place needs a new instance.
 
     The rows are copied when the instance is made (``rows``): everything is computed from that copy, and
-    :meth:`span_in` finds them in a later array only where that array holds the same values."""
+    :meth:`span_in` finds them in a later array only where that array holds the same values. Rows of more than
+    :data:`MAX_COPIED_VALUES` values are not copied: the scores are computed from ``X`` itself (which must then stay
+    unchanged, as a solve's rows do) and :meth:`span_in` finds them nowhere."""
 
     def __init__(self, X: np.ndarray, num_threads: int = 1) -> None:
         self.source = X  # where the rows were read from (their place in memory: :meth:`span_in`)
-        self.rows = np.array(X, copy=True)
+        self.copied = X.size <= MAX_COPIED_VALUES
+        self.rows = np.array(X, copy=True) if self.copied else X
         self.num_threads = num_threads
         self.scorer: TreeScorer | None = None  # built on the first tree-by-tree catch-up
         self.scores = np.zeros(X.shape[0])
@@ -188,7 +196,7 @@ class KeptScores:
         """(a, b) when rows a..b−1 of ``X`` are this instance's rows: the same memory as the array they were read
         from (a view of ``X``, or ``X`` itself) and still the same values (NaN included); else None."""
         source = self.source
-        if (X.ndim != 2 or source.ndim != 2 or X.dtype != source.dtype or X.shape[1] != source.shape[1]
+        if (not self.copied or X.ndim != 2 or source.ndim != 2 or X.dtype != source.dtype or X.shape[1] != source.shape[1]
                 or not X.flags.c_contiguous or not source.flags.c_contiguous or X.shape[0] < source.shape[0]):
             return None
         offset = source.__array_interface__["data"][0] - X.__array_interface__["data"][0]

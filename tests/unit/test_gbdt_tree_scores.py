@@ -132,3 +132,17 @@ def test_a_boosted_models_forward_reads_its_kept_scores_only_for_the_same_unchan
     changed = torch.as_tensor(lightgbm_predict(model.booster, table_X, raw_score=True), dtype=torch.float32)
     assert torch.equal(model(everything), changed) and predicted == [800]
     assert model.kept[0][1].span_in(table_X.copy()) is None  # equal values elsewhere in memory: not the kept rows
+
+
+def test_rows_past_the_copy_limit_are_predicted_by_lightgbm_as_they_are_and_never_matched(monkeypatch):
+    from solvers.gbdt import tree_scores
+
+    rng = np.random.default_rng(2)
+    X = awkward_rows(rng, 1000, 0.9)  # sparse: under the limit it would be a CSR copy
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 7, "num_threads": 1},
+                        lgb.Dataset(X, (rng.random(1000) < 0.3).astype(float)), 6)
+    monkeypatch.setattr(tree_scores, "MAX_COPIED_VALUES", X.size - 1)
+    kept = KeptScores(X)
+    assert kept.rows is X and kept.span_in(X) is None
+    assert np.array_equal(kept.catch_up(booster), booster.predict(X, raw_score=True))
+    assert kept.scorer.lightgbm_rows is X
