@@ -243,3 +243,64 @@ def test_fairlearns_two_predictions_of_the_training_rows_per_oracle_call_are_one
                                    eps=TOL).fit(X, y, sensitive_features=group)
     np.testing.assert_array_equal(ours.weights_.to_numpy(), theirs.weights_.to_numpy())
     np.testing.assert_array_equal(ours._pmf_predict(X), theirs._pmf_predict(X))
+
+
+def test_a_lightgbm_oracle_scores_the_training_rows_once_for_fairlearn_and_the_trajectory(monkeypatch):
+    """Per LightGBM oracle call, one pass over the training rows serves fairlearn's two predictions and the
+    trajectory's evaluation of h_t; the trajectory and Q are those of predicting each time."""
+    import lightgbm as lgb
+
+    from solvers import ModelSpec
+    from solvers.models import model_factory
+    from solvers.oracle_stream import OracleEstimator, lightgbm_labels
+
+    X, y, group = three_groups(n=600, seed=4)
+    spec = ModelSpec(type="gbdt", n_estimators=15, num_leaves=7)
+
+    def run():
+        problem = Problem(X=X, y=y, group=group, group_names=["a", "b", "c"], model_factory=model_factory(spec),
+                          model_type="gbdt", device="cpu",
+                          constraints=[ConstraintSpec(type="demographic_parity", tolerance=TOL).build()])
+        observer = RecordingObserver()
+        result = solve(problem, {"name": "reductions", "params": {"max_iter": 8}}, observer, seed=3)
+        return result, [(r.objective, *r.constraints) for r in observer.records]
+
+    passes = []
+    predict = lgb.Booster.predict
+
+    def counting(self, data, *args, **kwargs):
+        passes.append(len(data))
+        return predict(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(lgb.Booster, "predict", counting)
+    ours, trajectory = run()
+    fits = len(trajectory) - 1  # the last record is Q
+    ours_passes = passes.count(len(X))
+    plain_fit = OracleEstimator.fit
+
+    def without_scores(self, X_, y_, sample_weight=None):  # the former path: fairlearn and the trajectory predict
+        self.estimator_ = clone(self.estimator).fit(X_, y_, sample_weight=sample_weight)
+        self.classes_, self._predicted = self.estimator_.classes_, None
+        self.stream.fitted(self.estimator_)
+        return self
+
+    from sklearn.base import clone
+
+    monkeypatch.setattr(OracleEstimator, "fit", without_scores)
+    passes.clear()
+    theirs, former = run()
+    # formerly fairlearn once per call (its second prediction is the first's copy) and the trajectory once; now
+    # one pass in all (the rest, in both runs: Q's components on the training rows)
+    assert fits > 2 and passes.count(len(X)) - ours_passes == fits and ours_passes - fits <= len(ours.model.trees)
+    monkeypatch.setattr(OracleEstimator, "fit", plain_fit)
+    assert trajectory == former
+    np.testing.assert_array_equal(ours.model.positive_probability(torch.as_tensor(X)).numpy(),
+                                  theirs.model.positive_probability(torch.as_tensor(X)).numpy())
+    # the labels from raw scores are LGBMClassifier.predict's, rows of a near-zero score included
+    classifier = lgb.LGBMClassifier(n_estimators=5, num_leaves=7, verbose=-1).fit(X, y)
+    raw = predict(classifier.booster_, X, raw_score=True)
+    np.testing.assert_array_equal(lightgbm_labels(classifier, X, raw), classifier.predict(X))
+    tiny = np.where(np.arange(len(X)) % 3 == 0, 1e-14, raw)  # "unsure" rows are asked of the classifier
+    expected = classifier.classes_[(tiny > 0).astype(int)]
+    expected[(tiny > 0) & (tiny <= 1e-12)] = classifier.predict(X[(tiny > 0) & (tiny <= 1e-12)])
+    np.testing.assert_array_equal(lightgbm_labels(classifier, X, tiny), expected)
