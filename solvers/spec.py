@@ -274,6 +274,11 @@ class GuaranteeSpec(Strict):
                               "constraints, their groups and the candidates tested).")
     max_tests: int = Field(2, ge=1, le=20, description="Most candidates tested on the validation split; each "
                            "test runs at level α / max_tests so that the accepted one keeps the stated confidence.")
+    when_unverifiable: Literal["tightest", "tolerance"] = Field(
+        "tightest", description="When the bound's width predicted at the validation split's size is at least the "
+        "tolerance, no model can pass the test (the job ends with met: false): 'tightest' trains and enforces the "
+        "smallest exact gap the training split resolves (a few rows of its smallest group), 'tolerance' the "
+        "tolerance itself, as without a guarantee.")
 
 
 class ProblemSpec(Strict):

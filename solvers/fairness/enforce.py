@@ -7,13 +7,17 @@ mean σ(f) equal while the shares with f > 0 differ. With v_j the exact train va
 set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
 
 1. **tighten**: τ_j ← max(0, τ_j − (v_j − t_j)) for every violated j (τ the surrogate tolerances, starting at
-   t), and continue the same solver from the current model (:class:`.continuation.Continuation`);
+   t, or at min(t, where the solve left them) with its temperatures — ``auto``'s selected row is fitted under
+   tightened, cooled surrogates, and tightening from t would loosen them), and continue the same solver from the
+   current model (:class:`.continuation.Continuation`);
    when no τ_j can decrease any more (all at 0), the round instead divides the temperature T of the violated
    rate families' surrogate σ(f/T) by ``COOLING`` (down to ``MIN_TEMPERATURE``; a smaller T is closer to the
    indicator); at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left; a round that leaves the worst excess
    max_j (v_j − t_j) larger is undone and ends the tightening;
 2. **threshold**: if still violated, for a linear model, a partition of groups and one violated rate constraint
-   (demographic parity or equal opportunity, the spread form ``reference="groups"``), add a per-group score offset b_g (:func:`group_offsets`) so the exact
+   (demographic parity or equal opportunity, the spread form ``reference="groups"``, or equalized odds), add a
+   per-group score offset b_g (:func:`group_offsets`; for equalized odds
+   :func:`.odds_offsets.equalized_odds_offsets`, a TPR band and an FPR band at once) so the exact
    train rates of the groups lie in one band of width t, the band of best train accuracy; it is applied only when the offset is a linear
    function of the features (x ↦ b_{g(x)} = vᵀx + v₀ exactly on the train rows, e.g. the sensitive column
    is one-hot encoded among the features), by adding v to the model's weights and bias — the model stays
@@ -33,11 +37,12 @@ import torch
 
 from ..membership import Membership
 from .exact import exact_gaps
+from .odds_offsets import equalized_odds_offsets
 
 MAX_TIGHTEN_ROUNDS = 3
 COOLING = 4.0            # a round whose tolerance cannot move divides the rate families' temperature by this
 MIN_TEMPERATURE = 0.01
-_THRESHOLD_FAMILIES = ("demographic_parity", "equal_opportunity")
+_THRESHOLD_FAMILIES = ("demographic_parity", "equal_opportunity", "equalized_odds")
 _BAND_GRID = 401         # candidate lower ends c of the band [c, c + t]
 _LINEAR_RTOL = 1e-6      # offset representable: max |Xv + v₀ − b_g| ≤ rtol · (1 + max |b|)
 
@@ -143,7 +148,7 @@ def add_linear_offset(model, v: np.ndarray) -> bool:
 
 def threshold_correction(model, families: Sequence, targets: np.ndarray, values: np.ndarray, X: np.ndarray,
                          y: np.ndarray, group: np.ndarray, n_groups: int, scores) -> dict[str, Any] | None:
-    """Apply the per-group offset of the single violated DP / EOpp constraint (module docstring, step 2).
+    """Apply the per-group offset of the single violated DP / EOpp / EOdds constraint (module docstring, step 2).
     ``scores(model)`` gives the train logits. Returns ``{"offsets": ...}`` if applied, else None."""
     violated = np.flatnonzero(~(values <= targets))
     if len(violated) != 1 or families[violated[0]].name not in _THRESHOLD_FAMILIES or isinstance(group, Membership) \
@@ -151,8 +156,11 @@ def threshold_correction(model, families: Sequence, targets: np.ndarray, values:
         return None  # the offsets put a partition's group rates in one band
     j = int(violated[0])
     logits = scores(model)
-    rows = np.ones(len(y), dtype=bool) if families[j].name == "demographic_parity" else y == 1
-    offsets = group_offsets(logits, y, group, rows, n_groups, float(targets[j]))
+    if families[j].name == "equalized_odds":  # two rates per group: TPR and FPR bands at once
+        offsets = equalized_odds_offsets(logits, y, group, n_groups, float(targets[j]))
+    else:
+        rows = np.ones(len(y), dtype=bool) if families[j].name == "demographic_parity" else y == 1
+        offsets = group_offsets(logits, y, group, rows, n_groups, float(targets[j]))
     v = None if offsets is None else linear_offset(X, group, offsets)
     if v is None or not add_linear_offset(model, v):
         return None
@@ -160,9 +168,14 @@ def threshold_correction(model, families: Sequence, targets: np.ndarray, values:
 
 
 def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, y: np.ndarray,
-                  group: np.ndarray, group_names: Sequence[str], scores) -> tuple[Any, dict[str, Any]]:
+                  group: np.ndarray, group_names: Sequence[str], scores, *,
+                  surrogate: Sequence[float | None] | None = None,
+                  temperature: Sequence[float | None] | None = None) -> tuple[Any, dict[str, Any]]:
     """Steps 1-2 of the module docstring on the training split (X, y, group); ``scores(model)`` the train
-    logits. Returns (model, enforcement record)."""
+    logits. ``surrogate`` / ``temperature``: where the solve that gave ``model`` left its surrogate (``auto``'s
+    selected row: its tightened training tolerances and cooled temperatures), so that step 1 tightens from
+    there, never from a looser surrogate than the one the model was fitted under; default: the targets and the
+    families' own temperatures (None entries: those). Returns (model, enforcement record)."""
     families = continuation.families
     targets = np.asarray(targets, dtype=np.float64)
 
@@ -170,8 +183,12 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
         return exact_gaps(families, y, scores(m), group, group_names)
 
     before = values = exact(model)
-    surrogate = targets.copy()
-    temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
+    surrogate = targets.copy() if surrogate is None else np.minimum(targets, _filled(surrogate, targets))
+    start_temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
+    if temperature is not None:
+        start_temperature = np.where(np.isfinite(start_temperature), _filled(temperature, start_temperature),
+                                     start_temperature)
+    temperature = start_temperature.copy()
     used: list[str] = []
     rounds = 0
     while not (values <= targets).all() and rounds < MAX_TIGHTEN_ROUNDS:
@@ -195,7 +212,6 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
             break
         model, surrogate, temperature, rounds, values = result.model, tighter, cooler, rounds + 1, after
     if rounds:
-        start_temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
         used.append("tightened" if np.array_equal(temperature, start_temperature, equal_nan=True)
                     else "tightened+cooled")
     threshold = None
@@ -223,6 +239,12 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
     if threshold is not None:
         record["threshold"] = threshold
     return model, record
+
+
+def _filled(values: Sequence[float | None], default: np.ndarray) -> np.ndarray:
+    """``values`` as floats, a None or non-finite entry replaced by ``default``'s."""
+    out = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+    return np.where(np.isfinite(out), out, default)
 
 
 def _worst_excess(values: np.ndarray, targets: np.ndarray) -> float:

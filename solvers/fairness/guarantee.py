@@ -20,8 +20,24 @@ bound's width predicted from the *training* split (its own bound's width rescale
 **Verifiability.** When w_0 ≥ ε for some constraint, no model can pass the test at this validation size, not
 even one with a validation value of 0 (``bench/results/promise.md``: COMPAS by race, 636 and 420 validation rows
 per group, w_0 ≈ 0.10 for DP and 0.14 for equalized odds; Adult by race ≈ 0.04 for DP): the guarantee then
-reports ``verifiable: false`` (with ``predicted_width`` w_0) beside ``met: false``, and the loop still returns
-the candidate of smallest bound.
+reports ``verifiable: false`` (with ``predicted_width`` w_0) beside ``met: false``. No candidate is tested and
+no tightening sequence is run; with ``when_unverifiable = "tightest"`` (the default) the one candidate h_1 is
+aimed at the smallest exact gap the TRAINING split resolves,
+
+    τ_j = min(ε_j · TARGET_FLOOR, TIGHTEST_ROWS / D_j)      (rate families; ε_j · TARGET_FLOOR for the others),
+
+D_j the smallest denominator of family j's rates on the training split (DP: the group sizes n_g; equal
+opportunity: the positives P_g; equalized odds: min(P_g, N_g)): a band of width TIGHTEST_ROWS / D_j still holds
+TIGHTEST_ROWS achievable rates of every group, so the exact threshold step of :mod:`.enforce` can reach it at
+the cost of a few rows' predictions (its band is the most accurate one of that width). When that candidate is
+near-trivial or MODEST_COST less accurate on train than the solver's model, a second one is aimed at ε from the
+solver's model and the tightest is kept only if it is not near-trivial and at most MODEST_COST less accurate on
+train than that one (``aim.reason`` says which and why). With ``"tolerance"`` the candidate is aimed at ε, as a
+job without a guarantee. Either way the job says ``met: false`` and why, and
+``aim`` records the targets and the reason. A tolerance inside the split's own noise (a model whose population
+gap is exactly 0 exceeds it on a test split of this size with the probability of :mod:`.noise_floor`) is kept on
+unseen data only by chance; the tightest aim makes the model's own contribution to the gap as small as the
+training rows allow.
 
 A candidate is *tested* — its validation bound compared with ε — only if, on the training split alone, it is not
 near-trivial (balanced accuracy ≥ 0.55, every group's predicted-positive rate ≥ 1 %, :func:`.report.trivial_reasons`:
@@ -56,6 +72,9 @@ TARGET_FLOOR = 0.1    # training targets stay ≥ ε/10: a zero-width band admit
 MARGIN = 1.25         # next training target ε − MARGIN · predicted width (a quarter width for the train →
                       # validation difference)
 ROUNDS_PER_TEST = 3   # candidates trained per allowed test (untested ones cost no confidence)
+TIGHTEST_ROWS = 2     # an unverifiable tolerance: aim at a band of this many rows of the smallest rate denominator
+MODEST_COST = 0.02    # ... unless that costs more train accuracy than this (or gives a near-trivial model)
+_RATE_DENOMINATORS = {"demographic_parity": "rows", "equal_opportunity": "positives", "equalized_odds": "both"}
 
 
 def guarantee_bounds(families: Sequence, y_val: np.ndarray, logits_val: np.ndarray, group_val: np.ndarray,
@@ -88,11 +107,36 @@ def _first_targets(eps: np.ndarray, width: np.ndarray) -> np.ndarray:
     return np.maximum(TARGET_FLOOR * eps, np.minimum(eps, eps - MARGIN * np.nan_to_num(width, nan=0.0)))
 
 
+def tightest_targets(families: Sequence, eps: np.ndarray, y: np.ndarray, group: np.ndarray,
+                     n_groups: int) -> np.ndarray:
+    """τ_j = min(ε_j · TARGET_FLOOR, TIGHTEST_ROWS / D_j) for the rate families, ε_j · TARGET_FLOOR for the others
+    (module docstring, verifiability); D_j over the groups present on the training split (a partition; with
+    overlapping groups, a :class:`~solvers.membership.Membership`, ε_j · TARGET_FLOOR)."""
+    if not isinstance(group, np.ndarray):  # overlapping groups (a Membership): only loss gaps, no rate band
+        return TARGET_FLOOR * np.asarray(eps, dtype=np.float64)
+    y = np.asarray(y) == 1
+    rows = np.bincount(group, minlength=n_groups)
+    positives = np.bincount(group, weights=y.astype(float), minlength=n_groups)
+    negatives = rows - positives
+    present = rows > 0
+    if not present.any():
+        return TARGET_FLOOR * np.asarray(eps, dtype=np.float64)
+    smallest = {"rows": rows[present].min(), "positives": positives[present].min(),
+                "both": np.minimum(positives, negatives)[present].min()}
+    out = TARGET_FLOOR * np.asarray(eps, dtype=np.float64)
+    for j, family in enumerate(families):  # the spec's few constraints
+        d = smallest.get(_RATE_DENOMINATORS.get(family.name, ""), 0)
+        if d > 0:
+            out[j] = min(out[j], TIGHTEST_ROWS / d)
+    return out
+
+
 def seldonian(model, continuation, confidence: float, max_tests: int, train: tuple, val: tuple,
               group_names: Sequence[str], scores: Callable[[Any, np.ndarray], np.ndarray], *, enforce: bool = True,
-              seed: int = 0) -> tuple[Any, dict[str, Any] | None, dict[str, Any]]:
+              seed: int = 0, when_unverifiable: str = "tightest") -> tuple[Any, dict[str, Any] | None, dict[str, Any]]:
     """The loop of the module docstring. ``train`` = (X, y, group), ``val`` = (X, y, group);
-    ``scores(model, X)`` the logits. Returns (model, enforcement record of the returned candidate, guarantee)."""
+    ``scores(model, X)`` the logits; ``when_unverifiable``: "tightest" or "tolerance" (module docstring).
+    Returns (model, enforcement record of the returned candidate, guarantee)."""
     families = continuation.families
     eps = tolerances(families)
     X_tr, y_tr, g_tr = train
@@ -106,10 +150,25 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     enforcement = too_wide = None
     tests = 0
     first_width = None   # the bound's width predicted at the validation split's size from the solver's model
+    verifiable = True
+    aim = eps.copy()     # the first candidate's training targets
+    reason = "verifiable"
+    start = retry = None  # unverifiable, tightest: the solver's model and its train accuracy, for a retry at ε
     for r in range(ROUNDS_PER_TEST * max_tests):
         if r == 0:  # aim the first candidate at what the test can accept: τ_1 = clip(ε − MARGIN · w_0)
             first_width = _width(families, model, scores, train, group_names, level, scale, seed)
-            tau = _first_targets(eps, first_width)
+            verifiable = bool(np.all(first_width < eps))
+            if verifiable:
+                tau = _first_targets(eps, first_width)
+            elif when_unverifiable == "tightest":  # no test can pass: the smallest gap the train split resolves
+                tau = tightest_targets(families, eps, y_tr, g_tr, len(group_names))
+                start = (copy.deepcopy(model), _accuracy(y_tr, scores(model, X_tr)))
+            else:
+                tau = eps.copy()
+            aim = tau.copy()
+            reason = "verifiable" if verifiable else f"unverifiable: {when_unverifiable}"
+        elif retry is not None:  # the tightest aim looked costly: the solver's model aimed at the tolerance too
+            model, tau = start[0], eps.copy()
         else:
             result = continuation.resolve(model, tau)
             if result is None or result.diverged:
@@ -139,7 +198,22 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
         if tested and excess <= 0:
             accepted = (model, enforcement, bounds)
             break
-        if tests >= max_tests:
+        if not verifiable and start is not None:
+            accuracy = _accuracy(y_tr, train_logits)
+            if retry is None and (trivial or start[1] - accuracy > MODEST_COST):
+                # maybe not a modest cost: one more candidate, aimed at ε, to compare with
+                retry = {"model": copy.deepcopy(model), "enforcement": enforcement, "bounds": bounds,
+                         "excess": excess, "accuracy": accuracy, "trivial": bool(trivial)}
+                continue
+            if retry is not None:  # keep the tightest unless near-trivial or > MODEST_COST less accurate on train
+                cost = accuracy - retry["accuracy"]
+                if retry["trivial"] or (not trivial and cost > MODEST_COST):
+                    why = "near-trivial" if retry["trivial"] else f"{cost:.3f} less accurate on train"
+                    reason = f"unverifiable: tolerance (the tightest aim {_fmt(aim)} was {why})"
+                    aim, fallback = eps.copy(), (excess, copy.deepcopy(model), enforcement, bounds)
+                else:
+                    fallback = (retry["excess"], retry["model"], retry["enforcement"], retry["bounds"])
+        if tests >= max_tests or not verifiable:  # unverifiable: one candidate, aimed as asked, nothing to test
             break
         tighter = _next_targets(tau, eps, width, max_tests)
         if not tested and np.allclose(tighter, tau):  # nothing left to try below the floor
@@ -162,16 +236,26 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
             message += (f"; the bound's width predicted for this validation split ({_fmt(too_wide)}) is at least the "
                         f"tolerance ({_fmt(eps)}): more validation rows, a lower confidence or a looser tolerance "
                         "is needed")
+        if not verifiable:
+            message += (f"; the tolerance cannot be verified at this validation size, so the model was aimed at "
+                        + (f"the smallest exact train gap the training split resolves ({_fmt(aim)})"
+                           if reason == "unverifiable: tightest" else f"the tolerance ({_fmt(aim)})")
+                        + (f": {reason.split('(', 1)[1].rstrip(')')}" if "(" in reason else ""))
     n_trivial = sum(bool(c["near_trivial"]) for c in candidates)
     if n_trivial:
         message += f"; {n_trivial} near-trivial candidate(s) were not accepted"
-    verifiable = first_width is not None and bool(np.all(first_width < eps))
+    verifiable = first_width is not None and verifiable
     guarantee = {"confidence": confidence, "met": bool(met), "best_bound": [_num(b) for b in bounds],
                  "verifiable": verifiable,
+                 "aim": {"targets": [float(a) for a in aim], "reason": reason},
                  "predicted_width": None if first_width is None else [_num(w) for w in first_width],
                  "tolerances": eps.tolist(), "test_level": level, "max_tests": max_tests, "tests": tests,
                  "candidates": candidates, "message": message}
     return model, enforcement, guarantee
+
+
+def _accuracy(y: np.ndarray, logits: np.ndarray) -> float:
+    return float(np.mean((np.asarray(logits) > 0) == (np.asarray(y) == 1)))
 
 
 def _fmt(values: np.ndarray) -> str:

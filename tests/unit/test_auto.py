@@ -57,9 +57,13 @@ def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validat
     chosen = [t for t in tried if t.get("selected")]
     assert len(chosen) == 1 and chosen[0]["outcome"] == "meets"
     meeting = [t for t in tried if t["outcome"] == "meets"]
+    # a row meets only when it keeps the tolerance on validation AND on its own training rows
+    assert all((t["outcome"] == "meets") == (t["gaps"][0] <= TOL and t["train_gaps"][0] <= TOL)
+               for t in tried if t["outcome"] in ("meets", "violates"))
     best = max(t["accuracy"] for t in meeting)  # ties: within half a standard error of the best, smallest gap
     ties = [t for t in meeting if t["accuracy"] >= best - TIE_SE * np.sqrt(best * (1 - best) / len(yv)) - 1e-12]
-    assert chosen[0] in ties and chosen[0]["gaps"][0] == min(t["gaps"][0] for t in ties)
+    worst = [max(t["gaps"][0], t["train_gaps"][0]) for t in ties]  # on validation or train, whichever is larger
+    assert chosen[0] in ties and max(chosen[0]["gaps"][0], chosen[0]["train_gaps"][0]) == min(worst)
     # the returned model is the selected one: its exact validation gap is the row's, within the tolerance
     assert _dp(result.model, Xv, yv, sv) == pytest.approx(chosen[0]["gaps"][0], abs=1e-6)
     assert chosen[0]["gaps"][0] <= TOL

@@ -91,3 +91,86 @@ def test_cooling_divides_the_violated_families_temperature_down_to_the_floor():
     assert out[0] == 1.0 / COOLING and out[1] == 1.0 and np.isnan(out[2]) and out[3] == MIN_TEMPERATURE
     assert cooled(np.array([1.5 * MIN_TEMPERATURE]), np.array([True]))[0] == MIN_TEMPERATURE
     assert cooled(t, np.array([False, False, True, True])) is None
+
+
+@pytest.mark.parametrize("width", [0.02, 0.005])
+def test_equalized_odds_offsets_put_both_rates_in_one_band_even_with_tied_scores(width):
+    """Three groups with different score shifts and many tied scores (rounded): after the offsets the exact
+    TPR and FPR gaps are each ≤ the width, and the offsets beat the best single shared threshold's accuracy
+    among those that meet the band (none here: the shifts make one threshold violate)."""
+    from solvers.fairness.exact import exact_gaps
+    from solvers.fairness.odds_offsets import equalized_odds_offsets
+    from solvers.spec import ConstraintSpec
+
+    rng = np.random.default_rng(4)
+    group = rng.choice(3, 6000, p=[0.2, 0.5, 0.3])
+    y = (rng.random(6000) < np.array([0.3, 0.5, 0.4])[group]).astype(int)
+    logits = np.round(rng.normal(size=6000) + 1.2 * y + np.array([-1.0, 0.0, 1.5])[group], 1)  # ties
+    family = [ConstraintSpec(type="equalized_odds", tolerance=width).build()]
+    names = ["a", "b", "c"]
+    assert exact_gaps(family, y, logits, group, names)[0] > 0.3
+    b = equalized_odds_offsets(logits, y, group, 3, width)
+    shifted = logits + b[group]
+    assert exact_gaps(family, y, shifted, group, names)[0] <= width + 1e-12
+    assert ((shifted > 0) == y).mean() > 0.6  # not a constant classifier
+
+
+def test_equalized_odds_offsets_respect_tie_blocks():
+    from solvers.fairness.odds_offsets import equalized_odds_offsets
+
+    group = np.array([0, 0, 0, 1, 1, 1])
+    y = np.array([1, 1, 0, 1, 0, 0])
+    logits = np.array([0.5, 0.5, 0.5, 1.0, 0.2, 0.2])  # group 0 one tie block: TPR and FPR jump together
+    # bands of width 0.1: group 0 can only be at (TPR, FPR) = (0, 0) or (1, 1), so group 1 must be there too
+    b = equalized_odds_offsets(logits, y, group, 2, 0.1)
+    pred = logits + b[group] > 0
+    assert pred.all() or not pred.any()
+
+
+def test_enforcement_tightens_from_where_the_solve_left_its_surrogate():
+    """auto's selected row was fitted under a tightened training tolerance (0.1) and a cooled temperature (0.25);
+    the exact train gap (0.6, target 0.55) is 0.05 over. Step 1 continues from there: its first continuation asks
+    for 0.1 − 0.05 = 0.05 at T = 0.25, never the looser 0.55 − 0.05 at the family's own T = 1 (which would undo
+    the row's tightening). The continuation's solve is the caller's function (here: one that leaves the model
+    as it is and notes what it was asked for); the threshold step then keeps the target."""
+    import time
+
+    import torch
+
+    from solvers.algorithms.base import SolveResult
+    from solvers.api import predict_scores
+    from solvers.fairness.continuation import Continuation
+    from solvers.fairness.enforce import COOLING, enforce_exact
+    from solvers.models import linear
+    from solvers.spec import ConstraintSpec
+
+    rng = np.random.default_rng(0)
+    group = np.repeat([0, 1], 1000)
+    y = np.concatenate([np.arange(1000) < 800, np.arange(1000) < 200]).astype(int)
+    X = np.column_stack([(2 * y - 1) * (1 + rng.random(2000)), group == 0, group == 1]).astype(np.float32)
+    model = linear(3)
+    with torch.no_grad():
+        model.net.weight.copy_(torch.tensor([[1.0, 0.0, 0.0]]))
+    asked = []
+
+    def make_problem(families):
+        asked.append((families[0].tolerance, families[0].config.temperature))
+        return families
+
+    def unchanged(problem, m, observer, iterations, limit):
+        return SolveResult(model=m, status="completed", stop_reason=None, iterations=iterations, solver_time_s=0.0,
+                           samples_seen=0, last=None, config=None)
+
+    families = [ConstraintSpec(type="demographic_parity", tolerance=0.55).build()]
+    assert families[0].config.temperature == 1.0
+    continuation = Continuation(families=families, make_problem=make_problem, solve=unchanged, max_iterations=10,
+                                deadline=time.monotonic() + 60)
+    model, record = enforce_exact(model, continuation, [0.55], X, y, group, ["a", "b"],
+                                  lambda m: predict_scores(m, X, torch.device("cpu")), surrogate=[0.1],
+                                  temperature=[0.25])
+    assert asked[0] == (pytest.approx(0.05), 0.25)
+    # then 0 at T = 0.25, then (the tolerance cannot move) T = 0.25 / COOLING; never looser or warmer
+    assert asked == [(pytest.approx(0.05), 0.25), (0.0, 0.25), (0.0, 0.25 / COOLING)]
+    assert record["method"] == "tightened+cooled+threshold" and record["met"]
+    assert record["exact_train_after"][0] <= 0.55 < record["exact_train_before"][0]
+    assert record["temperatures"] == [0.25 / COOLING] and record["surrogate_tolerances"] == [0.0]

@@ -37,3 +37,21 @@ def test_the_guarantee_is_summarised_separately_where_it_is_verifiable():
     assert abs(summary["auto+guarantee_median_cost_vs_best_violating_verifiable"] - 0.035) < 1e-12
     assert summary["auto+guarantee_verifiable_cells_with_a_violating_model"] == 2
     assert abs(summary["auto+guarantee_median_cost_vs_best_violating"] - 0.04) < 1e-12
+
+
+def test_the_zero_gap_ceiling_is_the_mean_keep_probability_over_the_cells():
+    """Two seeds' test splits: a huge one (the zero-gap model keeps DP ≤ 0.02 surely) and one of 20 + 20 rows
+    (it keeps it only when both groups select exactly as many: Σ_s Bin(20, ½)(s)² ≈ 0.176)."""
+    import numpy as np
+    from scipy.stats import binom
+
+    floors = {"d|0": {"counts": [10**7, 10**7], "positives": [10**6, 10**6], "rate": 0.5, "tpr": 0.5, "fpr": 0.5,
+                      "loss_sd": 0.5},
+              "d|1": {"counts": [20, 20], "positives": [5, 5], "rate": 0.5, "tpr": 0.5, "fpr": 0.5, "loss_sd": 0.5}}
+    jobs = dict([_job("auto", 0, 0.015, 0.80), _job("auto", 1, 0.035, 0.82), _job("ssg", 0, 0.01, 0.8)])
+    summary = summarise(jobs, floors)
+    exact = float(np.sum(binom.pmf(np.arange(21), 20, 0.5) ** 2))
+    assert summary["cells"] == 2 and abs(summary["zero_gap_keeps_grid"] - (1 + exact) / 2) < 0.01
+    assert abs(summary["by_method"]["auto"]["zero_gap_keeps"] - (1 + exact) / 2) < 0.01
+    assert summary["by_method"]["ssg"]["zero_gap_keeps"] == 1.0
+    assert summarise(jobs)["zero_gap_keeps_grid"] is None  # not computed: not reported
