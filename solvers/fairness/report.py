@@ -28,9 +28,9 @@ import numpy as np
 
 from ..membership import rows_of
 from .intervals import constraint_bounds
+from .triviality import MIN_BALANCED_ACCURACY
+from .triviality import MIN_GROUP_RATE as MIN_POSITIVE_RATE
 
-MIN_BALANCED_ACCURACY = 0.55
-MIN_POSITIVE_RATE = 0.01
 LISTED_GROUPS = 10  # groups named in one warning
 SPLITS = ("train", "validation", "test")
 REPORT_BOOT = 500  # bootstrap replicates per split of the report's loss / AUC gaps (the guarantee uses 1000)
