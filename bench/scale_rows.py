@@ -9,11 +9,18 @@ API's resident memory before and its peak during the upload (``VmHWM``, reset by
 next, is waited for before the next job), the job's wall time (set-up included), the solver's time and the time per epoch (solver time / (iterations · batch size /
 training rows)), test accuracy and demographic parity.
 
+The MLP job is given a number of SGD steps (``--mlp-iterations``, default 1,000 of 4,096 rows), not a share of an
+epoch: a 64-64 MLP under SSG's switching steps needs a few hundred steps to leave the constant model whatever the
+table's size (on this resampled Adult: constant after 146 steps, balanced accuracy 0.73 after 293 to 586 at 1M rows),
+so the 0.05–0.25 epoch of the earlier runs (15 to 73 steps) ended constant at every size. Each size also reports
+the test balanced accuracy, whether the exact test DP keeps the tolerance, how exact enforcement ended, and the
+worker's peak through the job's unconstrained baseline (``erm``, run next on the same worker).
+
 The MLP job runs the code a ``gpu``-queue worker runs (``worker.tasks.run_job``; the queue only routes it)
 with ``device: "cpu"`` when this machine has no GPU (a ``cuda`` job on a host without one fails by design),
 and with ``device: "cuda"`` otherwise.
 
-    python -m bench.scale_rows [--rows 1000000 10000000] [--batch-size 4096] [--epochs 1] [--mlp-rows 1000000]
+    python -m bench.scale_rows [--rows 1000000 10000000] [--batch-size 4096] [--epochs 1] [--mlp-iterations 1000]
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -67,10 +75,18 @@ def pool_pids(worker_pid: int) -> list[int]:
     return sorted(descendants(worker_pid))
 
 
+def machine() -> dict:
+    """The load average and the memory available now (the machine is shared)."""
+    meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return {"load_average": [round(v, 2) for v in os.getloadavg()],
+            "mem_available_gib": round(int(meminfo["MemAvailable"].split()[0]) / 2**20, 1)}
+
+
 def run_job(stack, client, spec: dict, worker_pid: int, wait_baseline: bool = True) -> dict:
     pids = pool_pids(worker_pid)
     for pid in pids:
         reset_peak(pid)
+    at_start = machine()
     t0 = time.perf_counter()
     job = client.post("/api/v1/jobs", json=spec)
     assert job.status_code == 202, job.text
@@ -83,17 +99,29 @@ def run_job(stack, client, spec: dict, worker_pid: int, wait_baseline: bool = Tr
         time.sleep(0.5)
     wall = time.perf_counter() - t0
     peak = max(memory_kib(pid)["VmHWM"] for pid in pool_pids(worker_pid) or pids) / 1024
+    t1 = time.perf_counter()
     while wait_baseline and (job.get("baseline") or {}).get("status") in ("queued", "running") \
             and time.monotonic() < deadline:
         time.sleep(0.5)  # the job's unconstrained baseline runs next on the same worker: the next job waits for it
         job = {**client.get(f"/api/v1/jobs/{job_id}").json(), "status": job["status"]}
+    baseline = job.get("baseline") or {}
+    with_baseline = max(memory_kib(pid)["VmHWM"] for pid in pool_pids(worker_pid) or pids) / 1024
     result = job.get("result") or {}
     test = (job.get("metrics") or {}).get("test") or {}
+    fairness = (result.get("fairness") or [{}])[0]
+    enforcement = result.get("enforcement") or {}
+    base_test = ((baseline.get("result") or {}).get("metrics") or {}).get("test") or {}  # its scalars, no DP
     return {"status": job["status"], "error": job.get("error"), "wall_s": wall,
             "iterations": result.get("iterations"), "solver_time_s": result.get("solver_time_s"),
             "stop_reason": result.get("stop_reason"), "worker_peak_mib": peak,
-            "enforcement": (result.get("enforcement") or {}).get("method"),
-            "test_accuracy": test.get("accuracy"), "test_dp": test.get("demographic_parity")}
+            "worker_peak_with_baseline_mib": with_baseline if wait_baseline else None,
+            "baseline": {"status": baseline.get("status"), "wait_s": time.perf_counter() - t1,
+                         "test_accuracy": base_test.get("accuracy")} if wait_baseline else None,
+            "enforcement": enforcement.get("method"), "enforcement_undone": enforcement.get("undone"),
+            "test_accuracy": test.get("accuracy"), "test_balanced_accuracy": test.get("balanced_accuracy"),
+            "test_dp": test.get("demographic_parity"), "tolerance": fairness.get("tolerance"),
+            "test_dp_kept": fairness.get("kept_on_test"), "warnings": result.get("warnings"),
+            "machine_at_start": at_start, "machine_at_end": machine()}
 
 
 def measure(rows: int, args, home: Path, mlp: bool) -> dict:
@@ -132,14 +160,14 @@ def measure(rows: int, args, home: Path, mlp: bool) -> dict:
             if not args.no_linear:
                 out["linear"] = run_job(stack, client, {
                     **common, "model": {"type": "linear"}, "device": "cpu", "max_iterations": iterations,
-                    "solver": {"name": "ssg", "params": {"batch_size": args.batch_size}}}, worker_pid, wait_baseline=mlp)
+                    "solver": {"name": "ssg", "params": {"batch_size": args.batch_size}}}, worker_pid)
                 out["linear"]["batch_size"] = args.batch_size
             if mlp:
                 device = "cuda" if args.cuda else "cpu"
                 out["mlp"] = run_job(stack, client, {
                     **common, "model": {"type": "mlp", "hidden": [64, 64]}, "device": device,
-                    "max_iterations": max(1, round(args.mlp_epochs * n_train / args.batch_size)),
-                    "solver": {"name": "ssg", "params": {"batch_size": args.batch_size}}}, worker_pid, wait_baseline=False)
+                    "max_iterations": args.mlp_iterations,
+                    "solver": {"name": "ssg", "params": {"batch_size": args.batch_size}}}, worker_pid)
                 out["mlp"].update(batch_size=args.batch_size, device=device)
     finally:
         stop_stack(stack)
@@ -155,27 +183,35 @@ def measure(rows: int, args, home: Path, mlp: bool) -> dict:
     return out
 
 
-def markdown(results: list[dict], load: tuple[float, float, float]) -> str:
+def markdown(results: list[dict], load: tuple[float, float, float], command: str) -> str:
+    fmt = lambda v, f: "—" if v is None else format(v, f)  # noqa: E731
     lines = ["# Scale in rows: upload, profile, linear DP and MLP jobs with mini-batches (PostgreSQL + Redis, "
-             "1 worker)", "",
+             "1 worker)", "", f"`{command}`", "",
              f"Machine: 2 cores shared with other sessions; load average at the start {load[0]:.1f} / {load[1]:.1f} / "
-             f"{load[2]:.1f}: the times measure contention as well as the service. Memory figures do not depend on it.",
+             f"{load[2]:.1f} (each job's own in the JSON): the times measure contention as well as the service. Memory "
+             "figures do not depend on it.",
              "Job wall s: submission to the end, set-up (reading the table, encoding, splitting) included; solver s: "
              "the iterations (exact-enforcement continuation included); epochs = iterations · batch size / training "
-             "rows.", "", "| rows | file MiB | upload s | API before / peak MiB | job | worker peak MiB | job wall s "
-             "| solver s | s / epoch | test acc | test DP |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "rows; worker peak: the job's, then through its unconstrained baseline (run next on the same worker).",
+             "", "| rows | file MiB | upload s | API before / peak MiB | job | worker peak MiB (+ baseline) | job wall s "
+             "| solver s | epochs | s / epoch | test acc | test bal. acc | test DP (≤ tol?) | enforcement |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for kind in ("linear", "mlp"):
             job = r.get(kind)
             if not job:
                 continue
-            fmt = lambda v, f: "—" if v is None else format(v, f)  # noqa: E731
+            kept = {True: "yes", False: "no", None: "—"}[job.get("test_dp_kept")]
+            enforcement = (job.get("enforcement") or "—") + (f" ({job['enforcement_undone']} round undone)"
+                                                             if job.get("enforcement_undone") else "")
             lines.append(
                 f"| {r['rows']:,} | {r['file_mib']:.0f} | {r['upload_s']:.1f} | {r['api_rss_before_mib']:.0f} / "
-                f"{r['api_peak_mib']:.0f} | {kind} ({job['status']}) | {job['worker_peak_mib']:.0f} | "
-                f"{job['wall_s']:.1f} | {fmt(job['solver_time_s'], '.1f')} | "
+                f"{r['api_peak_mib']:.0f} | {kind} ({job['status']}) | {job['worker_peak_mib']:,.0f} "
+                f"({fmt(job.get('worker_peak_with_baseline_mib'), ',.0f')}) | "
+                f"{job['wall_s']:.1f} | {fmt(job['solver_time_s'], '.1f')} | {fmt(job.get('epochs'), '.2f')} | "
                 f"{fmt(job.get('s_per_epoch'), '.1f')} | {fmt(job['test_accuracy'], '.4f')} | "
-                f"{fmt(job['test_dp'], '.4f')} |")
+                f"{fmt(job.get('test_balanced_accuracy'), '.4f')} | {fmt(job['test_dp'], '.4f')} ({kept}) | "
+                f"{enforcement} |")
     return "\n".join(lines) + "\n"
 
 
@@ -184,7 +220,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--batch-size", type=int, default=4096)
     parser.add_argument("--epochs", type=float, default=1.0)
-    parser.add_argument("--mlp-epochs", type=float, default=0.25)
+    parser.add_argument("--mlp-iterations", type=int, default=1000, help="SGD steps of the MLP job (whatever the "
+                        "table's size: see the module docstring)")
     parser.add_argument("--mlp-rows", type=int, nargs="*", default=None, help="sizes that also run the MLP job "
                         "(default: every size)")
     parser.add_argument("--cuda", action="store_true", help="the MLP job asks for device cuda (a GPU worker)")
@@ -200,10 +237,12 @@ def main() -> None:
             mlp = args.mlp_rows is None or rows in args.mlp_rows
             results.append(measure(rows, args, Path(home), mlp))
             print(json.dumps(results[-1]), flush=True)
+    command = "python -m bench.scale_rows " + " ".join(sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.output}.json").write_text(json.dumps({"load_average": load, "results": results}, indent=2))
-    (RESULTS / f"{args.output}.md").write_text(markdown(results, load))
-    print(markdown(results, load))
+    (RESULTS / f"{args.output}.json").write_text(json.dumps({"command": command, "load_average": load,
+                                                             "results": results}, indent=2))
+    (RESULTS / f"{args.output}.md").write_text(markdown(results, load, command))
+    print(markdown(results, load, command))
 
 
 if __name__ == "__main__":

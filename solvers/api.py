@@ -223,10 +223,16 @@ def _describer(problem: Problem, validation: Problem | None, observer: Observer 
 def continuation_solver(solver: SolverSpec, tried: list[dict[str, Any]]) -> SolverSpec:
     """The solver that continues a solve for exact enforcement or the guarantee: the named one, or for
     ``auto`` the candidate it selected (its solver and params), not a second portfolio."""
-    if solver.entry.name != "auto":
-        return solver
-    selected = next((t for t in tried if t.get("selected")), None)
+    selected = selected_row(solver, tried)
     return solver if selected is None else SolverSpec(name=selected["solver"], params=selected["params"])
+
+
+def selected_row(solver: SolverSpec, tried: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``auto``'s selected row of ``tried`` (its solver, params, training tolerances and temperatures); None for
+    a named solver."""
+    if solver.entry.name != "auto":
+        return None
+    return next((t for t in tried if t.get("selected")), None)
 
 
 OVERLAPPING_LABEL = "(overlapping groups)"  # the predictions' group column when a row is in several groups
@@ -266,8 +272,9 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
                  problem: Problem) -> tuple[nn.Module, dict[str, Any] | None, dict[str, Any] | None]:
     """After the solve: the Seldonian loop when ``spec.guarantee`` is set, else, when ``spec.exact_enforcement``
     and the surrogate is met on the train split (G_j ≤ ``SURROGATE_MET`` · ε_j + 10⁻³ for every row j), exact
-    enforcement there (not for solvers that keep the exact constraint by construction, ``keeps_exact``: their
-    model's ``net.report``, if any, is the record)
+    enforcement there (for ``auto``, tightening from its selected row's training tolerances and temperatures;
+    not for solvers that keep the exact constraint by construction, ``keeps_exact``: their model's
+    ``net.report``, if any, is the record)
     (:mod:`solvers.fairness`); nothing after a cancellation, without constraints or for ``erm`` (the
     unconstrained baseline, e.g. a sweep's reference job). Returns (model, enforcement, guarantee)."""
     model, device = result.model, problem.device
@@ -298,8 +305,10 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     if not np.all(rows_g <= SURROGATE_MET * np.asarray(problem.tolerances) + 1e-3):  # reported, not enforced
         return model, {"method": "none", "surrogate_met": False,
                        "surrogate_max_violation": surrogate if np.isfinite(surrogate) else None}, None
+    row = selected_row(spec.solver, result.tried) or {}  # auto: tighten from where its selected row's surrogate was
     model, enforcement = enforce_exact(model, continuation, tolerances(continuation.families), X_tr, y_tr, g_tr,
-                                       names, lambda m: scores(m, X_tr))
+                                       names, lambda m: scores(m, X_tr), surrogate=row.get("training_tolerances"),
+                                       temperature=row.get("temperatures"))
     return model, enforcement, None
 
 
@@ -371,7 +380,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         "score": proba[test],
         "prediction": (proba[test] > 0.5).astype(np.int64),
     })
-    warnings = warnings_for(fairness, metrics)
+    warnings = warnings_for(fairness, metrics, enforcement)
     if guarantee is not None and not guarantee["met"]:
         warnings.append(guarantee["message"])
     return RunOutput(

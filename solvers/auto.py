@@ -6,7 +6,11 @@ solvers dedicated to the spec's constraint types — each within what is left of
 
 1. **First solve** of ``iterations`` steps (at most ``max_iterations``) from the run's start model (a warm start
    when the caller gave one, else the seeded initialisation). Each candidate is given the same validation
-   split as auto (``level_set`` and ``iqrc`` select an iterate on it), or none when auto has none.
+   split as auto (``level_set`` and ``iqrc`` select an iterate on it), or none when auto has none. Above
+   :data:`~solvers.batching.FULL_BATCH_MAX_ROWS` training rows a candidate whose settings leave ``batch_size``
+   unset steps on mini-batches of :data:`~solvers.batching.SCALE_BATCH` rows (:func:`~solvers.batching.scale_batch_size`;
+   its params in ``tried`` say so, and exact enforcement continues with them): a full-batch step on an MLP at
+   millions of rows costs seconds and gigabytes, and 500 of them would spend the time limit on one candidate.
    ``group_thresholds`` runs without cross-fitting (``cross_fit: 0``): its stored model must not have been
    fitted on the judging rows.
 2. **Checks.** A non-finite parameter ("diverged"), a near-constant model ("near_constant": some group with a
@@ -75,20 +79,18 @@ import torch
 from torch import nn
 
 from .algorithms import SolveResult, run_algorithm
+from .batching import scale_batch_size
 from .catalog import ALGORITHMS
 from .catalog.auto import AutoConfig, portfolio_names
 from .fairness.enforce import cooled
 from .fairness.exact import exact_gaps
 from .fairness.threshold_margin import split_bound
+from .fairness.triviality import MIN_BALANCED_ACCURACY, MIN_GROUP_RATE, triviality  # noqa: F401 (docstring names)
 from .membership import Membership
-from .metrics import group_rates
+from .models import scores_in_blocks
 from .observer import IterationRecord, Observer
 from .problem import Problem
 
-#: a candidate whose balanced accuracy is below this is near-trivial (the issue's warning threshold)
-MIN_BALANCED_ACCURACY = 0.55
-#: a candidate predicting positive for less than this share of some group (or more than 1 − it) is near-constant
-MIN_GROUP_RATE = 0.01
 #: settings auto tries per solver, in order; more than one = a search that moves on only when a setting
 #: diverges or gives a near-constant model (PLADA: η = 0.5 diverges on small tables with many groups, the
 #: paper's η = 0.001 does not move a linear model on standardised features in a few hundred steps)
@@ -139,27 +141,6 @@ def portfolio(config: AutoConfig, model_type: str, families: list[str], generic:
     """(solver, settings to search) in the order auto tries them (:func:`~solvers.catalog.auto.portfolio_names`)."""
     return [(name, tuple(config.settings.get(name) or SETTINGS.get(name, ({},))))
             for name in portfolio_names(config, model_type, families, generic)]
-
-
-def triviality(y: np.ndarray, logits: np.ndarray, group: np.ndarray, n_groups: int) -> str | None:
-    """"near_constant" when a group's predicted-positive rate is outside [:data:`MIN_GROUP_RATE`,
-    1 − :data:`MIN_GROUP_RATE`] (groups present on the split), "weak" when the balanced accuracy is below
-    :data:`MIN_BALANCED_ACCURACY`, else None. Overlapping groups (``group`` a Membership: many small groups, e.g.
-    591 of about 20 rows on Communities & Crime, where a rate of 0 is no sign of a constant model): the rate of
-    all rows instead."""
-    pred = logits > 0
-    if isinstance(group, Membership):
-        rates = np.asarray([pred.mean()]) if pred.size else np.zeros(0)
-    else:
-        rates, counts = group_rates(pred, group, n_groups)
-        rates = rates[counts > 0]
-    positives = y == 1
-    tpr = pred[positives].mean() if positives.any() else 1.0
-    tnr = (~pred[~positives]).mean() if (~positives).any() else 1.0
-    balanced = (tpr + tnr) / 2.0
-    if (rates < MIN_GROUP_RATE).any() or (rates > 1 - MIN_GROUP_RATE).any():
-        return "near_constant"
-    return "weak" if balanced < MIN_BALANCED_ACCURACY else None
 
 
 class _Continuous(Observer):
@@ -255,8 +236,8 @@ class _Portfolio:
                              seed=self.seed, model=model, validation=self.validation)
 
     def _scores(self, model: nn.Module, split: Split) -> np.ndarray:
-        with torch.no_grad():
-            return model(split.X).double().reshape(-1).cpu().numpy()
+        with torch.no_grad():  # by row blocks: an MLP's activations on a 6M-row split are never whole
+            return scores_in_blocks(model, split.X).double().reshape(-1).cpu().numpy()
 
     def _judge(self, row: _Row, model: nn.Module) -> str:
         """Fill the row's validation figures; return its outcome."""
@@ -359,10 +340,19 @@ class _Portfolio:
         values = [v for v in (*row.entry["gaps"], *row.entry["train_gaps"]) if v is not None]
         return max(values) if values else float("nan")
 
+    def _at_scale(self, name: str, params: dict) -> dict:
+        """``params`` with ``batch_size`` = :func:`~solvers.batching.scale_batch_size` of the training rows when that
+        is a mini-batch, the solver takes a ``batch_size`` and ``params`` leave it unset (step 1)."""
+        size = scale_batch_size(self.problem.n_samples)
+        if size is None or "batch_size" in params or "batch_size" not in ALGORITHMS.entry(name).Config.model_fields:
+            return params
+        return {**params, "batch_size": size}
+
     def run_candidate(self, name: str, settings: tuple[dict, ...]) -> None:
         for params in settings:  # a search: the next setting only when this one diverged or is near-trivial
             if self._out_of_budget():
                 return
+            params = self._at_scale(name, params)
             start = copy.deepcopy(self.start) if self.start is not None else None
             tolerance, self.temperature = self.user_tolerance.copy(), self.user_temperature.copy()
             row = self._run_one(name, params, start, self.first, tolerance)

@@ -12,6 +12,15 @@ import torch
 from torch import Tensor
 
 
+FULL_BATCH_MAX_ROWS = 262_144  # 2^18 training rows: the largest table FairSolve's own defaults step on whole
+SCALE_BATCH = 4_096            # rows per step above it
+
+
+def scale_batch_size(n_rows: int) -> int | None:
+    """None (full batch) for at most :data:`FULL_BATCH_MAX_ROWS` training rows, else :data:`SCALE_BATCH`."""
+    return None if n_rows <= FULL_BATCH_MAX_ROWS else SCALE_BATCH
+
+
 class BatchSampler:
     def __init__(self, group: Tensor, n_groups: int, seed: int) -> None:
         self.n = group.numel()

@@ -84,6 +84,23 @@ def spread(means: Tensor, valid: Tensor) -> Tensor:
     return torch.where(valid.any(-1), hi - lo, torch.zeros_like(hi))
 
 
+def spread_adjoint(means: Tensor, valid: Tensor) -> Tensor:
+    """∂ :func:`spread` / ∂ ``means``, the subgradient autograd takes (same shapes as the arguments):
+
+        e_hi / |hi| − e_lo / |lo|,   hi = argmax_c v̄_c, lo = argmin_c v̄_c over valid cells,
+
+    a tie shared evenly among the tied cells (as ``amax`` / ``amin`` do), 0 on invalid cells and on rows
+    without a valid cell. The closed-form vjp of the rate families (:mod:`solvers.constraints`). No host sync.
+    """
+    masked_hi = means.masked_fill(~valid, float("-inf"))
+    masked_lo = means.masked_fill(~valid, float("inf"))
+    at_hi = (masked_hi == masked_hi.amax(-1, keepdim=True)) & valid
+    at_lo = (masked_lo == masked_lo.amin(-1, keepdim=True)) & valid
+    hi = at_hi.to(means.dtype) / at_hi.sum(-1, keepdim=True).clamp_min(1).to(means.dtype)
+    lo = at_lo.to(means.dtype) / at_lo.sum(-1, keepdim=True).clamp_min(1).to(means.dtype)
+    return hi - lo
+
+
 def deviation(means: Tensor, valid: Tensor, overall: Tensor, kept: Tensor) -> Tensor:
     """|v̄_g − v̄| for every group g of ``kept`` (0 where g is not ``valid``): one row per kept group. No host
     sync."""

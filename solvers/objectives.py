@@ -2,7 +2,8 @@
 
 With ỹ = 2y − 1 ∈ {−1,+1}:
 
-* ``logistic``: ℓ = log(1 + exp(−ỹ f)) (PLADA eq. 16), computed as softplus(−ỹ f);
+* ``logistic``: ℓ = log(1 + exp(−ỹ f)) (PLADA eq. 16), computed by the fused binary-cross-entropy-with-logits
+  kernel (the same function of f and y, in one pass over the samples instead of five for softplus(−ỹ f));
 * ``hinge``:    ℓ = [1 − ỹ f]^+ (the loss inside PLADA eq. 18);
 * ``bce``:      ℓ = −y log σ(f) − (1−y) log(1−σ(f)), binary cross-entropy on σ(f)
   (the stochastic benchmark's loss). Mathematically identical to ``logistic``;
@@ -71,8 +72,8 @@ def _signed(y: Tensor) -> Tensor:
 
 
 def logistic_per_sample(scores: Tensor, y: Tensor) -> Tensor:
-    """log(1 + exp(−ỹ f))."""
-    return F_.softplus(-_signed(y) * scores)
+    """log(1 + exp(−ỹ f)) = −y log σ(f) − (1−y) log(1−σ(f)): :func:`bce_per_sample`'s kernel."""
+    return bce_per_sample(scores, y)
 
 
 def hinge_per_sample(scores: Tensor, y: Tensor) -> Tensor:

@@ -23,6 +23,7 @@ import warnings
 from collections import deque
 from typing import Any
 
+import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 
@@ -35,7 +36,7 @@ class OracleStream:
     """Items ``("oracle", classifier, λ)`` per oracle call, then ``("done", fitted fairlearn estimator, None)``,
     ``("stopped", None, None)`` or ``("error", exception, None)``."""
 
-    __slots__ = ("_cond", "_items", "_pending", "_stopped", "_lambda", "_thread", "taken")
+    __slots__ = ("_cond", "_items", "_pending", "_stopped", "_lambda", "_thread", "taken", "_scores")
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -45,6 +46,7 @@ class OracleStream:
         self._lambda = None
         self._thread: threading.Thread | None = None
         self.taken = 0   # items the driver has taken
+        self._scores: dict[int, tuple] = {}   # id(classifier) -> (classifier, X, raw scores), see :meth:`scores_of`
 
     def __deepcopy__(self, memo) -> "OracleStream":
         return self
@@ -58,8 +60,18 @@ class OracleStream:
                 raise Stopped
             self._lambda = lambda_vec
 
-    def fitted(self, classifier) -> None:
+    def fitted(self, classifier, scores: tuple | None = None) -> None:
+        """An oracle call's classifier; ``scores``: (X, its raw scores on the rows X it was fitted on), if known."""
+        with self._cond:
+            if scores is not None:
+                self._scores[id(classifier)] = (classifier, *scores)
         self._put(("oracle", classifier, self._lambda))
+
+    def scores_of(self, classifier) -> tuple | None:
+        """(X, raw scores F(X)) that fairlearn's thread computed for ``classifier`` (taken once), else None."""
+        with self._cond:
+            found = self._scores.pop(id(classifier), None)
+        return found[1:] if found is not None and found[0] is classifier else None
 
     def _put(self, item: tuple) -> None:
         with self._cond:
@@ -116,11 +128,46 @@ class OracleEstimator(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         self.estimator_ = clone(self.estimator).fit(X, y, sample_weight=sample_weight)
         self.classes_ = self.estimator_.classes_
-        self.stream.fitted(self.estimator_)
+        self._predicted, scores = None, None
+        if _binary_lightgbm(self.estimator_):  # one pass: the raw scores, its predictions of X and the trajectory's
+            raw = np.asarray(self.estimator_.booster_.predict(X, raw_score=True), dtype=np.float64)
+            self._predicted, scores = (X, lightgbm_labels(self.estimator_, X, raw)), (X, raw)
+        self.stream.fitted(self.estimator_, scores)
         return self
 
     def predict(self, X):
-        return self.estimator_.predict(X)
+        """The fitted classifier's predictions. Right after each oracle call fairlearn predicts the same training
+        rows twice (its objective's γ(h), then its constraints'; one array ``X`` loaded into both moments):
+        the second time gets a copy of the first's answer instead of a second pass of the classifier."""
+        last = getattr(self, "_predicted", None)
+        if last is not None and last[0] is X:
+            return last[1].copy()
+        out = self.estimator_.predict(X)
+        self._predicted = (X, out.copy())
+        return out
+
+
+def _binary_lightgbm(classifier) -> bool:
+    """A fitted LGBMClassifier with LightGBM's own binary objective (whose ``predict`` is 1{σ(F) > ½})."""
+    return (hasattr(classifier, "booster_") and len(getattr(classifier, "classes_", ())) == 2
+            and getattr(classifier, "objective_", None) == "binary")
+
+
+#: raw scores in (0, UNSURE] may round to σ(F) = ½ exactly in LightGBM's sigmoid: those rows are predicted by it
+UNSURE = 1e-12
+
+
+def lightgbm_labels(classifier, X, raw: np.ndarray) -> np.ndarray:
+    """``classifier.predict(X)`` of a binary LGBMClassifier from its raw scores F(X): it predicts the class of the
+    larger of (1 − p, p), p = σ(F) computed by LightGBM (ties: the first class), so class 1 exactly when p > ½.
+    F ≤ 0 gives e^{−F} ≥ 1 and p ≤ ½; F > 10⁻¹² gives p > ½ by far more than any rounding; the rows in between
+    (:data:`UNSURE`) are predicted by the classifier itself."""
+    index = (raw > 0).astype(np.int64)
+    labels = classifier.classes_[index]
+    unsure = (raw > 0) & (raw <= UNSURE)
+    if unsure.any():
+        labels[unsure] = classifier.predict(X[unsure])
+    return labels
 
 
 def probed(moment_cls: type, stream: OracleStream, **kwargs: Any):

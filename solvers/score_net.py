@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from torch.nn.functional import linear
 
 from .models import ScoreModel
+from .sparse_rows import SparseRows
 
 _ACTIVATIONS = {nn.ReLU: "relu", nn.Tanh: "tanh"}
 
@@ -49,9 +50,17 @@ class ScoreNet:
             return None
         return cls([p for m in linears for p in (m.weight, m.bias)], activations.pop() if activations else "relu")
 
-    def forward(self, x: Tensor) -> tuple[Tensor, list[Tensor]]:
+    @property
+    def linear(self) -> bool:
+        """One layer: f(x) = w·x + b."""
+        return len(self.params) == 2
+
+    def forward(self, x: Tensor, rows: SparseRows | None = None) -> tuple[Tensor, list[Tensor]]:
         """(scores a_L of shape (n,), tape [h_0, ..., h_{L−1}]). Meant for grad mode off (the driver turns it off
-        for score-space algorithms); with it on, the same values with a needless graph."""
+        for score-space algorithms); with it on, the same values with a needless graph. ``rows``: CSR copies of
+        ``x`` (:mod:`solvers.sparse_rows`) for a :attr:`linear` net, whose product then reads x's non-zeros only."""
+        if rows is not None and self.linear:
+            return rows.mv(self.params[0].view(-1)).add_(self.params[1]), [x]
         act = torch.relu_ if self.activation == "relu" else torch.tanh_
         params, tape, h = self.params, [x], x
         last = len(params) // 2 - 1
@@ -63,9 +72,12 @@ class ScoreNet:
     def __call__(self, x: Tensor) -> Tensor:
         return self.forward(x)[0]
 
-    def pullback(self, tape: list[Tensor], v: Tensor) -> list[Tensor]:
-        """∇θ (vᵀ a_L) for the tape of :meth:`forward`, in the order of ``params`` (grad mode as :meth:`forward`)."""
+    def pullback(self, tape: list[Tensor], v: Tensor, rows: SparseRows | None = None) -> list[Tensor]:
+        """∇θ (vᵀ a_L) for the tape of :meth:`forward`, in the order of ``params`` (grad mode as :meth:`forward`);
+        ``rows`` as in :meth:`forward` (∇_w = Xᵀ v from the CSR copy of Xᵀ)."""
         params = self.params
+        if rows is not None and self.linear:
+            return [rows.rmv(v).unsqueeze(0), v.sum(0, keepdim=True)]
         grads: list[Tensor] = [v] * len(params)
         g = v.unsqueeze(-1)                                              # g_L = v, (n, 1)
         for layer in range(len(tape) - 1, -1, -1):

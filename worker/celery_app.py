@@ -56,6 +56,14 @@ def _structured_logs(**_) -> None:
 
 
 @worker_process_init.connect
+def _bounded_heap(**_) -> None:
+    """Large temporaries are mapped and unmapped, so a job's peak does not keep its freed blocks (``worker.heap``)."""
+    from worker.heap import fix_mmap_threshold
+
+    fix_mmap_threshold()
+
+
+@worker_process_init.connect
 def _share_cores(**_) -> None:
     """Each pool process gets cores / concurrency torch threads: oversubscribed threads thrash. Solver
     processes also lower their priority by ``FAIRSOLVE_WORKER_NICE``: where the API and workers share

@@ -7,7 +7,8 @@ the logistic loss F with LightGBM's own ``binary`` objective (g = σ(f) − y, h
 :meth:`Boosting.gradients` (LightGBM's custom objective, ``Booster.update(fobj=...)``), e.g. ``fair_boosting``.
 
 Everything else is the driver's (:mod:`.driver`): a trajectory record per round (F and G at the new training
-scores, exact traces), cancel and time limit between rounds (the driver's loop plays LightGBM's callback), and
+scores, exact traces; the training and validation scores are kept round by round, one new tree evaluated per round
+by :mod:`solvers.gbdt.tree_scores`, and the model's forward pass over those rows reads them), cancel and time limit between rounds (the driver's loop plays LightGBM's callback), and
 checkpoints: the model's state is the booster's text, and a resumed run rebuilds its trainer from it and goes on
 boosting (``init_model``) with the same data and parameters. Nothing is random (``deterministic``, no bagging,
 ``colsample_bytree`` seeded), so a resumed run grows the same trees as the uninterrupted one. The run ends
@@ -24,17 +25,24 @@ import numpy as np
 import torch
 
 from ..gbdt.model import GBDTModel, lightgbm_params
+from ..gbdt.tree_scores import KeptScores
 from ..problem import Evaluation
 from .base import Algorithm
 
 
 @dataclass(frozen=True)
 class Trainer:
-    """LightGBM's training booster and the float64 training scores f (n,) it has reached (updated in place); built
-    by the first step from the model (frozen: a checkpoint leaves it out, the model's text carries it)."""
+    """LightGBM's training booster and its float64 training scores f (n,), kept tree by tree
+    (:class:`~solvers.gbdt.tree_scores.KeptScores`: the booster's raw prediction bit for bit, updated in place, and
+    the model's answer to a forward pass over the training rows); built by the first step from the model (frozen:
+    a checkpoint leaves it out, the model's text carries it)."""
 
     booster: Any
-    scores: np.ndarray
+    kept: KeptScores
+
+    @property
+    def scores(self) -> np.ndarray:
+        return self.kept.scores
 
 
 class Boosting(Algorithm):
@@ -78,16 +86,23 @@ class Boosting(Algorithm):
                 params["objective"] = self._fobj
             data = lgb.Dataset(X, label=y, params=params, free_raw_data=False)
             booster = lgb.train(params, data, num_boost_round=1, init_model=start, keep_training_booster=True)
-            self.model.booster = booster
-            return Trainer(booster, scores), False
+            return self._trainer(booster, KeptScores(X, params["num_threads"]).start_from(scores, start.current_iteration())), False
         init = np.full(len(y), log_odds(y)) if self.objective is None else None  # custom: no boost_from_average
         data = lgb.Dataset(X, label=y, init_score=init, params=params, free_raw_data=False)
         booster = lgb.Booster(params, data)
-        self.model.booster = booster
         finished = self._update(booster)
         if init is not None:  # the initial score goes into the first tree, as boost_from_average does
             add_to_tree(booster, 0, float(init[0]))
-        return Trainer(booster, np.zeros(len(y))), finished
+        return self._trainer(booster, KeptScores(X, params["num_threads"])), finished
+
+    def _trainer(self, booster, kept: KeptScores) -> Trainer:
+        """The model's booster is now ``booster``; its forward pass over the training (and validation) rows reads
+        scores kept up to date round by round rather than predicting every tree again."""
+        self.model.booster = booster
+        self.model.keep_scores(kept)
+        if self.validation is not None:
+            self.model.keep_scores(KeptScores(self.validation.X.cpu().numpy(), kept.num_threads))
+        return Trainer(booster, kept)
 
     def _update(self, booster) -> bool:
         return bool(booster.update(fobj=self._fobj) if self.objective is None else booster.update())
@@ -101,10 +116,7 @@ class Boosting(Algorithm):
             self.trainer, finished = self._begin()
         else:
             finished = self._update(self.trainer.booster)
-        booster, scores = self.trainer.booster, self.trainer.scores
-        tree = booster.predict(self.problem.X.cpu().numpy(), start_iteration=booster.current_iteration() - 1,
-                               num_iteration=1, raw_score=True, num_threads=self._params()["num_threads"])
-        scores += tree
+        scores = self.trainer.kept.catch_up(self.trainer.booster)  # none added when LightGBM dropped a split-less round
         self.rounds += 1
         self.converged = finished or self.rounds >= self.model.spec.n_estimators
         return self.evaluate_scores(scores), self.duals()

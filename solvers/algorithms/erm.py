@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..batching import scale_batch_size
 from ..problem import Evaluation
 from .base import ALGORITHMS, Algorithm
 
@@ -14,7 +15,18 @@ class ERM(Algorithm):
 
     A gbdt model is boosted instead (:class:`~solvers.algorithms.boosting.GradientBoosting`: LightGBM's own
     logistic objective, one tree per iteration; ``optimizer`` and ``lr`` do not apply, the model's
-    ``learning_rate`` does)."""
+    ``learning_rate`` does).
+
+    Without a ``batch_size`` the steps are full batch up to :data:`~solvers.batching.FULL_BATCH_MAX_ROWS` training
+    rows and mini-batches of :data:`~solvers.batching.SCALE_BATCH` above (:func:`~solvers.batching.scale_batch_size`;
+    also for ``penalty``, a subclass): the job's unconstrained baseline is an ``erm`` run, and a full-batch MLP
+    step on millions of rows costs seconds and gigabytes."""
+
+    @classmethod
+    def resolve_config(cls, config, problem):
+        if config.batch_size is None and (size := scale_batch_size(problem.n_samples)) is not None:
+            return config.model_copy(update={"batch_size": size})
+        return config
 
     @classmethod
     def for_model(cls, model_type: str):

@@ -186,6 +186,7 @@ class Reductions(Algorithm):
         if kind == "oracle":
             self.oracle_calls += 1
             model = randomized([payload], [1.0], d, draw)
+            self._keep_training_scores(model, self.stream.scores_of(payload))
             duals = {"lambda": torch.tensor(np.asarray(lambda_vec, dtype=np.float64))}
         else:   # "done": fairlearn's Q
             self.fitted = payload
@@ -193,6 +194,21 @@ class Reductions(Algorithm):
             self.converged = True
         self.model = model.to(self.problem.device)
         return self.problem.evaluate(self.model), duals
+
+    def _keep_training_scores(self, model: RandomizedModel, scores: tuple | None) -> None:
+        """A LightGBM h_t's raw scores on the training rows, computed once on fairlearn's thread (its own predictions
+        of them come from the same pass, :class:`~solvers.oracle_stream.OracleEstimator`), answer the trajectory's
+        evaluation of h_t there (:meth:`~solvers.gbdt.GBDTModel.keep_scores`) when fairlearn's rows are ours."""
+        if scores is None or len(model.trees) != 1:
+            return
+        from ..gbdt.tree_scores import KeptScores
+
+        rows, raw = scores
+        X = self.problem.X.cpu().numpy()
+        if np.shape(rows) != X.shape or not np.array_equal(np.asarray(rows), X, equal_nan=True):
+            return
+        tree = model.trees[0]
+        tree.keep_scores(KeptScores(X).start_from(raw, tree.num_trees))
 
     def finish(self) -> Evaluation | None:
         if not self.converged:   # stopped by the driver: end fairlearn's fit; the model stays the last h_t

@@ -23,6 +23,7 @@ from ..constraints import FairnessData
 from ..objectives import Objective
 from ..problem import Evaluation, Problem
 from ..score_net import ScoreNet
+from ..sparse_rows import SparseRows, sparse_rows
 from .base import gradient
 
 
@@ -39,6 +40,7 @@ class ScoreSpace:
     y: Tensor
     start: int
     data: FairnessData
+    rows: SparseRows | None = None  # CSR copies of the forward's X (full batch, linear net): :mod:`solvers.sparse_rows`
 
     def score_gradient(self, alpha: float, w: Tensor | None) -> Tensor:
         """u = α ∂F/∂s + ∂(wᵀG)/∂s over every row of the forward pass (0 on rows neither depends on)."""
@@ -63,7 +65,7 @@ class ScoreSpace:
 
     def gradient(self, alpha: float, w: Tensor | None) -> list[Tensor]:
         """∇θ [α F + wᵀ G]."""
-        return self.net.pullback(self.tape, self.score_gradient(alpha, w))
+        return self.net.pullback(self.tape, self.score_gradient(alpha, w), self.rows)
 
 
 @dataclass
@@ -95,12 +97,14 @@ def score_evaluation(problem: Problem, net: ScoreNet, idx: Tensor | None,
                      data: FairnessData | None = None) -> SpaceEvaluation:
     """:meth:`Problem.evaluate` (F and G on the samples ``idx``, all when None) with a score space; ``data``:
     the batch's group structure when the caller has it (:meth:`FairnessData.run`)."""
-    if idx is None:
+    rows = None
+    if idx is None:  # the full batch: a linear net's products read the non-zeros of X only, when X is sparse
         X, data = problem.X, problem.data
+        rows = sparse_rows(problem) if net.linear else None
     else:
         X, data = problem.X.index_select(0, idx), problem.data.subset(idx) if data is None else data
     y = data.y
-    scores, tape = net.forward(X)
+    scores, tape = net.forward(X, rows)
     if isinstance(problem.objective, Objective):  # ℓ(f_i, y_i) once, shared with a family whose loss is ℓ
         losses = problem.objective.per_sample(scores, y)
         if idx is not None:  # (a batch's own structure; the shared full-set one keeps no memo)
@@ -109,7 +113,7 @@ def score_evaluation(problem: Problem, net: ScoreNet, idx: Tensor | None,
     else:
         objective = problem.objective(scores, y)
     constraints = constraint_values(problem, scores, data)
-    space = ScoreSpace(problem, net, tape, scores, scores.numel(), y, 0, data)
+    space = ScoreSpace(problem, net, tape, scores, scores.numel(), y, 0, data, rows)
     return SpaceEvaluation(scores, objective, constraints, space=space)
 
 

@@ -14,7 +14,8 @@ from .base import ALGORITHMS, AlgorithmConfig
     implementation="solvers.algorithms.erm:ERM",
     aliases=("unconstrained",),
     paper="(baseline) empirical risk minimisation, no fairness constraint",
-    description="Minimises F(θ) with full-batch Adam (or plain gradient descent), ignoring the constraints; "
+    description="Minimises F(θ) with full-batch Adam (or plain gradient descent; without a batch_size, "
+    "mini-batches of 4,096 rows above 262,144 training rows), ignoring the constraints; "
     "constraint values are still computed and logged so the unfairness of the plain model is visible. A gbdt "
     "model is boosted with LightGBM's logistic objective instead, one tree per iteration.",
     supported_models=("linear", "mlp", "gbdt"),
@@ -33,7 +34,7 @@ class PrimalConfig(AlgorithmConfig):
     aliases=("exact_penalty",),
     paper="(baseline) exact ℓ1 penalty method, e.g. Nocedal & Wright (2006), ch. 17",
     description="Minimises F(θ) + λ Σ_j max(0, G_j(θ)) by full-batch (sub)gradient steps (Adam or plain GD) "
-    "with a fixed penalty weight λ.",
+    "with a fixed penalty weight λ (without a batch_size, mini-batches of 4,096 rows above 262,144 training rows).",
 )
 class PenaltyConfig(PrimalConfig):
     penalty: NonNegativeFloat = Field(1.0, description="Penalty weight λ on Σ_j max(0, G_j(θ)).")

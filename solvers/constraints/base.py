@@ -147,6 +147,25 @@ def indicator_surrogate(scores: Tensor, kind: str, temperature: float = 1.0) -> 
     raise ValueError(f"unknown surrogate {kind!r}")
 
 
+def sigmoid_rates(scores: Tensor, cells: CellIndex, temperature: float) -> tuple[Tensor, Tensor]:
+    """(p, r): p_i = σ(f_i/T) and the cell means r_c = (1/N_c) Σ_{i∈c} p_i, as the rate families' ``gap``
+    computes them with the ``sigmoid`` surrogate."""
+    probs = indicator_surrogate(scores, "sigmoid", temperature)
+    return probs, cells.means(probs)
+
+
+def rates_vjp(probs: Tensor, cells: CellIndex, per_cell: Tensor, temperature: float) -> Tensor:
+    """∂(wᵀG)/∂f_i of a family whose G depends on f only through the cell means r of p = σ(f/T)
+    (:func:`sigmoid_rates`), given ``per_cell`` = ∂(wᵀG)/∂r_c: by the chain rule
+
+        ∂(wᵀG)/∂f_i = p_i (1 − p_i) / T · Σ_{c∋i} (∂(wᵀG)/∂r_c) / max(N_c, 1),
+
+    the closed form of the default (autograd) :meth:`ConstraintFamily.vjp`, without a graph."""
+    weights = per_cell / (cells.counts.clamp_min(1.0).to(per_cell.dtype) * temperature)
+    pulled = cells.pull(weights.to(probs.dtype), probs.shape[0])
+    return torch.ops.aten.sigmoid_backward(pulled, probs)  # pulled ⊙ p ⊙ (1 − p), one pass
+
+
 class ConstraintFamily:
     """One fairness constraint family with tolerance ε; yields m = len(names) constraints."""
 

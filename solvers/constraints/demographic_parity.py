@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from .base import CONSTRAINTS, FairnessData, indicator_surrogate
+from ..groups import spread_adjoint
+from .base import CONSTRAINTS, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates
 from .group_rates import GroupRateFamily
 
 
@@ -20,3 +21,13 @@ class DemographicParity(GroupRateFamily):
         cells = data.by_group
         soft = indicator_surrogate(scores, self.config.surrogate, self.config.temperature)
         return self.rows(cells.means(soft), cells.valid, soft.mean())
+
+    def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
+        """Closed form for the sigmoid surrogate: ∂(wᵀG)/∂r = w · ∂spread/∂r
+        (:func:`~solvers.groups.spread_adjoint`), chained by :func:`~.base.rates_vjp`; autograd otherwise (another
+        surrogate, or ``reference="overall"``)."""
+        if self.config.surrogate != "sigmoid" or self.per_group:
+            return super().vjp(scores, data, w)
+        cells, temperature = data.by_group, self.config.temperature
+        probs, rates = sigmoid_rates(scores, cells, temperature)
+        return rates_vjp(probs, cells, spread_adjoint(rates, cells.valid) * w.to(rates.dtype), temperature)

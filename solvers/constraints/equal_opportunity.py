@@ -1,9 +1,11 @@
 """Equal opportunity (PLADA Sec. 2.1, Hardt et al. 2016), generalised to K groups (possibly overlapping)."""
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
-from .base import CONSTRAINTS, FairnessData, indicator_surrogate
+from ..groups import spread_adjoint
+from .base import CONSTRAINTS, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates
 from .group_rates import GroupRateFamily
 
 
@@ -24,3 +26,15 @@ class EqualOpportunity(GroupRateFamily):
         rates = cells.means(soft).view(-1, 2)[:, 1]
         overall = (soft * data.y).sum() / data.y.sum().clamp_min(1.0)
         return self.rows(rates, cells.valid.view(-1, 2)[:, 1], overall)
+
+    def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
+        """Closed form for the sigmoid surrogate: ∂(wᵀG)/∂r_{g,1} = w · ∂spread/∂r_{g,1}
+        (:func:`~solvers.groups.spread_adjoint`), 0 on the y = 0 cells, chained by :func:`~.base.rates_vjp`;
+        autograd otherwise (another surrogate, or ``reference="overall"``)."""
+        if self.config.surrogate != "sigmoid" or self.per_group:
+            return super().vjp(scores, data, w)
+        cells, temperature = data.by_group_label, self.config.temperature
+        probs, rates = sigmoid_rates(scores, cells, temperature)
+        positives = spread_adjoint(rates.view(-1, 2)[:, 1], cells.valid.view(-1, 2)[:, 1]) * w.to(rates.dtype)
+        per_cell = torch.stack([torch.zeros_like(positives), positives], 1).reshape(-1)
+        return rates_vjp(probs, cells, per_cell, temperature)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ..groups import spread
-from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate
+from ..groups import spread, spread_adjoint
+from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates
 
 
 @CONSTRAINTS.implements("equalized_odds")
@@ -32,3 +32,23 @@ class EqualizedOdds(ConstraintFamily):
         if self.config.aggregate == "separate":
             return tpr_fpr
         return tpr_fpr.amax().reshape(1)
+
+    def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
+        """Closed form for the sigmoid surrogate: with r the cell means laid out as (y, g), the gap row y gets
+        weight ω_y (``separate``: ω = (w_fpr, w_tpr); the max: w split evenly among the tied largest gaps, as
+        ``amax``), so ∂(wᵀG)/∂r_{g,y} = ω_y ∂spread_y/∂r_{g,y} (:func:`~solvers.groups.spread_adjoint`), chained by
+        :func:`~.base.rates_vjp`; autograd otherwise."""
+        if self.config.surrogate != "sigmoid":
+            return super().vjp(scores, data, w)
+        cells, temperature = data.by_group_label, self.config.temperature
+        probs, rates = sigmoid_rates(scores, cells, temperature)
+        by_label, valid = rates.view(-1, 2).T, cells.valid.view(-1, 2).T
+        w = w.to(rates.dtype)
+        if self.config.aggregate == "separate":
+            row_weight = w.flip(0)  # (w_tpr, w_fpr) -> rows (y = 0, y = 1)
+        else:
+            gaps = spread(by_label, valid)  # (Δ̂_0, Δ̂_1)
+            at_max = (gaps == gaps.amax()).to(rates.dtype)
+            row_weight = w * at_max / at_max.sum()
+        per_cell = (spread_adjoint(by_label, valid) * row_weight.unsqueeze(1)).T.reshape(-1)
+        return rates_vjp(probs, cells, per_cell, temperature)

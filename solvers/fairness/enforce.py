@@ -7,11 +7,18 @@ mean σ(f) equal while the shares with f > 0 differ. With v_j the exact train va
 set by :mod:`.guarantee`), the solve is not done while some v_j > t_j:
 
 1. **tighten**: τ_j ← max(0, τ_j − (v_j − t_j)) for every violated j (τ the surrogate tolerances, starting at
-   t), and continue the same solver from the current model (:class:`.continuation.Continuation`);
+   t, or at min(t, where the solve left them) with its temperatures — ``auto``'s selected row is fitted under
+   tightened, cooled surrogates, and tightening from t would loosen them), and continue the same solver from the
+   current model (:class:`.continuation.Continuation`);
    when no τ_j can decrease any more (all at 0), the round instead divides the temperature T of the violated
    rate families' surrogate σ(f/T) by ``COOLING`` (down to ``MIN_TEMPERATURE``; a smaller T is closer to the
    indicator); at most ``MAX_TIGHTEN_ROUNDS`` rounds, while time is left; a round that leaves the worst excess
-   max_j (v_j − t_j) larger is undone and ends the tightening;
+   max_j (v_j − t_j) larger is undone and ends the tightening, and so is a round that turns a model which
+   separated the classes into a near-trivial one (:func:`.triviality.triviality` on the train rows: a constant
+   model meets every rate-parity constraint exactly, so without this guard the tightening "succeeds" by
+   destroying the model — seen with mini-batch SSG on an MLP, where a surrogate tolerance of 0 at temperature
+   0.25 is below the noise of a 4,096-row batch's estimate and the constraint steps flatten the scores; the
+   record's ``undone`` then says ``"near_trivial"``);
 2. **threshold**: if still violated, for a linear model, a partition of groups and one violated rate constraint
    (demographic parity or equal opportunity, the spread form ``reference="groups"``, or equalized odds), add a
    per-group score offset b_g (:func:`group_offsets`; for equalized odds
@@ -36,6 +43,7 @@ import torch
 from ..membership import Membership
 from .exact import exact_gaps
 from .odds_offsets import equalized_odds_offsets
+from .triviality import triviality
 
 MAX_TIGHTEN_ROUNDS = 3
 COOLING = 4.0            # a round whose tolerance cannot move divides the rate families' temperature by this
@@ -166,18 +174,33 @@ def threshold_correction(model, families: Sequence, targets: np.ndarray, values:
 
 
 def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, y: np.ndarray,
-                  group: np.ndarray, group_names: Sequence[str], scores) -> tuple[Any, dict[str, Any]]:
+                  group: np.ndarray, group_names: Sequence[str], scores, *,
+                  surrogate: Sequence[float | None] | None = None,
+                  temperature: Sequence[float | None] | None = None) -> tuple[Any, dict[str, Any]]:
     """Steps 1-2 of the module docstring on the training split (X, y, group); ``scores(model)`` the train
-    logits. Returns (model, enforcement record)."""
+    logits. ``surrogate`` / ``temperature``: where the solve that gave ``model`` left its surrogate (``auto``'s
+    selected row: its tightened training tolerances and cooled temperatures), so that step 1 tightens from
+    there, never from a looser surrogate than the one the model was fitted under; default: the targets and the
+    families' own temperatures (None entries: those). Returns (model, enforcement record)."""
     families = continuation.families
     targets = np.asarray(targets, dtype=np.float64)
 
     def exact(m):
         return exact_gaps(families, y, scores(m), group, group_names)
 
-    before = values = exact(model)
-    surrogate = targets.copy()
-    temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
+    def judged(m) -> tuple[np.ndarray, bool]:  # (exact train values, near-trivial on train) from one scoring
+        logits = scores(m)
+        return (exact_gaps(families, y, logits, group, group_names),
+                triviality(y, logits, group, len(group_names)) is not None)
+
+    before, trivial = judged(model)
+    values, undone = before, None
+    surrogate = targets.copy() if surrogate is None else np.minimum(targets, _filled(surrogate, targets))
+    start_temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
+    if temperature is not None:
+        start_temperature = np.where(np.isfinite(start_temperature), _filled(temperature, start_temperature),
+                                     start_temperature)
+    temperature = start_temperature.copy()
     used: list[str] = []
     rounds = 0
     while not (values <= targets).all() and rounds < MAX_TIGHTEN_ROUNDS:
@@ -195,13 +218,15 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
         if result.diverged:
             model = previous  # a continuation that diverged is undone
             break
-        after = exact(result.model)
+        after, trivial_after = judged(result.model)
         if _worst_excess(after, targets) > _worst_excess(values, targets):  # worse than before: undone, stop
-            model = previous
+            model, undone = previous, "worse"
+            break
+        if trivial_after and not trivial:  # fair only by no longer separating the classes: undone, stop
+            model, undone = previous, "near_trivial"
             break
         model, surrogate, temperature, rounds, values = result.model, tighter, cooler, rounds + 1, after
     if rounds:
-        start_temperature = np.asarray([getattr(f.config, "temperature", np.nan) for f in families], dtype=np.float64)
         used.append("tightened" if np.array_equal(temperature, start_temperature, equal_nan=True)
                     else "tightened+cooled")
     threshold = None
@@ -226,9 +251,17 @@ def enforce_exact(model, continuation, targets: Sequence[float], X: np.ndarray, 
         "temperatures": [_num(t) for t in temperature],
         "tighten_rounds": rounds,
     }
+    if undone is not None:
+        record["undone"] = undone
     if threshold is not None:
         record["threshold"] = threshold
     return model, record
+
+
+def _filled(values: Sequence[float | None], default: np.ndarray) -> np.ndarray:
+    """``values`` as floats, a None or non-finite entry replaced by ``default``'s."""
+    out = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+    return np.where(np.isfinite(out), out, default)
 
 
 def _worst_excess(values: np.ndarray, targets: np.ndarray) -> float:

@@ -14,6 +14,10 @@ Warnings (:func:`warnings_for`):
 
 * near-trivial model: balanced accuracy on the test split < ``MIN_BALANCED_ACCURACY`` (0.55);
 * a group whose predicted-positive rate on the test split is < ``MIN_POSITIVE_RATE`` (1 %);
+* a constraint whose exact value on the TRAINING split exceeds its tolerance (issue 17 item 4: the model does not
+  keep the constraint even on the rows it was fitted to), with why, from the job's ``enforcement`` record: the
+  solver did not meet its surrogate there (``surrogate_met: false``, so no exact enforcement ran), or the exact
+  enforcement did not reach the tolerance (``met: false``, the method named);
 * a constraint whose exact value on the validation split exceeds its tolerance.
 """
 from __future__ import annotations
@@ -24,9 +28,9 @@ import numpy as np
 
 from ..membership import rows_of
 from .intervals import constraint_bounds
+from .triviality import MIN_BALANCED_ACCURACY
+from .triviality import MIN_GROUP_RATE as MIN_POSITIVE_RATE
 
-MIN_BALANCED_ACCURACY = 0.55
-MIN_POSITIVE_RATE = 0.01
 LISTED_GROUPS = 10  # groups named in one warning
 SPLITS = ("train", "validation", "test")
 REPORT_BOOT = 500  # bootstrap replicates per split of the report's loss / AUC gaps (the guarantee uses 1000)
@@ -82,15 +86,36 @@ def split_trivial_reasons(y: np.ndarray, logits: np.ndarray, group: np.ndarray,
     return trivial_reasons(bal, group_fairness(y, pred, group, list(group_names))["demographic_parity_by_group"])
 
 
-def warnings_for(entries: Sequence[Mapping[str, Any]], metrics: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Human-readable warnings (module docstring) from the fairness entries and the split metrics."""
+def warnings_for(entries: Sequence[Mapping[str, Any]], metrics: Mapping[str, Mapping[str, Any]],
+                 enforcement: Mapping[str, Any] | None = None) -> list[str]:
+    """Human-readable warnings (module docstring) from the fairness entries, the split metrics and the job's
+    exact-enforcement record (None: none ran)."""
     test = metrics.get("test", {})
     out = [f"near-trivial model: {reason} on the test split"
            for reason in trivial_reasons(test.get("balanced_accuracy"), test.get("demographic_parity_by_group") or {})]
-    for entry in entries:
-        val = entry.get("validation")
-        if val is not None and not val["kept"]:
-            shown = "undefined" if val["value"] is None else f"{val['value']:.4f}"
-            out.append(f"constraint {entry['type']} not kept on the validation split: exact value {shown} "
-                       f"> tolerance {entry['tolerance']}")
+    for split in ("train", "validation"):
+        for entry in entries:
+            kept = entry.get(split)
+            if kept is not None and not kept["kept"]:
+                shown = "undefined" if kept["value"] is None else f"{kept['value']:.4f}"
+                out.append(f"constraint {entry['type']} not kept on the {_SPLIT_NAMES[split]} split: exact value "
+                           f"{shown} > tolerance {entry['tolerance']}" + (_why_not_on_train(enforcement)
+                                                                            if split == "train" else ""))
     return out
+
+
+_SPLIT_NAMES = {"train": "training", "validation": "validation"}
+
+
+def _why_not_on_train(enforcement: Mapping[str, Any] | None) -> str:
+    """Why a constraint is over its tolerance on the training split, from the enforcement record."""
+    if not enforcement:
+        return ""
+    if enforcement.get("surrogate_met") is False:
+        worst = enforcement.get("surrogate_max_violation")
+        shown = "" if worst is None else f", its largest row over the tolerance by {worst:.4f},"
+        return (f" (the solver's surrogate constraint is not met on the training split{shown} so no exact "
+                "enforcement ran: more iterations or another solver may keep it)")
+    if enforcement.get("met") is False:
+        return f" (exact enforcement, method {enforcement.get('method', 'none')}, did not reach it)"
+    return ""

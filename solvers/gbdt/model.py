@@ -11,6 +11,11 @@ tensor, and the ``state_dict`` holds one entry, ``booster``: LightGBM's own TEXT
 ``load_state_dict`` accepts a text of any length and rebuilds the booster from it (``Booster(model_str=...)``),
 refusing one whose feature count differs from the model's. A model without trees scores 0.
 
+A boosting solver hands the model the scores it keeps of its training and validation rows
+(:meth:`GBDTModel.keep_scores`): a forward pass over rows that are those rows (the same memory, e.g. the whole
+table's X of which the splits are views, and still the same values) reads them (LightGBM's prediction bit for bit,
+:mod:`solvers.gbdt.tree_scores`) instead of predicting every tree again; LightGBM predicts the other rows.
+
 The module has no torch parameters: gradient-step solvers cannot train it (the catalog lists ``gbdt`` only under
 the solvers that boost, :mod:`solvers.algorithms.boosting`).
 
@@ -28,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from ..lightgbm_text import load_booster
+from .tree_scores import KeptScores
 
 BOOSTER_KEY = "booster"
 
@@ -63,6 +69,7 @@ class GBDTModel(nn.Module):
         self.n_features = int(n_features)
         self.spec = spec
         self.booster = None
+        self.kept = _KeptIndex()
 
     @property
     def num_trees(self) -> int:
@@ -73,8 +80,35 @@ class GBDTModel(nn.Module):
             raise RuntimeError(f"the gbdt model reads {self.n_features} features, not the shape {tuple(x.shape)}")
         if self.booster is None:
             return x.new_zeros(x.shape[0])
-        raw = self.booster.predict(x.detach().cpu().numpy(), raw_score=True, num_threads=num_threads())
+        rows = x.detach().cpu().numpy()
+        raw = self._from_kept(rows)
+        if raw is None:
+            raw = self.booster.predict(rows, raw_score=True, num_threads=num_threads())
         return torch.as_tensor(np.asarray(raw), dtype=x.dtype, device=x.device).reshape(-1)
+
+    def keep_scores(self, kept: KeptScores) -> None:
+        """Answer later forward passes over ``kept``'s rows (:class:`~solvers.gbdt.tree_scores.KeptScores`: a
+        boosting solver's training and validation rows) from its scores, brought up to the booster's trees, while
+        the booster is the current one: rows scored again and again by traces, output rules and the final report
+        cost one tree per round instead of a whole prediction each time."""
+        self.kept[:] = [entry for entry in self.kept if entry[0] is self.booster]  # an earlier booster's are spent
+        self.kept.append((self.booster, kept))
+
+    def _from_kept(self, rows: np.ndarray) -> np.ndarray | None:
+        """f(rows) (float64) when some of ``rows`` are kept rows (:meth:`KeptScores.span_in`: the same memory and
+        values), the others predicted by LightGBM (whose prediction of a row reads that row alone); else None."""
+        out, covered = None, None
+        for booster, kept in self.kept:
+            span = kept.span_in(rows) if booster is self.booster else None
+            if span is None:
+                continue
+            if out is None:
+                out, covered = np.empty(rows.shape[0]), np.zeros(rows.shape[0], dtype=bool)
+            out[span[0]:span[1]] = kept.catch_up(self.booster)
+            covered[span[0]:span[1]] = True
+        if out is not None and not covered.all():
+            out[~covered] = self.booster.predict(rows[~covered], raw_score=True, num_threads=num_threads())
+        return out
 
     def text(self) -> str:
         """LightGBM's text model ('' without trees)."""
@@ -103,6 +137,17 @@ class GBDTModel(nn.Module):
             self.booster = load_booster(bytes(value.cpu().numpy()), self.n_features)
         except ValueError as exc:
             error_msgs.append(f"{key!r}: {exc}")
+
+
+class _KeptIndex(list):
+    """(booster, KeptScores) of :meth:`GBDTModel.keep_scores`; a copy of the model starts without them (a copy is a
+    snapshot: the solver goes on growing the original's booster)."""
+
+    def __deepcopy__(self, memo) -> "_KeptIndex":
+        return _KeptIndex()
+
+    def __reduce__(self):
+        return _KeptIndex, ()
 
 
 def gbdt(n_features: int, spec: Any = None) -> GBDTModel:

@@ -38,3 +38,39 @@ def test_minibatch_plada_counts_samples_and_stays_deterministic():
         runs.append(obs.records)
     assert runs[0][-1].samples_seen == 25 * 64
     assert [r.objective for r in runs[0]] == [r.objective for r in runs[1]]
+
+
+def _rows(n: int):
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(n, 3, generator=g)
+    group = (torch.rand(n, generator=g) < 0.4).long()
+    y = ((X[:, 0] + 0.5 * group) > 0.2).float()
+    return Problem(X=X, y=y, group=group, group_names=["a", "b"], device="cpu",
+                   constraints=[CONSTRAINTS.get("demographic_parity")(tolerance=0.05)])
+
+
+def test_fairsolves_own_defaults_step_on_minibatches_above_the_full_batch_limit():
+    """erm (every job's baseline) and penalty: full batch up to FULL_BATCH_MAX_ROWS training rows, SCALE_BATCH above;
+    a batch_size given is kept; the catalog's torch-free descriptions state the same numbers."""
+    from solvers.batching import FULL_BATCH_MAX_ROWS, SCALE_BATCH, scale_batch_size
+    from solvers.catalog import ALGORITHMS
+
+    assert scale_batch_size(FULL_BATCH_MAX_ROWS) is None and scale_batch_size(FULL_BATCH_MAX_ROWS + 1) == SCALE_BATCH
+    big, small = _rows(FULL_BATCH_MAX_ROWS + 1), _rows(2000)
+    for name in ("erm", "penalty"):
+        at_scale = solve(big, name, max_iterations=3)
+        assert at_scale.config.batch_size == SCALE_BATCH and at_scale.samples_seen == 3 * SCALE_BATCH
+        assert solve(small, name, max_iterations=3).config.batch_size is None
+        assert solve(big, {"name": name, "params": {"batch_size": 512}}, max_iterations=3).samples_seen == 3 * 512
+        assert f"{SCALE_BATCH:,} rows above {FULL_BATCH_MAX_ROWS:,} training rows" in ALGORITHMS.entry(name).description
+
+
+def test_auto_gives_its_candidates_minibatches_above_the_full_batch_limit():
+    from solvers.batching import FULL_BATCH_MAX_ROWS, SCALE_BATCH
+
+    config = {"portfolio": ["ssg", "plada"], "iterations": 3, "refinements": 0, "exhaustive": True,
+              "settings": {"plada": [{"eta": 0.5, "batch_size": 256}]}}
+    tried = solve(_rows(FULL_BATCH_MAX_ROWS + 1), {"name": "auto", "params": config}, max_iterations=3).tried
+    assert [t["params"].get("batch_size") for t in tried] == [SCALE_BATCH, 256]  # a setting's own batch_size is kept
+    small = solve(_rows(2000), {"name": "auto", "params": config}, max_iterations=3).tried
+    assert "batch_size" not in small[0]["params"]

@@ -55,3 +55,23 @@ def test_the_zero_gap_ceiling_is_the_mean_keep_probability_over_the_cells():
     assert abs(summary["by_method"]["auto"]["zero_gap_keeps"] - (1 + exact) / 2) < 0.01
     assert summary["by_method"]["ssg"]["zero_gap_keeps"] == 1.0
     assert summarise(jobs)["zero_gap_keeps_grid"] is None  # not computed: not reported
+
+
+def test_headline_takes_the_median_of_back_to_back_pairs(monkeypatch):
+    """--headline fits fairlearn then auto ``repeats`` times and reports the median of the pairs' ratios (wall and
+    CPU), with each pair stored; the report shows the pairs and the other tables' rows."""
+    import bench.promise as promise
+
+    walls = iter([10.0, 1.2, 20.0, 1.0, 8.0, 1.6])  # fairlearn, auto, ... -> ratios 0.12, 0.05, 0.2
+    monkeypatch.setitem(promise.DATASETS, "adult_sex", (lambda: None, promise.DATASETS["adult_sex"][1]))
+    monkeypatch.setattr(promise, "fit_fairlearn", lambda table, spec: {"time_s": next(walls), "cpu_s": 5.0,
+                                                                       "test_accuracy": 0.84, "test_gap": 0.04})
+    monkeypatch.setattr(promise, "ours", lambda table, spec: {"time_s": next(walls), "cpu_s": 0.4, "test_accuracy": 0.841,
+                                                              "test_gap": 0.019, "selected": {"solver": "ssg"}})
+    head = promise.headline("adult_sex", repeats=3)
+    assert [round(p["time_ratio"], 6) for p in head["pairs"]] == [0.12, 0.05, 0.2]
+    assert abs(head["time_ratio"] - 0.12) < 1e-12 and abs(head["cpu_ratio"] - 0.08) < 1e-12
+    assert head["fairlearn"]["time_s"] == 10.0 and head["auto"]["time_s"] == 1.2 and head["same_models"]
+    assert not head["meets_target"]  # 0.12 > 0.1
+    md = "\n".join(promise._headline_section(head, {"compas_race": {**head, "measured_at": "t"}}))
+    assert "median of 3 pairs fitted back to back: 0.120, 0.050, 0.200" in md and "| compas_race |" in md

@@ -208,3 +208,99 @@ def test_draw_decides_each_row_by_one_seeded_draw_of_q():
     state = load(save({k: v.contiguous() for k, v in model.state_dict().items()}))
     with torch.no_grad():
         torch.testing.assert_close(restore_model(linear(X.shape[1]), state)(x), model(x), rtol=0, atol=0)
+
+
+class CountingLogistic(LogisticRegression):
+    """LogisticRegression counting its ``predict`` calls per rows (class-wide: fairlearn fits clones)."""
+
+    calls: dict[int, int] = {}
+
+    def predict(self, X):
+        CountingLogistic.calls[id(X)] = CountingLogistic.calls.get(id(X), 0) + 1
+        return super().predict(X)
+
+
+def test_fairlearns_two_predictions_of_the_training_rows_per_oracle_call_are_one():
+    """fairlearn computes γ(h) of its objective and of its constraint on the same rows after each oracle call:
+    the oracle answers the second from the first (same result as fairlearn's own fit, fewer passes)."""
+    from fairlearn.reductions import DemographicParity
+
+    from solvers.oracle_stream import OracleEstimator, OracleStream
+
+    X, y, group = three_groups()
+    CountingLogistic.calls = {}
+    stream = OracleStream()
+    oracle = OracleEstimator(CountingLogistic(max_iter=1000), stream)
+    ours = ExponentiatedGradient(oracle, DemographicParity(difference_bound=TOL / 2), eps=TOL)
+    stream.start(ours, X, y, sensitive_features=group)
+    fits = 0
+    while (item := stream.next())[0] == "oracle":
+        fits += 1
+    assert item[0] == "done" and fits > 3
+    on_train = max(CountingLogistic.calls.values())
+    assert on_train == fits   # one pass of each fitted classifier over the training rows (not two)
+    theirs = ExponentiatedGradient(LogisticRegression(max_iter=1000), DemographicParity(difference_bound=TOL / 2),
+                                   eps=TOL).fit(X, y, sensitive_features=group)
+    np.testing.assert_array_equal(ours.weights_.to_numpy(), theirs.weights_.to_numpy())
+    np.testing.assert_array_equal(ours._pmf_predict(X), theirs._pmf_predict(X))
+
+
+def test_a_lightgbm_oracle_scores_the_training_rows_once_for_fairlearn_and_the_trajectory(monkeypatch):
+    """Per LightGBM oracle call, one pass over the training rows serves fairlearn's two predictions and the
+    trajectory's evaluation of h_t; the trajectory and Q are those of predicting each time."""
+    import lightgbm as lgb
+
+    from solvers import ModelSpec
+    from solvers.models import model_factory
+    from solvers.oracle_stream import OracleEstimator, lightgbm_labels
+
+    X, y, group = three_groups(n=600, seed=4)
+    spec = ModelSpec(type="gbdt", n_estimators=15, num_leaves=7)
+
+    def run():
+        problem = Problem(X=X, y=y, group=group, group_names=["a", "b", "c"], model_factory=model_factory(spec),
+                          model_type="gbdt", device="cpu",
+                          constraints=[ConstraintSpec(type="demographic_parity", tolerance=TOL).build()])
+        observer = RecordingObserver()
+        result = solve(problem, {"name": "reductions", "params": {"max_iter": 8}}, observer, seed=3)
+        return result, [(r.objective, *r.constraints) for r in observer.records]
+
+    passes = []
+    predict = lgb.Booster.predict
+
+    def counting(self, data, *args, **kwargs):
+        passes.append(len(data))
+        return predict(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(lgb.Booster, "predict", counting)
+    ours, trajectory = run()
+    fits = len(trajectory) - 1  # the last record is Q
+    ours_passes = passes.count(len(X))
+    plain_fit = OracleEstimator.fit
+
+    def without_scores(self, X_, y_, sample_weight=None):  # the former path: fairlearn and the trajectory predict
+        self.estimator_ = clone(self.estimator).fit(X_, y_, sample_weight=sample_weight)
+        self.classes_, self._predicted = self.estimator_.classes_, None
+        self.stream.fitted(self.estimator_)
+        return self
+
+    from sklearn.base import clone
+
+    monkeypatch.setattr(OracleEstimator, "fit", without_scores)
+    passes.clear()
+    theirs, former = run()
+    # formerly fairlearn once per call (its second prediction is the first's copy) and the trajectory once; now
+    # one pass in all (the rest, in both runs: Q's components on the training rows)
+    assert fits > 2 and passes.count(len(X)) - ours_passes == fits and ours_passes - fits <= len(ours.model.trees)
+    monkeypatch.setattr(OracleEstimator, "fit", plain_fit)
+    assert trajectory == former
+    np.testing.assert_array_equal(ours.model.positive_probability(torch.as_tensor(X)).numpy(),
+                                  theirs.model.positive_probability(torch.as_tensor(X)).numpy())
+    # the labels from raw scores are LGBMClassifier.predict's, rows of a near-zero score included
+    classifier = lgb.LGBMClassifier(n_estimators=5, num_leaves=7, verbose=-1).fit(X, y)
+    raw = predict(classifier.booster_, X, raw_score=True)
+    np.testing.assert_array_equal(lightgbm_labels(classifier, X, raw), classifier.predict(X))
+    tiny = np.where(np.arange(len(X)) % 3 == 0, 1e-14, raw)  # "unsure" rows are asked of the classifier
+    expected = classifier.classes_[(tiny > 0).astype(int)]
+    expected[(tiny > 0) & (tiny <= 1e-12)] = classifier.predict(X[(tiny > 0) & (tiny <= 1e-12)])
+    np.testing.assert_array_equal(lightgbm_labels(classifier, X, tiny), expected)

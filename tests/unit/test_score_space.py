@@ -124,3 +124,80 @@ def test_fairness_data_group_label_is_lazy():
     data = FairnessData.build(torch.tensor([0.0, 1.0, 1.0]), torch.tensor([0, 0, 1]), 2)
     assert data.group_label is None
     assert data.by_group_label.counts.tolist() == [1.0, 1.0, 0.0, 1.0]
+
+
+def _rate_data(overlapping: bool, empty: bool, n=40, k=4, seed=1):
+    """FairnessData over k groups (group k − 1 empty when ``empty``; each sample also in group (g + 1) mod k
+    when ``overlapping``)."""
+    g = torch.Generator().manual_seed(seed)
+    group = torch.randint(0, k - 1 if empty else k, (n,), generator=g)
+    y = torch.randint(0, 2, (n,), generator=g).float()
+    if not overlapping:
+        return FairnessData.build(y, group, k)
+    rows = torch.cat([torch.arange(n), torch.arange(n)])
+    member = torch.cat([group, (group + 1) % (k - 1 if empty else k)])
+    return FairnessData.overlapping(y, rows, member, k)
+
+
+@pytest.mark.parametrize("overlapping", [False, True], ids=["partition", "overlapping"])
+@pytest.mark.parametrize("empty", [False, True], ids=["all-groups", "empty-group"])
+@pytest.mark.parametrize("temperature", [1.0, 0.25])
+@pytest.mark.parametrize("family,config", [
+    ("demographic_parity", {}), ("equal_opportunity", {}), ("equalized_odds", {}),
+    ("demographic_parity", {"reference": "overall"}),
+    ("equalized_odds", {"aggregate": "separate"})])
+def test_rate_family_closed_form_vjp_matches_autograd(family, config, temperature, empty, overlapping):
+    """The sigmoid rate families' closed-form vjp equals the autograd one of ConstraintFamily.vjp, on random
+    scores and on scores that tie every group's rate (constant scores: amax / amin share the gradient);
+    ``reference="overall"`` keeps autograd."""
+    fam = CONSTRAINTS.get(family)(0.02, {**config, "temperature": temperature})
+    data = _rate_data(overlapping, empty)
+    fam.bind([f"g{i}" for i in range(data.n_groups)], data.by_group.counts, data.y.numel())
+    n, m = data.y.numel(), len(fam.names)
+    g = torch.Generator().manual_seed(2)
+    for scores, tied in ((torch.randn(n, generator=g, dtype=torch.float64) * 2, False),
+                         (torch.zeros(n, dtype=torch.float64), True), (torch.randn(n, generator=g), False)):
+        w = torch.linspace(0.5, 1.5, m, dtype=scores.dtype)
+        mine = fam.vjp(scores, data, w)
+        expected = super(type(fam), fam).vjp(scores, data, w)
+        assert mine.shape == expected.shape == (n,) and mine.dtype == scores.dtype
+        assert torch.allclose(mine, expected, atol=1e-6 if scores.dtype == torch.float32 else 1e-12)
+        assert (mine.abs().sum() == 0) == tied  # ties cancel; otherwise the gradient moves some score
+
+
+def test_sparse_rows_products_equal_the_dense_ones_and_dense_matrices_are_refused():
+    """CSR copies of a mostly-zero X give X w and Xᵀ v to float rounding; a dense X (or a float64 one) gets none."""
+    from solvers.sparse_rows import MAX_DENSITY, SparseRows
+
+    g = torch.Generator().manual_seed(3)
+    X = torch.randn(300, 20, generator=g) * (torch.rand(300, 20, generator=g) < 0.1)
+    rows = SparseRows.of(X)
+    w, v = torch.randn(20, generator=g), torch.randn(300, generator=g)
+    assert rows is not None and rows.rows._nnz() == int((X != 0).sum())
+    assert torch.allclose(rows.mv(w), X @ w, atol=1e-5) and torch.allclose(rows.rmv(v), X.t() @ v, atol=1e-4)
+    dense = torch.randn(300, 20, generator=g) * (torch.rand(300, 20, generator=g) < MAX_DENSITY + 0.1)
+    assert SparseRows.of(dense) is None and SparseRows.of(X.double()) is None
+
+
+def test_linear_full_batch_space_uses_the_sparse_rows_and_matches_autograd():
+    """A full-batch evaluation of a linear model on a mostly-zero X runs its products on the CSR copies (kept
+    on the problem, rebuilt when X changes) with the scores and gradients of autograd on the dense X."""
+    from solvers.sparse_rows import sparse_rows
+
+    problem = _problem([CONSTRAINTS.get("demographic_parity")(0.02)], n=200)
+    problem.model_factory, problem.model_type = linear, "linear"
+    with torch.no_grad():
+        problem.X.mul_(torch.rand(problem.X.shape, generator=torch.Generator().manual_seed(4)) < 0.2)
+    model = _randomised(problem.make_model())
+    ev = score_evaluation(problem, ScoreNet.of(model), None)
+    assert ev.space.rows is not None and sparse_rows(problem) is ev.space.rows
+    ref = problem.evaluate(model)
+    assert torch.allclose(ev.scores, ref.scores, atol=1e-5) and torch.allclose(ev.constraints, ref.constraints, atol=1e-6)
+    for alpha, w in [(1.0, None), (0.0, torch.ones(1))]:
+        loss = alpha * ref.objective + (0.0 if w is None else (w * ref.constraints).sum())
+        expected = torch.autograd.grad(loss, list(model.parameters()), retain_graph=True)
+        for got, e in zip(ev.space.gradient(alpha, w), expected):
+            assert got.shape == e.shape and torch.allclose(got, e, atol=1e-5)
+    with torch.no_grad():
+        problem.X.fill_(1.0)  # now dense: no CSR copies any more
+    assert sparse_rows(problem) is None
