@@ -77,7 +77,7 @@ def wait_for(check, timeout: float, stack, what: str):
             return value
         for name, proc in stack.procs.items():
             assert proc.poll() is None, f"{name} died:\n{stack.log(name)}"
-        time.sleep(0.5)
+        time.sleep(0.1)
     raise AssertionError(f"{what} did not happen\n{stack.log('worker')}\n{stack.log('beat')}")
 
 

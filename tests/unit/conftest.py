@@ -1,9 +1,6 @@
 """Shared fixtures: small generated data (no files)."""
 import numpy as np
 import pytest
-import torch
-
-torch.set_num_threads(1)  # several test processes share 2 cores; more threads thrash under load
 
 
 def planted_problem_data(n: int = 4000, seed: int = 0):

@@ -36,8 +36,6 @@ from solvers.metrics import loss_gap
 from solvers.models import model_factory
 from tests.unit.conftest import planted_problem_data
 
-torch.set_num_threads(2)  # as conftest: the budget is stated for a 2-core machine
-
 N = 1500
 GROUPS = ["a", "b"]
 TOL = {"loss_gap": 0.02, "demographic_parity": 0.05, "equalized_odds": 0.05}
