@@ -6,11 +6,16 @@ import pytest
 
 from tests.stack import REDIS_URL, pg_database, start_stack, stop_stack
 
+FUZZ_RATE_LIMIT = 1000.0  # requests per second per key on the shared PostgreSQL stack
+
 
 @pytest.fixture(scope="session")
 def postgres_stack(tmp_path_factory):
     database_url, drop = pg_database()
-    stack = start_stack("postgres", tmp_path_factory.mktemp("pg-home"), database_url, REDIS_URL)
+    # a per-key rate limit far above the default (50/s): the fuzzer's requests are paced under it, and only
+    # test_rate_limit (a stack of its own) tests the limit
+    stack = start_stack("postgres", tmp_path_factory.mktemp("pg-home"), database_url, REDIS_URL,
+                        extra_env={"FAIRSOLVE_RATE_LIMIT_PER_S": str(FUZZ_RATE_LIMIT)})
     yield stack
     stop_stack(stack)
     drop()

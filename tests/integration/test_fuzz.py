@@ -33,6 +33,7 @@ from schemathesis.specs.openapi.checks import response_headers_conformance, resp
 
 from app.charts import CHARTS
 from tests.datagen import planted_table
+from tests.integration.conftest import FUZZ_RATE_LIMIT
 from tests.integration.test_job_flow import job_spec, upload
 
 pytestmark = pytest.mark.integration
@@ -58,7 +59,7 @@ def problem_detail(ctx, response, case):
 CHECKS = [not_a_server_error, success_schema_conformance, problem_detail, response_headers_conformance]
 EXAMPLES = 25  # per operation and generation mode
 MIN_REQUESTS = 1000
-RATE = 40.0  # requests per second, under the stack's per-key limit (50/s)
+RATE = FUZZ_RATE_LIMIT / 2  # requests per second, under the shared stack's per-key limit
 
 
 def seed(stack) -> dict[str, list]:
