@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -331,17 +331,21 @@ def evaluate_split(spec: ProblemSpec, constraints, y: np.ndarray, logits: np.nda
 
 
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None,
-        initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None) -> RunOutput:
+        initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None,
+        prepare_with: Callable[[pd.DataFrame, ProblemSpec], Prepared] | None = None) -> RunOutput:
     """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
 
     ``initial_state``: a state dict of the same model architecture to start from (a warm
     start, e.g. the solution at a looser tolerance); None = the seeded initialisation.
     ``resume``: a checkpoint of this same run (same table and spec) to continue from.
+    ``prepare_with``: what gives ``prepare(table, spec)`` (default :func:`prepare`; a worker's
+    :meth:`~solvers.prepared_cache.PreparedCache.prepared`, which keeps it for the next job on the same rows and
+    checks the spec against the table on a hit); its Prepared is read, never written.
     Set-up (encoding, building the problem) counts against ``spec.time_limit_s`` and honours the observer's
     stop request: :class:`~solvers.observer.StoppedInSetup` is raised before the first iteration."""
     started = time.perf_counter()
     deadline = time.monotonic() + spec.time_limit_s  # the whole run's, set-up included
-    data = prepare(table, spec)
+    data = (prepare_with or prepare)(table, spec)
     setup_check(observer, started, spec.time_limit_s)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
     problem = _train_problem(data, spec, [c.build() for c in spec.constraints])

@@ -13,12 +13,11 @@ import traceback
 
 from sqlalchemy import update
 
-from app.blobstore import dataset_file
 from app.db import session_scope
 from app.models import Baseline, Dataset, utcnow
-from app.storage import load_table
 from solvers import ProblemSpec, run
 from worker.celery_app import celery_app
+from worker.tables import dataset_table
 from worker.tasks import promise_fields
 
 log = logging.getLogger(__name__)
@@ -44,8 +43,8 @@ def compute_baseline(baseline_id: str) -> str:
         spec, dataset = ProblemSpec.model_validate(row.spec), s.get(Dataset, row.dataset_id)
         s.expunge(dataset)
     try:
-        out = run(load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256,
-                             text_as_categories=True), spec)  # the job's cached table, shared
+        table, prepare_with = dataset_table(dataset)  # the job's cached table and, mostly, its prepared split
+        out = run(table, spec, prepare_with=prepare_with)
         values = {"status": "succeeded", "result": summarize(out), "error": None}
     except Exception as exc:  # a failed baseline is shown as such; it never fails a job
         log.error("baseline %s failed:\n%s", baseline_id, traceback.format_exc())

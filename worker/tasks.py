@@ -41,18 +41,18 @@ from app.artifacts import artifact_file, write_artifacts
 from app.audits.model_file import problem_spec
 from app.base_jobs import base_job_id
 from app.baselines import ensure_baseline, send_baseline
-from app.blobstore import artifact_key, blobs, checkpoint_key, dataset_file
+from app.blobstore import artifact_key, blobs, checkpoint_key
 from app.db import session_factory, session_scope
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
 from app.queue import send_job, task_id
 from app.settings import get_settings
-from app.storage import load_table
 from solvers import ProblemSpec, SolverDiverged, SpecError, StoppedInSetup, run
 from solvers import checkpoint as ckpt
 from worker.celery_app import celery_app
 from worker.broker_messages import live_task_ids
 from worker.persistence import PersistingObserver, StaleAttempt
+from worker.tables import dataset_table
 
 log = logging.getLogger(__name__)
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -307,9 +307,8 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
         if initial_state is None and (base := base_job_id(spec.model_dump(mode="json"))) is not None:
             raise SpecError(("solver", "params", "base_job_id"), f"the model of job {base!r} is no longer stored")
-        table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256,
-                           text_as_categories=True)  # the encoder's input: one code per row of a text column
-        out = run(table, spec, observer, initial_state=initial_state, resume=resume)
+        table, prepare_with = dataset_table(dataset)  # the prepared split is kept for the next job on these rows
+        out = run(table, spec, observer, initial_state=initial_state, resume=resume, prepare_with=prepare_with)
         observer.close()
     except StaleAttempt:
         raise
