@@ -18,6 +18,7 @@ from app.models import Baseline, Dataset, utcnow
 from solvers import ProblemSpec, run
 from worker.celery_app import celery_app
 from worker.tables import dataset_table
+from worker.threads import solve_threads
 from worker.tasks import promise_fields
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,8 @@ def compute_baseline(baseline_id: str) -> str:
         s.expunge(dataset)
     try:
         table, prepare_with = dataset_table(dataset)  # the job's cached table and, mostly, its prepared split
-        out = run(table, spec, prepare_with=prepare_with)
+        with solve_threads(spec):
+            out = run(table, spec, prepare_with=prepare_with)
         values = {"status": "succeeded", "result": summarize(out), "error": None}
     except Exception as exc:  # a failed baseline is shown as such; it never fails a job
         log.error("baseline %s failed:\n%s", baseline_id, traceback.format_exc())

@@ -53,6 +53,7 @@ from worker.celery_app import celery_app
 from worker.broker_messages import live_task_ids
 from worker.persistence import PersistingObserver, StaleAttempt
 from worker.tables import dataset_table
+from worker.threads import solve_threads
 
 log = logging.getLogger(__name__)
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -308,7 +309,8 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
         if initial_state is None and (base := base_job_id(spec.model_dump(mode="json"))) is not None:
             raise SpecError(("solver", "params", "base_job_id"), f"the model of job {base!r} is no longer stored")
         table, prepare_with = dataset_table(dataset)  # the prepared split is kept for the next job on these rows
-        out = run(table, spec, observer, initial_state=initial_state, resume=resume, prepare_with=prepare_with)
+        with solve_threads(spec):
+            out = run(table, spec, observer, initial_state=initial_state, resume=resume, prepare_with=prepare_with)
         observer.close()
     except StaleAttempt:
         raise
