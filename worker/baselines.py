@@ -19,19 +19,9 @@ from solvers import ProblemSpec, run
 from worker.celery_app import celery_app
 from worker.tables import dataset_table
 from worker.threads import solve_threads
-from worker.tasks import promise_fields
+from worker.results import baseline_summary
 
 log = logging.getLogger(__name__)
-SCALARS = ("accuracy", "balanced_accuracy", "roc_auc")
-
-
-def summarize(out) -> dict:
-    """What the job page shows of the unconstrained run: scalars per split and the fairness report."""
-    return {"metrics": {split: {k: block.get(k) for k in SCALARS} for split, block in out.metrics.items()},
-            "fairness": promise_fields(out)["fairness"], "iterations": out.iterations,
-            "solver_time_s": out.solver_time_s, "stop_reason": out.stop_reason}
-
-
 @celery_app.task(name="fairsolve.compute_baseline")
 def compute_baseline(baseline_id: str) -> str:
     with session_scope() as s:
@@ -47,7 +37,7 @@ def compute_baseline(baseline_id: str) -> str:
         table, prepare_with = dataset_table(dataset)  # the job's cached table and, mostly, its prepared split
         with solve_threads(spec):
             out = run(table, spec, prepare_with=prepare_with)
-        values = {"status": "succeeded", "result": summarize(out), "error": None}
+        values = {"status": "succeeded", "result": baseline_summary(out), "error": None}
     except Exception as exc:  # a failed baseline is shown as such; it never fails a job
         log.error("baseline %s failed:\n%s", baseline_id, traceback.format_exc())
         values = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
