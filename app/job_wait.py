@@ -8,11 +8,13 @@ The wait holds neither a request thread nor a pooled connection while it sleeps:
 read of (status, created_at) on the request threads, after which the session gives its connection back
 (``rollback``), and the sleep is on the event loop. Checks are spaced
 
-    δ(a) = clamp(α · a, δ_min, δ_max),   α = 0.05, δ_min = 0.02 s, δ_max = 0.5 s,
+    δ(a) = clamp(α · a, δ_min, δ_max),   α = 0.02, δ_min = 0.02 s, δ_max = 0.25 s,
 
 with a the job's age (now − created_at) at the check: the delay added to the end of a job of duration T is at
-most max(δ_min, min(α · T, δ_max)) (≤ 5 % of a job's age past 0.4 s), and a waiter on a long job costs at most
-2 reads a second. No notification channel is needed, so the same code serves PostgreSQL and the embedded SQLite.
+most max(δ_min, min(α · T, δ_max)) (≤ 2 % of a job's age past 1 s; with α = 0.05 and δ_max = 0.5 s a 7 s job was
+seen 0.27 s after its end, median of 4, against 0.13 s with 0.2 s client polling), and a waiter on a long job
+costs at most 4 primary-key reads a second. No notification channel is needed, so the same code serves
+PostgreSQL and the embedded SQLite.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from app.models import Job, utcnow
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 MAX_WAIT_S = 30.0
-AGE_FRACTION, MIN_CHECK_S, MAX_CHECK_S = 0.05, 0.02, 0.5
+AGE_FRACTION, MIN_CHECK_S, MAX_CHECK_S = 0.02, 0.02, 0.25
 
 
 def check_interval(age_s: float) -> float:
