@@ -11,9 +11,9 @@ read of (status, created_at) on the request threads, after which the session giv
     δ(a) = clamp(α · a, δ_min, δ_max),   α = 0.02, δ_min = 0.02 s, δ_max = 0.25 s,
 
 with a the job's age (now − created_at) at the check: the delay added to the end of a job of duration T is at
-most max(δ_min, min(α · T, δ_max)) (≤ 2 % of a job's age past 1 s; with α = 0.05 and δ_max = 0.5 s a 7 s job was
-seen 0.27 s after its end, median of 4, against 0.13 s with 0.2 s client polling), and a waiter on a long job
-costs at most 4 primary-key reads a second. No notification channel is needed, so the same code serves
+most max(δ_min, min(α · T, δ_max)) (≤ 2 % of a job's age past 1 s, against half a poll on average, and up to a
+whole one, for a client that sleeps between reads), and a waiter on a long job costs at most 4 primary-key reads
+a second. No notification channel is needed, so the same code serves
 PostgreSQL and the embedded SQLite.
 """
 

@@ -2,8 +2,8 @@
 side on the same machine state: one stack (uvicorn API + one Celery worker, PostgreSQL + Redis,
 :func:`tests.stack.start_stack`) from each checkout, each warmed by one small job, then every (dataset, method) job
 submitted to both, alternating which goes first, ``--reps`` times. Per job: wall seconds (POST → ``succeeded`` seen
-by the client, 0.2 s polling, :func:`bench.frontier.queued`) and CPU seconds of the API's and the worker's
-processes; the test accuracy and gap of both sides must be equal (the speed-up changes no result).
+by the client, :func:`bench.frontier.queued`: the API's long-poll, or 0.2 s polling against a checkout without it) and
+CPU seconds of the API's and the worker's processes; the test accuracy and gap of both sides must be equal (the speed-up changes no result).
 
     python -m bench.gbdt_speed --base ../main-checkout            # Adult (sex) and COMPAS, erm / group_thresholds / fair_boosting
     python -m bench.gbdt_speed --base ../main-checkout --reps 1 --methods "gbdt reductions" --datasets compas_race

@@ -221,22 +221,25 @@ class Client:
         Without ``wait_s``, ``read()`` answers at once and the client sleeps ``poll_s`` between reads. With it (a
         job: the API's long-poll, ``GET /jobs/{id}?wait_s=``), ``read(w)`` waits on the server up to w = ``wait_s``
         seconds (less when less of ``timeout`` is left, and below the HTTP read timeout) for the end, and the
-        client never sleeps: the end is seen one server check after it happens."""
+        client sleeps only when the answer came much sooner than asked (a server without the long-poll): the end is
+        seen one server check after it happens."""
         deadline = None if timeout is None else time.monotonic() + timeout
         if wait_s is not None and self._http.timeout.read is not None:
             wait_s = min(wait_s, max(0.0, self._http.timeout.read - 1))
         while True:
+            sent = time.monotonic()
             if wait_s is None:
-                answer = read()
+                answer, asked = read(), 0.0
             else:
-                answer = read(wait_s if deadline is None else max(0.0, min(wait_s, deadline - time.monotonic())))
+                asked = wait_s if deadline is None else max(0.0, min(wait_s, deadline - sent))
+                answer = read(asked)
             if on_change is not None:
                 on_change(answer)
             if answer["status"] not in ACTIVE:
                 return answer
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"still {answer['status']} after {timeout} s")
-            if wait_s is None:
+            if time.monotonic() - sent < asked / 2 or not asked:  # no wait asked, or a server without the long-poll
                 time.sleep(self.poll_s)
 
 
