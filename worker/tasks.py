@@ -43,6 +43,7 @@ from app.baselines import (ensure_baseline, queued_baseline_id, send_baseline, s
                            solves_as_baseline, store_as_baseline)
 from app.blobstore import artifact_key, blobs, checkpoint_key
 from app.db import session_factory, session_scope
+from app.job_wait import notify_ended
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
 from app.queue import send_job, task_id
@@ -104,6 +105,7 @@ def _start(job_id: str, attempt: int) -> Started | None:
             return None
         if job.cancel_requested:
             job.status, job.finished_at = "cancelled", utcnow()
+            notify_ended(s, job_id)
             return None
         try:
             spec = problem_spec(job.spec)
@@ -111,6 +113,7 @@ def _start(job_id: str, attempt: int) -> Started | None:
             job.status, job.finished_at = "failed", utcnow()
             job.error = f"the job's stored spec cannot be read by worker {socket.gethostname()}: {exc}"[:2000]
             log.error("job %s: %s", job_id, job.error)
+            notify_ended(s, job_id)
             return None
         resume = _saved_checkpoint(job) if job.starts else None
         after = resume.iteration if resume is not None else 0
@@ -148,6 +151,7 @@ def _finish(job_id: str, fence: int, **values) -> None:
     with session_scope() as s:
         if s.execute(update(Job).where(held(job_id, fence)).values(finished_at=utcnow(), **values)).rowcount != 1:
             raise StaleAttempt(f"job {job_id}: start {fence} was superseded")
+        notify_ended(s, job_id)
 
 
 @celery_app.task(name="fairsolve.run_job")
@@ -357,6 +361,7 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
                 finished_at=utcnow(), progress=observer.progress())).rowcount != 1:
             raise StaleAttempt(f"job {job_id}: start {fence} was superseded")
         s.add_all(artifacts)
+        notify_ended(s, job_id)  # a client long-polling the job sees its end at this commit
         stored = own_baseline is not None and status == "succeeded" and solved_as_baseline(
             own_baseline, out.iterations, out.stop_reason, out.solver_time_s) and store_as_baseline(
             s, own_baseline, baseline_summary(out))  # the same erm run: no second fit of it

@@ -19,7 +19,7 @@ from app.base_jobs import check_base_jobs
 from app.baselines import baselines_for
 from app.deps import DB, KEEP, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.feature_screening import screened
-from app.job_wait import MAX_WAIT_S, wait_for_end
+from app.job_wait import MAX_WAIT_S, notify_ended, wait_for_end
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import dispatch, queue_for
 from app.schemas import BaselineOut, JobCreate, JobOut, TrajectoryOut, json_response
@@ -129,8 +129,9 @@ def cancel_job(job_id: str, db: DB, caller: CurrentCaller) -> dict:
     """Cooperative: a queued job is cancelled at once; a running one stops at its next check (≈1 s)."""
     job = get_or_404(db, Job, job_id, "job", caller)
     db.execute(update(Job).where(Job.id == job_id).values(cancel_requested=True))
-    db.execute(update(Job).where(Job.id == job_id, Job.status.in_(("queued", "waiting")))
-               .values(status="cancelled", finished_at=utcnow()))
+    if db.execute(update(Job).where(Job.id == job_id, Job.status.in_(("queued", "waiting")))
+                  .values(status="cancelled", finished_at=utcnow())).rowcount:
+        notify_ended(db, job_id)
     db.commit()
     db.refresh(job)
     if job.status in ("succeeded", "failed"):
