@@ -3,10 +3,10 @@
 :func:`~solvers.api.prepare` (labels, groups, the stratified split, the encoder fitted on the train rows and the
 encoded X) is a function of the table and of the spec's :data:`PREPARE_FIELDS` alone. A worker that runs several
 jobs on one dataset (a sweep, a user trying solvers, a job and its unconstrained baseline) prepares it once per
-(table, those fields): on Adult it was 0.08–0.15 s of a 1 s gbdt job (cProfile of ``prepare``: the split about half, the encoding about 40 %).
+(table, those fields): the stratified split and the encoding are then paid once, not by every job.
 
 Keys: ``(table_key, prepare_key(spec))``, where ``table_key`` is the caller's name for the table's content (the
-worker: dataset id, SHA-256 of the stored file and the reading options, as its table cache,
+worker: the stored file's SHA-256, its format and reading options, as its table cache,
 :func:`app.storage.load_table`) and :func:`prepare_key` the canonical JSON of the prepare fields: another split
 seed, target, feature list or grouping is another entry, and a file of other content another key. A hit still
 runs the checks of the spec that depend on its other fields (:func:`~solvers.spec.check_spec_against_table`, the
