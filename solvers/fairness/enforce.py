@@ -140,12 +140,19 @@ def linear_offset(X: np.ndarray, group: np.ndarray, offsets: np.ndarray) -> np.n
     return v if worst <= _LINEAR_RTOL * (1.0 + np.abs(offsets).max()) else None
 
 
+def shiftable(model) -> bool:
+    """Whether the threshold step (step 2) can shift ``model`` per group: a linear ScoreModel (its ``net`` an
+    nn.Linear with a bias), not a randomised (reductions) or thresholded (group_thresholds) one."""
+    net = getattr(model, "net", None)
+    return isinstance(net, torch.nn.Linear) and net.bias is not None
+
+
 @torch.no_grad()
 def add_linear_offset(model, v: np.ndarray) -> bool:
     """f(x) += vᵀx + v₀ for a linear ScoreModel (its ``net`` an nn.Linear); False if not linear."""
-    net = getattr(model, "net", None)
-    if not isinstance(net, torch.nn.Linear) or net.bias is None:
+    if not shiftable(model):
         return False
+    net = model.net
     net.weight.add_(torch.as_tensor(v[:-1], dtype=net.weight.dtype, device=net.weight.device).reshape(1, -1))
     net.bias.add_(float(v[-1]))
     return True

@@ -272,8 +272,35 @@ def test_selection_prefers_a_row_that_meets_with_the_margin_over_a_more_accurate
                     model=torch.nn.Identity(), gaps=np.array([gap]))
 
     run = _Portfolio.__new__(_Portfolio)
-    run.user_tolerance, run.judge = np.array([TOL]), SimpleNamespace(y=y)
+    run.user_tolerance, run.judge, run.validation = np.array([TOL]), SimpleNamespace(y=y), SimpleNamespace()
     run.rows = [row(0.86, 0.049, bounds[0]), row(0.84, 0.01, bounds[1])]
     assert run.select() is run.rows[1]
     run.rows = [row(0.86, 0.049, bounds[0]), row(0.84, 0.03, 0.4)]
     assert run.select() is run.rows[0]
+
+
+def test_judged_on_train_selection_prefers_a_model_the_exact_correction_can_shift():
+    """Without a validation split (under a guarantee) the exact threshold correction follows the selection and
+    shifts linear score models only: a meeting linear row is preferred to a more accurate meeting one it cannot
+    shift (here a module without a linear ``net``, as a reductions or group_thresholds model); with a validation
+    split, or without a shiftable meeting row, the most accurate meets as before."""
+    from types import SimpleNamespace
+
+    from solvers.auto import _Portfolio, _Row
+    from solvers.fairness.enforce import shiftable
+    from solvers.models import linear
+
+    def row(accuracy, model):
+        return _Row({"outcome": "meets", "accuracy": accuracy, "unseen_bound": None, "train_gaps": [0.01]},
+                    model=model, gaps=np.array([0.01]))
+
+    fixed, shifted = row(0.86, torch.nn.Identity()), row(0.80, linear(3))
+    assert shiftable(shifted.model) and not shiftable(fixed.model)
+    run = _Portfolio.__new__(_Portfolio)
+    run.user_tolerance, run.judge = np.array([TOL]), SimpleNamespace(y=np.zeros(4000))
+    run.rows, run.validation = [fixed, shifted], None
+    assert run.select() is shifted
+    run.validation = SimpleNamespace()
+    assert run.select() is fixed
+    run.rows, run.validation = [fixed, row(0.80, torch.nn.Identity())], None
+    assert run.select() is fixed
