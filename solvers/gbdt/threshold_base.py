@@ -1,0 +1,32 @@
+r"""The base model ``group_thresholds`` boosts for itself: LightGBM with fewer, smaller trees on half the features.
+
+Post-processing by group thresholds is optimal for demographic parity / equal opportunity when its scores rank the
+rows of each group as P(y = 1 | x, g) does (Hardt et al. 2016, Thm 4.3 for the Bayes score), so its accuracy at the
+tolerance is the base model's ranking quality within each group. LightGBM's defaults (200 trees of 31 leaves on
+every feature, learning rate 0.1) overfit the tables of ``bench/frontier.py``; :data:`TUNED` grows 100 trees of 15
+leaves, each on a seeded half of the features (``colsample_bytree``; LightGBM draws it from the seed, so the trees
+stay deterministic), at the same learning rate: about half of the default fit's time, and more accurate after the
+thresholds on every table measured.
+
+Measured (``python -m bench.gbdt_defaults``, which runs both through ``solvers.run``; selection on separate seeds
+5–14 of the same tables by the exploration the report describes): see ``bench/results/gbdt_defaults.md``.
+
+Only the fields still at the model spec's own defaults (LightGBM's) are replaced, in a copy of the spec
+(:func:`tuned_spec`): a model spec that sets ``num_leaves``, ``colsample_bytree`` or ``n_estimators`` to anything
+else keeps it. A job stores its spec with every default written out, so a field set to exactly LightGBM's default
+reads as unset; ``group_thresholds``' ``base_model: "spec"`` boosts the spec's hyper-parameters as they are.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+#: field -> value of the tuned base; replaces the model spec's value when that is the spec's default
+TUNED: dict[str, Any] = {"n_estimators": 100, "num_leaves": 15, "colsample_bytree": 0.5}
+
+
+def tuned_spec(spec: Any) -> tuple[Any, dict[str, Any]]:
+    """(a copy of the gbdt ModelSpec ``spec`` with :data:`TUNED`'s values where it holds its defaults, the fields
+    replaced ({} when none: ``spec`` itself is returned))."""
+    defaults = type(spec).model_fields
+    replaced = {name: value for name, value in TUNED.items() if getattr(spec, name) == defaults[name].default}
+    return (spec.model_copy(update=replaced) if replaced else spec), replaced
