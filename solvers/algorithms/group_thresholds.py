@@ -20,7 +20,7 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
   boosted on the train split (``train``). Four to five times the rows: the fitted rates' noise shrinks by about
   half. The rule is fitted to the fold models' scores and applied to the refitted model's: a model of the same
   kind on 25 % more rows. It costs K + 1 more fits: with the tuned base below, 5 folds changed the mean test
-  accuracy by −0.0004 / +0.0051 / +0.0010 on Adult / COMPAS / bank (DP ≤ 0.02, seeds 0–4) at 3.2 / 2.5 / 2.3
+  accuracy by −0.0004 / +0.0051 / +0.0010 on Adult / COMPAS / bank (DP ≤ 0.02, seeds 0–4) at 3.2 / 2.5 / 3.3
   times the CPU of the job on the validation split alone (``python -m bench.gbdt_defaults``), so it is off by
   default.
 * **Safety margin** (``margin_delta``, default δ = 0.1): the rule is chosen at ε' = ε − m, m the smallest margin
