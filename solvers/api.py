@@ -133,7 +133,11 @@ class Prepared:
 
     def features(self, split: str) -> np.ndarray:
         """X of one split: a view when its rows are contiguous (always, from :func:`prepare`), else a copy."""
-        idx = self.splits[split]
+        return self.features_at(self.splits[split])
+
+    def features_at(self, idx: np.ndarray) -> np.ndarray:
+        """X of the rows ``idx`` (ascending): a view when they are contiguous (a split, or train ∪ validation, which
+        :func:`prepare` puts side by side), else a copy."""
         if idx.size and idx[-1] - idx[0] + 1 == idx.size and bool(np.all(np.diff(idx) == 1)):
             return self.X[idx[0]:idx[-1] + 1]
         return self.X[idx]
@@ -282,8 +286,9 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
         return model, None, None
     y, names = data.y, data.group_names
 
-    def rows(split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | Membership]:
-        return data.features(split), y[data.splits[split]], data.groups(split)
+    def rows(*splits: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | Membership]:
+        idx = np.concatenate([data.splits[s] for s in splits])
+        return data.features_at(idx), y[idx], rows_of(data.grouping, idx)
 
     def scores(m: nn.Module, features: np.ndarray) -> np.ndarray:
         return predict_scores(m, features, device)
@@ -291,7 +296,7 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     if spec.guarantee is not None:
         return seldonian(model, continuation, spec.guarantee.confidence, spec.guarantee.max_tests, rows("train"),
                          rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed,
-                         when_unverifiable=spec.guarantee.when_unverifiable)
+                         when_unverifiable=spec.guarantee.when_unverifiable, pooled=rows("train", "validation"))
     if spec.solver.entry.keeps_exact:  # chosen by the exact rates already: its own record (e.g. the threshold LP)
         from .algorithms.group_thresholds import report_of
 
