@@ -51,6 +51,46 @@ def baseline_spec(job_spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+#: fields of an ``erm`` job that do not change its solve: exact enforcement and the guarantee are not applied after
+#: ``erm`` (``solvers.api.keep_promise``), and the caps change it only for a run that reaches them
+ERM_INERT = frozenset({"exact_enforcement", "guarantee", "max_iterations", "time_limit_s"})
+
+
+def solves_as_baseline(job_spec: dict[str, Any]) -> bool:
+    """Whether the job's solve is its baseline's (:func:`baseline_spec`) up to :data:`ERM_INERT`: an ``erm`` job with
+    the default params and seed 0 on the same fields. Its result can then be stored as the baseline
+    (:func:`store_as_baseline`) instead of a second fit of the same model, once :func:`solved_as_baseline`."""
+    fields = problem_fields(job_spec)
+    return all(fields.get(k) == v for k, v in baseline_spec(job_spec).items() if k not in ERM_INERT)
+
+
+def solved_as_baseline(job_spec: dict[str, Any], iterations: int, stop_reason: str | None, seconds: float) -> bool:
+    """:func:`solves_as_baseline`, and the run stopped before the baseline's caps would have: not on its time limit,
+    in fewer seconds than the baseline's limit, and in fewer iterations than the baseline's ``max_iterations``
+    unless the job's own cap is no larger."""
+    base = baseline_spec(job_spec)
+    within = iterations < base["max_iterations"] or int(job_spec.get("max_iterations", MAX_ITERATIONS)) <= \
+        base["max_iterations"]
+    return solves_as_baseline(job_spec) and stop_reason != "time_limit" and seconds < base["time_limit_s"] and within
+
+
+def store_as_baseline(session: Session, job_spec: dict[str, Any], result: dict[str, Any]) -> bool:
+    """Store a job's result as its baseline while the baseline row is queued (no ``compute_baseline`` has started
+    it) and describes the same run (its stored spec, tolerances included, is this job's :func:`baseline_spec`);
+    True when stored."""
+    row = session.scalar(select(Baseline).where(Baseline.key == baseline_key(job_spec), Baseline.status == "queued")
+                         .with_for_update())
+    if row is None or row.spec != baseline_spec(job_spec):
+        return False
+    row.status, row.result, row.error, row.finished_at = "succeeded", result, None, utcnow()
+    return True
+
+
+def queued_baseline_id(session: Session, job_spec: dict[str, Any]) -> str | None:
+    """The id of the job's baseline row while it is queued."""
+    return session.scalar(select(Baseline.id).where(Baseline.key == baseline_key(job_spec), Baseline.status == "queued"))
+
+
 def ensure_baseline(session: Session, job_spec: dict[str, Any], resend_after_s: float = 120.0) -> str | None:
     """Insert the job's baseline row when it is missing and return its id to be computed (the caller sends
     :func:`send_baseline` after committing); None when it exists already. A row still ``queued`` after

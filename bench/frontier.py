@@ -17,8 +17,9 @@ A method whose solver or model type is not in the catalogue is listed as unavail
 
 The headline cell (Adult, sex, DP ≤ 0.02, seed 0) runs our gbdt methods **through the job queue**: a real API and one Celery
 worker on PostgreSQL + Redis (:func:`tests.stack.start_stack`), each method submitted as a user submits it and
-timed from the POST to ``succeeded`` (CPU: the API's and the worker's processes over that time); the worker is
-warm (one earlier job loaded its imports and the table), as on a running service. fairlearn
+timed from the POST to ``succeeded`` seen by the client, which follows the job with the API's long-poll as the
+``fairsolve`` client does (CPU: the API's and the worker's processes over that time); the worker is warm (one earlier
+job loaded its imports and the table), as on a running service, and runs at the bench's priority (nice 0). fairlearn
 ExponentiatedGradient(LightGBM) is fitted in the same invocation. Targets (issue 18):
 
 * Adult, sex, DP ≤ 0.02: test accuracy ≥ 0.856 at test DP ≤ 0.02 in ≤ 1/10 of EG(LightGBM)'s time, job queue
@@ -74,6 +75,13 @@ TIME_LIMITS = {"linear auto": 60, "mlp auto": 60}
 ONLY_SEEDS = {("adult_race5", "OxonFair(LightGBM)"): (0,)}
 HEADLINE = ("adult_sex", "demographic_parity", 0)
 HEADLINE_ACCURACY, RACE_ACCURACY, HEADLINE_TIME_RATIO = 0.856, 0.865, 0.1
+#: the headline's client follows each job with the API's long-poll (``GET /jobs/{id}?wait_s=``, app.job_wait), as
+#: the ``fairsolve`` client does, so its end is seen one server check after it happens (not up to a poll later)
+LONG_POLL_S = 25.0
+#: the headline's worker runs at the bench's own priority (the service's default ``FAIRSOLVE_WORKER_NICE`` of 10
+#: yields to its API; on a machine shared with other work it would also yield to them, while EG's fit does not)
+HEADLINE_WORKER_ENV = {"FAIRSOLVE_WORKER_NICE": "0"}
+CLIENT_WAIT = f"long-poll, wait_s ≤ {LONG_POLL_S:g}; worker at nice 0 like EG's fit"
 IN_PROCESS, JOB_QUEUE, PEER = "in-process (solvers.run)", "job queue (API + worker)", "in-process (peer)"
 
 #: name -> (loader, spec fields)
@@ -253,7 +261,8 @@ def queued(stack, client, dataset_id: str, spec: dict[str, Any], n_test: int) ->
     answer = client.post("/api/v1/jobs", json={**spec, "dataset_id": dataset_id})
     if answer.status_code != 202:
         return {"runs_as": JOB_QUEUE, "error": f"{answer.status_code}: {answer.text}"[:300]}
-    job = stack.wait_job(client, answer.json()["id"], {"succeeded", "failed", "cancelled"}, timeout=TIME_LIMIT_S + 120)
+    job = stack.wait_job(client, answer.json()["id"], {"succeeded", "failed", "cancelled"}, timeout=TIME_LIMIT_S + 120,
+                         wait_s=LONG_POLL_S)
     wall, cpu = time.perf_counter() - started, stack_cpu_s(procs) - cpu
     deadline = time.monotonic() + TIME_LIMIT_S
     while time.monotonic() < deadline:
@@ -288,7 +297,7 @@ def headline(skip: set[str]) -> dict[str, Any]:
     redis.Redis.from_url(REDIS_URL).flushdb()
     url, drop = pg_database()
     with tempfile.TemporaryDirectory() as home:
-        stack = start_stack("frontier", Path(home), url, REDIS_URL, workers=1)
+        stack = start_stack("frontier", Path(home), url, REDIS_URL, workers=1, extra_env=HEADLINE_WORKER_ENV)
         try:
             with stack.client() as client:
                 dataset_id = upload(client, table, dataset)
@@ -304,6 +313,7 @@ def headline(skip: set[str]) -> dict[str, Any]:
             stop_stack(stack)
             drop()
     out["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    out["client_wait"] = CLIENT_WAIT
     return out
 
 
@@ -454,7 +464,8 @@ def write_report(store: dict[str, Any]) -> None:
         md += ["", f"Target (test accuracy ≥ {HEADLINE_ACCURACY} at test DP ≤ {TOLERANCE} in ≤ 1/10 of EG(LightGBM)'s "
                f"time, job queue included): on wall time **{'met by ' + ', '.join(met) if met else 'not met'}**, "
                f"on CPU time **{'met by ' + ', '.join(met_cpu) if met_cpu else 'not met'}** "
-               f"(measured {head['measured_at']}). Wall = POST → `succeeded` seen by the client (0.2 s polling); "
+               f"(measured {head['measured_at']}). Wall = POST → `succeeded` seen by the client "
+               f"({head.get('client_wait', '0.2 s polling')}); "
                "CPU = the API's and the worker's processes over that time (EG: this process's, its fit).", ""]
     race = summary["adult_race5_target"]
     best = (f"best of ours within the tolerance: {race['method']}, accuracy {_num(race['accuracy'])}, DP "

@@ -2,13 +2,13 @@
 side on the same machine state: one stack (uvicorn API + one Celery worker, PostgreSQL + Redis,
 :func:`tests.stack.start_stack`) from each checkout, each warmed by one small job, then every (dataset, method) job
 submitted to both, alternating which goes first, ``--reps`` times. Per job: wall seconds (POST → ``succeeded`` seen
-by the client, 0.2 s polling, :func:`bench.frontier.queued`) and CPU seconds of the API's and the worker's
-processes; the test accuracy and gap of both sides must be equal (the speed-up changes no result).
+by the client, :func:`bench.frontier.queued`: the API's long-poll, or 0.2 s polling against a checkout without it) and
+CPU seconds of the API's and the worker's processes; the test accuracy and gap of both sides must be equal (the speed-up changes no result).
 
     python -m bench.gbdt_speed --base ../main-checkout            # Adult (sex) and COMPAS, erm / group_thresholds / fair_boosting
     python -m bench.gbdt_speed --base ../main-checkout --reps 1 --methods "gbdt reductions" --datasets compas_race
 
-Results: ``bench/results/gbdt_speed.json`` (every job) and the medians printed. The other checkout runs on this
+Results: ``bench/results/gbdt_speed.json`` (every job; ``--out`` elsewhere) and the medians printed. The other checkout runs on this
 checkout's virtual environment (its editable install imports the tree it runs from).
 """
 from __future__ import annotations
@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
     parser.add_argument("--datasets", nargs="+", default=["adult_sex", "compas_race"], choices=list(DATASETS))
+    parser.add_argument("--out", type=Path, default=OUT, help="where the jobs and medians are written")
     args = parser.parse_args()
     kind, seed = "demographic_parity", 0
     tables = {d: DATASETS[d][0]() for d in args.datasets}
@@ -96,11 +97,11 @@ def main() -> None:
         for drop in drops:
             drop()
     summary = medians(rows, args.datasets, args.methods)
-    RESULTS.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps({"jobs": rows, "medians": summary}, indent=1) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"jobs": rows, "medians": summary}, indent=1) + "\n")
     for e in summary:
         if e["error"]:
-            print(f"{e['dataset']} {e['method']}: errors (see {OUT.name})")
+            print(f"{e['dataset']} {e['method']}: errors (see {args.out.name})")
             continue
         print(f"{e['dataset']} {e['method']}: wall {e['base_wall_s']:.2f} -> {e['this_wall_s']:.2f} s "
               f"({e['wall_s_ratio']:.2f}x), CPU {e['base_cpu_s']:.2f} -> {e['this_cpu_s']:.2f} s "

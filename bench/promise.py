@@ -32,6 +32,8 @@ every stored job. Run::
     python -m bench.promise --frontier                       # fairlearn's linear models at test DP ≤ 0.02
     python -m bench.promise --datasets compas_race --tolerances 0.02 0.05 --seeds 0 1
     python -m bench.promise --report                         # rewrite promise.md from the stored jobs
+    python -m bench.promise --rerun --solvers --no-fairlearn ...   # auto / auto+guarantee again, before kept
+    python -m bench.promise --pooling --datasets compas_race adult_sex   # bench.pooling: where to fit the correction
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ import pandas as pd
 import torch
 from threadpoolctl import threadpool_limits
 
-from bench import noise_floor
+from bench import misses, noise_floor, pooling
 from bench.datasets import adult, bank, compas
 from bench.fairlearn_reference import fit as fit_fairlearn
 
@@ -153,7 +155,8 @@ def load_store() -> dict[str, Any]:
     """``{"jobs": {key: job}, "headline": {...} or None}`` as stored."""
     stored = json.loads(STORE.read_text()) if STORE.exists() else {}
     return {"jobs": stored.get("jobs", {}), "headline": stored.get("headline"), "frontier": stored.get("frontier"),
-            "noise_floor": stored.get("noise_floor", {}), "headline_other_tables": stored.get("headline_other_tables", {})}
+            "noise_floor": stored.get("noise_floor", {}), "headline_other_tables": stored.get("headline_other_tables", {}),
+            "pooling": stored.get("pooling", {}), "references": stored.get("references", {})}
 
 
 def save_store(store: dict[str, Any]) -> None:
@@ -162,14 +165,15 @@ def save_store(store: dict[str, Any]) -> None:
                                 sort_keys=True))
 
 
-def with_noise_floor(store: dict[str, Any]) -> dict[str, Any]:
-    """``store["noise_floor"]`` completed for every (dataset, seed) of the stored jobs (:mod:`bench.noise_floor`)."""
+def with_split_infos(store: dict[str, Any]) -> dict[str, Any]:
+    """``store["noise_floor"]`` (:mod:`bench.noise_floor`) and ``store["references"]`` (:func:`bench.misses.references`)
+    completed for every (dataset, seed) of the stored jobs."""
     cells = {(j["dataset"], j["seed"]) for j in store["jobs"].values()}
     tables: dict[str, pd.DataFrame] = {}
-    store["noise_floor"] = noise_floor.infos_for(
-        cells, store.get("noise_floor") or {},
-        lambda d, s: spec_for(d, "demographic_parity", 0.02, "linear", s, {"name": "erm"}),
-        lambda d: tables.setdefault(d, DATASETS[d][0]()))
+    for key, complete in (("noise_floor", noise_floor.infos_for), ("references", misses.references)):
+        store[key] = complete(cells, store.get(key) or {},
+                              lambda d, s: spec_for(d, "demographic_parity", 0.02, "linear", s, {"name": "erm"}),
+                              lambda d: tables.setdefault(d, DATASETS[d][0]()))
     return store
 
 
@@ -191,7 +195,7 @@ def run_grid(args: argparse.Namespace) -> None:
                         for method, solver, confidence in methods(model, kind, args.solvers, not args.no_fairlearn,
                                                                   args.aim_tolerance):
                             key = job_key(dataset, kind, tolerance, model, seed, method)
-                            if key in jobs:
+                            if (key in jobs and not args.rerun) or (args.methods and method not in args.methods):
                                 continue
                             spec = spec_for(dataset, kind, tolerance, model, seed, solver or {"name": "erm"},
                                             confidence)
@@ -199,9 +203,27 @@ def run_grid(args: argparse.Namespace) -> None:
                                 spec["guarantee"]["when_unverifiable"] = "tolerance"
                             row = fit_fairlearn(table, spec) if solver is None else ours(table, spec)
                             jobs[key] = {"dataset": dataset, "constraint": kind, "tolerance": tolerance,
-                                         "model": model, "seed": seed, "method": method, **row}
+                                         "model": model, "seed": seed, "method": method, **row,
+                                         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                         **_previous(jobs.get(key))}
                             save_store(store)
                             print(key, {k: row.get(k) for k in ("test_accuracy", "test_gap", "time_s")}, flush=True)
+
+
+#: what a rerun job keeps of the stored one it replaces (the first stored: a second rerun keeps the original)
+PREVIOUS = ("test_gap", "test_accuracy", "train_gap", "validation_gap", "time_s")
+
+
+def _previous(old: dict | None) -> dict[str, Any]:
+    """``{"previous": ...}`` for a job that replaces ``old`` (``--rerun``), else nothing."""
+    if not old or "test_gap" not in old:
+        return {}
+    return {"previous": old.get("previous") or {k: old[k] for k in PREVIOUS if k in old}}
+
+
+def _as_before(jobs: dict[str, dict]) -> dict[str, dict]:
+    """The stored jobs with every rerun job's figures as they were before its first rerun."""
+    return {key: {**job, **job["previous"]} if "previous" in job else job for key, job in jobs.items()}
 
 
 HEADLINE_DATASETS = ("adult_sex", "compas_race", "bank_age")
@@ -282,7 +304,7 @@ def _kept(job: dict) -> bool:
 
 def summarise(jobs: dict[str, dict], floors: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per method: jobs, share kept on test, largest excess, mean accuracy; the guarantee's targets; with the
-    split infos ``floors`` (:func:`with_noise_floor`), the zero-gap model's mean keep probability over the cells
+    split infos ``floors`` (:func:`with_split_infos`), the zero-gap model's mean keep probability over the cells
     of each method's jobs (the best share any method could keep on them) and over every cell of the grid."""
     by_method: dict[str, list[dict]] = {}
     for job in jobs.values():
@@ -341,7 +363,8 @@ def _verifiable(job: dict) -> bool:
 
 
 def write_report(jobs: dict[str, dict], head: dict | None, front: dict | None = None,
-                 floors: dict[str, Any] | None = None, other_heads: dict[str, dict] | None = None) -> None:
+                 floors: dict[str, Any] | None = None, other_heads: dict[str, dict] | None = None,
+                 pooled: dict[str, dict] | None = None, refs: dict[str, float] | None = None) -> None:
     summary = summarise(jobs, floors)
     md = ["# Keep the promise (issue 17): exact test metric vs the requested tolerance", "",
           "Generated by `python -m bench.promise`; every job is in `promise.json`. "
@@ -405,6 +428,9 @@ def write_report(jobs: dict[str, dict], head: dict | None, front: dict | None = 
            f"({summary['auto_verifiable_cells_with_a_violating_model']} cells), auto+guarantee "
            f"{_num(summary['auto+guarantee_median_cost_vs_best_violating_verifiable'])} "
            f"({summary['auto+guarantee_verifiable_cells_with_a_violating_model']} cells).", ""]
+    md += _reruns(jobs, floors)
+    md += pooling.report(pooled or {})
+    md += misses.report(jobs, refs or {}, ("auto", "auto+guarantee"))
     md += _verifiability(jobs, floors)
     md += _aims(jobs)
     groups: dict[tuple, dict[str, list[dict]]] = {}
@@ -458,6 +484,33 @@ def _headline_section(head: dict, other_heads: dict[str, dict]) -> list[str]:
 
 def _ratios(pairs: list[dict]) -> str:
     return ", ".join(f"{p['time_ratio']:.3f}" for p in pairs)
+
+
+def _reruns(jobs: dict[str, dict], floors: dict[str, Any] | None = None) -> list[str]:
+    """Jobs rerun with ``--rerun`` against what was stored before (same cells, every method of them kept as the
+    comparison for the cost): kept share, largest excess, median cost against the best violating model."""
+    rerun = [j for j in jobs.values() if "previous" in j]
+    if not rerun:
+        return []
+    cells = {(j["dataset"], j["constraint"], j["tolerance"], j["model"], j["seed"]) for j in rerun}
+    after = {k: j for k, j in jobs.items()
+             if (j["dataset"], j["constraint"], j["tolerance"], j["model"], j["seed"]) in cells}
+    sums = {"before": summarise(_as_before(after), floors), "after": summarise(after, floors)}
+    when = sorted(j["measured_at"] for j in rerun if j.get("measured_at"))
+    md = ["## Rerun rows: before and after (`--rerun`)", "",
+          f"{len(rerun)} jobs in {len(cells)} cells rerun {when[0]} – {when[-1]} (loaded machine) on the current code; "
+          "\"before\" is what was stored for the same jobs. The cost is against the most accurate model of the cell "
+          "that violates on test (every method stored in these cells)"
+          + (f"; a zero-gap model keeps {_pct(sums['after']['zero_gap_keeps_grid'])} of these cells"
+             if sums["after"].get("zero_gap_keeps_grid") is not None else "") + ".", "",
+          "| method | jobs | kept before | kept after | largest excess before | after | median cost before | after |",
+          "|---|---|---|---|---|---|---|---|"]
+    for method in sorted({j["method"] for j in rerun}):
+        b, a = (sums[side]["by_method"][method] for side in ("before", "after"))
+        cost = [sums[side].get(f"{method}_median_cost_vs_best_violating") for side in ("before", "after")]
+        md.append(f"| {method} | {a['jobs']} | {_pct(b['kept_share'])} | {_pct(a['kept_share'])} | "
+                  f"{_num(b['max_excess'])} | {_num(a['max_excess'])} | {_num(cost[0])} | {_num(cost[1])} |")
+    return md + [""]
 
 
 def _verifiability(jobs: dict[str, dict], floors: dict[str, Any] | None = None) -> list[str]:
@@ -538,6 +591,13 @@ def main() -> None:
     parser.add_argument("--frontier", action="store_true",
                         help="the linear models fairlearn fits on the headline's split: best test accuracy at test DP ≤ 0.02")
     parser.add_argument("--report", action="store_true", help="only rewrite promise.md from the stored jobs")
+    parser.add_argument("--rerun", action="store_true",
+                        help="run the grid's jobs even when stored (each keeps the stored figures as 'previous')")
+    parser.add_argument("--methods", nargs="+", help="only these method labels (e.g. auto+guarantee)")
+    parser.add_argument("--pooling", action="store_true",
+                        help="only bench.pooling on --datasets over --pooling-seeds: an unverifiable tolerance's "
+                        "correction fitted on train or on train ∪ validation")
+    parser.add_argument("--pooling-seeds", type=int, default=60, help="--pooling: split seeds 100, 101, ...")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch and BLAS threads of every method (one: on a shared machine more threads thrash, "
                         "torch's far more than fairlearn's)")
@@ -560,12 +620,20 @@ def main() -> None:
         if args.frontier:
             store["frontier"] = frontier()
         save_store(store)
+    elif args.pooling:
+        store = load_store()
+        for dataset in args.datasets:
+            table = DATASETS[dataset][0]()
+            store["pooling"][dataset] = pooling.pooling(
+                table, lambda s: spec_for(dataset, "demographic_parity", 0.02, "linear", s, {"name": "erm"}),
+                list(range(100, 100 + args.pooling_seeds)), tuple(args.tolerances))
+        save_store(store)
     elif not args.report:
         run_grid(args)
-    store = with_noise_floor(load_store())
+    store = with_split_infos(load_store())
     save_store(store)
     write_report(store["jobs"], store["headline"], store.get("frontier"), store["noise_floor"],
-                 store["headline_other_tables"])
+                 store["headline_other_tables"], store["pooling"], store["references"])
     print(REPORT.read_text())
 
 

@@ -215,18 +215,32 @@ class Client:
         return self._json("GET", path, params={"format": "json"}) if format == "json" else \
             self.request("GET", path, params={"format": format}).text
 
-    def _poll(self, read, timeout: float | None, on_change=None) -> dict[str, Any]:
-        """Read until the answer's status is final (or ``timeout`` seconds pass: TimeoutError)."""
+    def _poll(self, read, timeout: float | None, on_change=None, wait_s: float | None = None) -> dict[str, Any]:
+        """Read until the answer's status is final (or ``timeout`` seconds pass: TimeoutError).
+
+        Without ``wait_s``, ``read()`` answers at once and the client sleeps ``poll_s`` between reads. With it (a
+        job: the API's long-poll, ``GET /jobs/{id}?wait_s=``), ``read(w)`` waits on the server up to w = ``wait_s``
+        seconds (less when less of ``timeout`` is left, and below the HTTP read timeout) for the end, and the
+        client sleeps only when the answer came much sooner than asked (a server without the long-poll): the end is
+        seen one server check after it happens."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        if wait_s is not None and self._http.timeout.read is not None:
+            wait_s = min(wait_s, max(0.0, self._http.timeout.read - 1))
         while True:
-            answer = read()
+            sent = time.monotonic()
+            if wait_s is None:
+                answer, asked = read(), 0.0
+            else:
+                asked = wait_s if deadline is None else max(0.0, min(wait_s, deadline - sent))
+                answer = read(asked)
             if on_change is not None:
                 on_change(answer)
             if answer["status"] not in ACTIVE:
                 return answer
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"still {answer['status']} after {timeout} s")
-            time.sleep(self.poll_s)
+            if time.monotonic() - sent < asked / 2 or not asked:  # no wait asked, or a server without the long-poll
+                time.sleep(self.poll_s)
 
 
 def _notes(notes: list[dict[str, Any]], kept: list[str]) -> pd.DataFrame:
@@ -250,6 +264,7 @@ class _Resource:
     data: dict[str, Any] = field(repr=False)
     collection = ""   # the API's path segment
     unit = ""         # what the progress bar counts
+    long_poll = False  # whether its GET takes ``wait_s`` (the API's long-poll, :mod:`app.job_wait`)
 
     @property
     def path(self) -> str:
@@ -287,7 +302,11 @@ class _Resource:
                 bar.refresh()
 
         try:
-            self.client._poll(lambda: self.client._json("GET", self.path), timeout, show)
+            if self.long_poll:  # each read waits on the server: 1 s with a bar to move, else up to 25 s
+                self.client._poll(lambda w: self.client._json("GET", self.path, params={"wait_s": w}), timeout, show,
+                                  wait_s=1.0 if progress else 25.0)
+            else:
+                self.client._poll(lambda: self.client._json("GET", self.path), timeout, show)
         finally:
             if bar is not None:
                 bar.close()
@@ -304,6 +323,7 @@ class Job(_Resource):
 
     collection = "jobs"
     unit = "it"
+    long_poll = True
 
     def _total(self) -> int | None:
         return self.data["progress"].get("max_iterations") or None

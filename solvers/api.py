@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -133,7 +133,11 @@ class Prepared:
 
     def features(self, split: str) -> np.ndarray:
         """X of one split: a view when its rows are contiguous (always, from :func:`prepare`), else a copy."""
-        idx = self.splits[split]
+        return self.features_at(self.splits[split])
+
+    def features_at(self, idx: np.ndarray) -> np.ndarray:
+        """X of the rows ``idx`` (ascending): a view when they are contiguous (a split, or train ∪ validation, which
+        :func:`prepare` puts side by side), else a copy."""
         if idx.size and idx[-1] - idx[0] + 1 == idx.size and bool(np.all(np.diff(idx) == 1)):
             return self.X[idx[0]:idx[-1] + 1]
         return self.X[idx]
@@ -282,8 +286,9 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
         return model, None, None
     y, names = data.y, data.group_names
 
-    def rows(split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | Membership]:
-        return data.features(split), y[data.splits[split]], data.groups(split)
+    def rows(*splits: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | Membership]:
+        idx = np.concatenate([data.splits[s] for s in splits])
+        return data.features_at(idx), y[idx], rows_of(data.grouping, idx)
 
     def scores(m: nn.Module, features: np.ndarray) -> np.ndarray:
         return predict_scores(m, features, device)
@@ -291,7 +296,7 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
     if spec.guarantee is not None:
         return seldonian(model, continuation, spec.guarantee.confidence, spec.guarantee.max_tests, rows("train"),
                          rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed,
-                         when_unverifiable=spec.guarantee.when_unverifiable)
+                         when_unverifiable=spec.guarantee.when_unverifiable, pooled=rows("train", "validation"))
     if spec.solver.entry.keeps_exact:  # chosen by the exact rates already: its own record (e.g. the threshold LP)
         from .algorithms.group_thresholds import report_of
 
@@ -331,17 +336,21 @@ def evaluate_split(spec: ProblemSpec, constraints, y: np.ndarray, logits: np.nda
 
 
 def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None,
-        initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None) -> RunOutput:
+        initial_state: dict[str, torch.Tensor] | None = None, resume: Checkpoint | None = None,
+        prepare_with: Callable[[pd.DataFrame, ProblemSpec], Prepared] | None = None) -> RunOutput:
     """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
 
     ``initial_state``: a state dict of the same model architecture to start from (a warm
     start, e.g. the solution at a looser tolerance); None = the seeded initialisation.
     ``resume``: a checkpoint of this same run (same table and spec) to continue from.
+    ``prepare_with``: what gives ``prepare(table, spec)`` (default :func:`prepare`; a worker's
+    :meth:`~solvers.prepared_cache.PreparedCache.prepared`, which keeps it for the next job on the same rows and
+    checks the spec against the table on a hit); its Prepared is read, never written.
     Set-up (encoding, building the problem) counts against ``spec.time_limit_s`` and honours the observer's
     stop request: :class:`~solvers.observer.StoppedInSetup` is raised before the first iteration."""
     started = time.perf_counter()
     deadline = time.monotonic() + spec.time_limit_s  # the whole run's, set-up included
-    data = prepare(table, spec)
+    data = (prepare_with or prepare)(table, spec)
     setup_check(observer, started, spec.time_limit_s)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
     problem = _train_problem(data, spec, [c.build() for c in spec.constraints])

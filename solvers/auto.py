@@ -50,7 +50,12 @@ solvers dedicated to the spec's constraint types — each within what is left of
    validation gap ≤ ε had train gaps of 2–5 ε and test gaps of 0.05–0.15), and a row fitted on the validation
    split (``group_thresholds`` chooses its thresholds there) is judged out of sample only by its train value.
    For the same reason the meeting rows with B ≤ :data:`SELECT_DELTA` — those that meet with group_thresholds'
-   safety margin — are preferred when there are any, else every meeting row competes. Among rows that are neither
+   safety margin — are preferred when there are any, else every meeting row competes. Without a validation split
+   (under a guarantee) the meeting rows whose model the exact threshold correction that follows can shift
+   (:func:`solvers.fairness.enforce.shiftable`: a linear score model) are preferred in turn: the guarantee fits
+   that correction on train ∪ validation when the tolerance is unverifiable, and a randomised (reductions) or
+   thresholded (group_thresholds) row keeps the gap it has on train alone (``bench/results/promise.md``, COMPAS:
+   the reductions rows selected under a guarantee with exact train gaps ≤ 0.006 had validation gaps of 0.034–0.10). Among rows that are neither
    diverged, near-constant nor weak and meet (so narrowed), those whose validation accuracy is within :data:`TIE_SE`
    standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told apart by n validation
    rows), and of these the one with the smallest worst ratio max_j max(v_j, t_j) / ε_j; else the most accurate weak row
@@ -82,7 +87,7 @@ from .algorithms import SolveResult, run_algorithm
 from .batching import scale_batch_size
 from .catalog import ALGORITHMS
 from .catalog.auto import AutoConfig, portfolio_names
-from .fairness.enforce import cooled
+from .fairness.enforce import cooled, shiftable
 from .fairness.exact import exact_gaps
 from .fairness.threshold_margin import split_bound
 from .fairness.triviality import MIN_BALANCED_ACCURACY, MIN_GROUP_RATE, triviality  # noqa: F401 (docstring names)
@@ -408,6 +413,8 @@ class _Portfolio:
         assured = [r for r in meeting if r.entry.get("unseen_bound") is not None
                    and r.entry["unseen_bound"] <= SELECT_DELTA]
         meeting = assured or meeting     # the validation gap is optimistic for the winner: margin first
+        if self.validation is None:      # judged on train: the exact correction that follows shifts linear models only
+            meeting = [r for r in meeting if shiftable(r.model)] or meeting
         weak_meeting = [r for r in working if r.entry.get("weak") and r.entry["outcome"] == "meets"]
         if meeting:
             best = max(r.entry["accuracy"] for r in meeting)

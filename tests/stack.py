@@ -52,15 +52,20 @@ class Stack:
             assert response.status_code == 201, response.text
             return response.json()["key"]
 
-    def wait_job(self, client: httpx.Client, job_id: str, until: set[str], timeout: float = 180) -> dict:
+    def wait_job(self, client: httpx.Client, job_id: str, until: set[str], timeout: float = 180,
+                 wait_s: float | None = None) -> dict:
+        """The job once its status is in ``until``: read every 0.2 s, or with ``wait_s`` through the API's
+        long-poll (each read waits up to ``wait_s`` s on the server for the job's end; ``until`` terminal states)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            job = client.get(f"/api/v1/jobs/{job_id}").json()
+            asked, sent = (0.0 if wait_s is None else max(0.0, min(wait_s, deadline - time.monotonic()))), time.monotonic()
+            job = client.get(f"/api/v1/jobs/{job_id}", params={"wait_s": asked} if asked else {}).json()
             if job["status"] in until:
                 return job
             for name, proc in self.procs.items():
                 assert proc.poll() is None, f"{name} process died:\n{self.log(name)}"
-            time.sleep(0.2)
+            if time.monotonic() - sent < asked / 2 or not asked:  # no wait asked, or a server without the long-poll
+                time.sleep(0.2)
         raise AssertionError(f"job {job_id} did not reach {until}: {job}\n{self.log('worker')}")
 
     def log(self, name: str) -> str:

@@ -13,25 +13,15 @@ import traceback
 
 from sqlalchemy import update
 
-from app.blobstore import dataset_file
 from app.db import session_scope
 from app.models import Baseline, Dataset, utcnow
-from app.storage import load_table
 from solvers import ProblemSpec, run
 from worker.celery_app import celery_app
-from worker.tasks import promise_fields
+from worker.tables import dataset_table
+from worker.threads import solve_threads
+from worker.results import baseline_summary
 
 log = logging.getLogger(__name__)
-SCALARS = ("accuracy", "balanced_accuracy", "roc_auc")
-
-
-def summarize(out) -> dict:
-    """What the job page shows of the unconstrained run: scalars per split and the fairness report."""
-    return {"metrics": {split: {k: block.get(k) for k in SCALARS} for split, block in out.metrics.items()},
-            "fairness": promise_fields(out)["fairness"], "iterations": out.iterations,
-            "solver_time_s": out.solver_time_s, "stop_reason": out.stop_reason}
-
-
 @celery_app.task(name="fairsolve.compute_baseline")
 def compute_baseline(baseline_id: str) -> str:
     with session_scope() as s:
@@ -44,9 +34,10 @@ def compute_baseline(baseline_id: str) -> str:
         spec, dataset = ProblemSpec.model_validate(row.spec), s.get(Dataset, row.dataset_id)
         s.expunge(dataset)
     try:
-        out = run(load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256,
-                             text_as_categories=True), spec)  # the job's cached table, shared
-        values = {"status": "succeeded", "result": summarize(out), "error": None}
+        table, prepare_with = dataset_table(dataset)  # the job's cached table and, mostly, its prepared split
+        with solve_threads(spec):
+            out = run(table, spec, prepare_with=prepare_with)
+        values = {"status": "succeeded", "result": baseline_summary(out), "error": None}
     except Exception as exc:  # a failed baseline is shown as such; it never fails a job
         log.error("baseline %s failed:\n%s", baseline_id, traceback.format_exc())
         values = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import socket
 import traceback
@@ -40,19 +39,23 @@ from sqlalchemy import delete, func, select, update
 from app.artifacts import artifact_file, write_artifacts
 from app.audits.model_file import problem_spec
 from app.base_jobs import base_job_id
-from app.baselines import ensure_baseline, send_baseline
-from app.blobstore import artifact_key, blobs, checkpoint_key, dataset_file
+from app.baselines import (ensure_baseline, queued_baseline_id, send_baseline, solved_as_baseline,
+                           solves_as_baseline, store_as_baseline)
+from app.blobstore import artifact_key, blobs, checkpoint_key
 from app.db import session_factory, session_scope
+from app.job_wait import notify_ended
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.observability import job_id_var
 from app.queue import send_job, task_id
 from app.settings import get_settings
-from app.storage import load_table
 from solvers import ProblemSpec, SolverDiverged, SpecError, StoppedInSetup, run
 from solvers import checkpoint as ckpt
 from worker.celery_app import celery_app
 from worker.broker_messages import live_task_ids
 from worker.persistence import PersistingObserver, StaleAttempt
+from worker.results import baseline_summary, promise_fields
+from worker.tables import dataset_table
+from worker.threads import solve_threads
 
 log = logging.getLogger(__name__)
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -102,6 +105,7 @@ def _start(job_id: str, attempt: int) -> Started | None:
             return None
         if job.cancel_requested:
             job.status, job.finished_at = "cancelled", utcnow()
+            notify_ended(s, job_id)
             return None
         try:
             spec = problem_spec(job.spec)
@@ -109,6 +113,7 @@ def _start(job_id: str, attempt: int) -> Started | None:
             job.status, job.finished_at = "failed", utcnow()
             job.error = f"the job's stored spec cannot be read by worker {socket.gethostname()}: {exc}"[:2000]
             log.error("job %s: %s", job_id, job.error)
+            notify_ended(s, job_id)
             return None
         resume = _saved_checkpoint(job) if job.starts else None
         after = resume.iteration if resume is not None else 0
@@ -146,6 +151,7 @@ def _finish(job_id: str, fence: int, **values) -> None:
     with session_scope() as s:
         if s.execute(update(Job).where(held(job_id, fence)).values(finished_at=utcnow(), **values)).rowcount != 1:
             raise StaleAttempt(f"job {job_id}: start {fence} was superseded")
+        notify_ended(s, job_id)
 
 
 @celery_app.task(name="fairsolve.run_job")
@@ -239,38 +245,37 @@ def resend_lost_jobs() -> list[str]:
     return resent
 
 
-def json_ready(value):
-    """``value`` with numpy scalars as Python numbers and non-finite floats as None (JSONB has no NaN)."""
-    if isinstance(value, dict):
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def promise_fields(out) -> dict:
-    """What the job promised and what it kept: the exact fairness report per constraint, the warnings,
-    how the exact constraint was enforced, the guarantee, and the candidates ``auto`` tried."""
-    return json_ready({"fairness": out.fairness, "warnings": out.warnings, "enforcement": out.enforcement,
-                       "guarantee": out.guarantee, "tried": out.tried})
-
-
-def request_baseline(job_id: str) -> None:
-    """Make sure the job's unconstrained baseline (:mod:`app.baselines`) exists or is being computed;
-    a failure here is logged and never fails the job."""
+def request_baseline(job_id: str, warm_started: bool) -> dict | None:
+    """Make sure the job's unconstrained baseline (:mod:`app.baselines`) exists or is being computed; a failure
+    here is logged and never fails the job. A cold-started job whose solve is its baseline's
+    (:func:`~app.baselines.solves_as_baseline`: an ``erm`` job) sends nothing: its spec (with ``dataset_id``) is
+    returned and :func:`settle_baseline` stores the job's own result as the baseline, or sends it then."""
     try:
         with session_scope() as s:
             job = s.get(Job, job_id)
             spec, device = dict(job.spec, dataset_id=job.dataset_id), job.spec.get("device", "cpu")
             baseline_id = ensure_baseline(s, spec, get_settings().stale_after_s)
-        if baseline_id is not None:
+        own = not warm_started and solves_as_baseline(spec)
+        if baseline_id is not None and not own:
             send_baseline(baseline_id, device)
+        return spec if own else None
     except Exception:
         log.warning("job %s: could not request its baseline:\n%s", job_id, traceback.format_exc())
+        return None
+
+
+def settle_baseline(own: dict | None, stored: bool) -> None:
+    """After a job that kept its baseline to itself (``own``, from :func:`request_baseline`) ended without storing
+    it (failed, cancelled, stopped by a cap the baseline does not have): send it, if still queued."""
+    if own is None or stored:
+        return
+    try:
+        with session_scope() as s:
+            baseline_id = queued_baseline_id(s, own)
+        if baseline_id is not None:
+            send_baseline(baseline_id, own.get("device", "cpu"))
+    except Exception:
+        log.warning("could not send a baseline:\n%s", traceback.format_exc())
 
 
 def _run(job_id: str, attempt: int) -> str:
@@ -300,16 +305,16 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
                                   checkpoint_every_s=settings.checkpoint_every_s, resumed_from=resumed_from,
                                   exact_every=settings.exact_trace_every, fence=fence,
                                   checkpoint_start=resume_start)
-    request_baseline(job_id)
+    own_baseline = request_baseline(job_id, warm_started=initial_state is not None)
     ending = None  # (status, error) when the solve produced no model
     try:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
         if initial_state is None and (base := base_job_id(spec.model_dump(mode="json"))) is not None:
             raise SpecError(("solver", "params", "base_job_id"), f"the model of job {base!r} is no longer stored")
-        table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256,
-                           text_as_categories=True)  # the encoder's input: one code per row of a text column
-        out = run(table, spec, observer, initial_state=initial_state, resume=resume)
+        table, prepare_with = dataset_table(dataset)  # the prepared split is kept for the next job on these rows
+        with solve_threads(spec):
+            out = run(table, spec, observer, initial_state=initial_state, resume=resume, prepare_with=prepare_with)
         observer.close()
     except StaleAttempt:
         raise
@@ -333,6 +338,7 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
             pass
         status, error = ending
         _finish(job_id, fence, status=status, error=error)
+        settle_baseline(own_baseline, stored=False)
         return status
 
     artifacts = write_artifacts(job_id, out.state_dict, out.predictions, metadata={
@@ -355,5 +361,10 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
                 finished_at=utcnow(), progress=observer.progress())).rowcount != 1:
             raise StaleAttempt(f"job {job_id}: start {fence} was superseded")
         s.add_all(artifacts)
+        notify_ended(s, job_id)  # a client long-polling the job sees its end at this commit
+        stored = own_baseline is not None and status == "succeeded" and solved_as_baseline(
+            own_baseline, out.iterations, out.stop_reason, out.solver_time_s) and store_as_baseline(
+            s, own_baseline, baseline_summary(out))  # the same erm run: no second fit of it
+    settle_baseline(own_baseline, stored)
     log.info("job %s after %s iterations in %.2f s", status, out.iterations, out.solver_time_s)
     return status

@@ -9,6 +9,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import TypeAdapter
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app import idempotency
 from app.admission import check_active_jobs, check_caps
@@ -18,6 +19,7 @@ from app.base_jobs import check_base_jobs
 from app.baselines import baselines_for
 from app.deps import DB, KEEP, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.feature_screening import screened
+from app.job_wait import MAX_WAIT_S, notify_ended, wait_for_end
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import dispatch, queue_for
 from app.schemas import BaselineOut, JobCreate, JobOut, TrajectoryOut, json_response
@@ -107,9 +109,19 @@ def list_jobs(db: DB, caller: CurrentCaller, status_: str | None = Query(None, a
     return json_response(JOB_LIST.dump_json(job_models(db, list(db.scalars(stmt)))))
 
 
-@router.get("/{job_id}", response_model=JobOut)
-def get_job(job_id: str, db: DB, caller: CurrentCaller) -> Response:
+def read_job(db: Session, job_id: str, caller: Caller) -> Response:
     return json_response(job_models(db, [get_or_404(db, Job, job_id, "job", caller)])[0].model_dump_json().encode())
+
+
+@router.get("/{job_id}", response_model=JobOut)
+async def get_job(job_id: str, db: DB, caller: CurrentCaller,
+                  wait_s: float = Query(0.0, ge=0, le=MAX_WAIT_S, description=(
+                      "Long-poll: answer as soon as the job is succeeded, failed or cancelled, or after this many "
+                      "seconds (at most 30), whichever is first; 0 answers at once."))) -> Response:
+    if wait_s > 0:
+        await run_in_threadpool(get_or_404, db, Job, job_id, "job", caller)  # another owner's job: 404 at once
+        await wait_for_end(db, job_id, wait_s)
+    return await run_in_threadpool(read_job, db, job_id, caller)
 
 
 @router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
@@ -117,8 +129,9 @@ def cancel_job(job_id: str, db: DB, caller: CurrentCaller) -> dict:
     """Cooperative: a queued job is cancelled at once; a running one stops at its next check (≈1 s)."""
     job = get_or_404(db, Job, job_id, "job", caller)
     db.execute(update(Job).where(Job.id == job_id).values(cancel_requested=True))
-    db.execute(update(Job).where(Job.id == job_id, Job.status.in_(("queued", "waiting")))
-               .values(status="cancelled", finished_at=utcnow()))
+    if db.execute(update(Job).where(Job.id == job_id, Job.status.in_(("queued", "waiting")))
+                  .values(status="cancelled", finished_at=utcnow())).rowcount:
+        notify_ended(db, job_id)
     db.commit()
     db.refresh(job)
     if job.status in ("succeeded", "failed"):

@@ -42,7 +42,7 @@ import torch
 
 from ..membership import Membership
 from .exact import exact_gaps
-from .odds_offsets import equalized_odds_offsets
+from .odds_offsets import equalized_odds_offsets, nearest_reachable, positions, threshold_at
 from .triviality import triviality
 
 MAX_TIGHTEN_ROUNDS = 3
@@ -70,29 +70,28 @@ def group_offsets(logits: np.ndarray, y: np.ndarray, group: np.ndarray, rows: np
     bands c ∈ {0, 1/400, ..., 1}. None if no band works.
 
     Within group g (n_g mask rows, k_g currently positive) band c allows k ∈ [⌈c n_g⌉, ⌊(c + width) n_g⌋];
-    k_g is clipped into it (the fewest changes for that band) and the threshold t_g put halfway between the
-    k-th and (k+1)-th largest mask score, b_g = −t_g. The accuracy of every (band, group) threshold is
-    counted on all rows of the group by one ``searchsorted`` on keys g·span + f (vectorised over bands and groups)."""
+    among the positions k a threshold can reach (between two different scores: a block of tied scores is all in
+    or all out, :func:`.odds_offsets.positions`) the one nearest to k_g is taken (the fewest changes for that
+    band) and the threshold t_g put halfway between the k-th and (k+1)-th largest mask score, b_g = −t_g. The
+    accuracy of every (band, group) threshold is counted on all rows of the group by one ``searchsorted`` on keys
+    g·span + f (vectorised over bands and groups)."""
     f, g = logits[rows], group[rows]
     order = np.lexsort((-f, g))                      # by group, score decreasing
     s = f[order]
     n = np.bincount(g, minlength=n_groups)
     start = np.concatenate([[0], np.cumsum(n)[:-1]])
+    base, _, k, prev_ok, next_ok = positions(s, n)
     k_now = np.bincount(g, weights=(f > 0).astype(float), minlength=n_groups).astype(np.int64)
     present = n > 0
     c = np.linspace(0.0, 1.0, _BAND_GRID)[:, None]
     lo = np.ceil(c * n - 1e-9).astype(np.int64)
     hi = np.minimum(np.floor((c + width) * n + 1e-9).astype(np.int64), n)
     hi = np.where(hi / np.maximum(n, 1) - lo / np.maximum(n, 1) > width, hi - 1, hi)  # float edge: stay inside
-    feasible = ((lo <= hi) | ~present).all(1)
+    chosen, ok = nearest_reachable(prev_ok, next_ok, base, n, lo, hi, k_now)
+    feasible = (ok | ~present).all(1)
     if not feasible.any():
         return None
-    k = np.clip(k_now, lo, hi)
-
-    def at(i):  # the i-th largest mask score of each group (0-based)
-        return s[np.clip(start + i, 0, len(s) - 1)]
-
-    threshold = np.where(k <= 0, at(0), np.where(k >= n, at(n - 1) - 1.0, 0.5 * (at(k - 1) + at(k))))
+    threshold = threshold_at(s, start, n, k[chosen])
     correct = _correct_predictions(logits, y, group, n_groups, threshold)
     score = np.where(feasible, np.where(present, correct, 0).sum(1), -1)
     best = int(np.argmax(score))
@@ -141,12 +140,19 @@ def linear_offset(X: np.ndarray, group: np.ndarray, offsets: np.ndarray) -> np.n
     return v if worst <= _LINEAR_RTOL * (1.0 + np.abs(offsets).max()) else None
 
 
+def shiftable(model) -> bool:
+    """Whether the threshold step (step 2) can shift ``model`` per group: a linear ScoreModel (its ``net`` an
+    nn.Linear with a bias), not a randomised (reductions) or thresholded (group_thresholds) one."""
+    net = getattr(model, "net", None)
+    return isinstance(net, torch.nn.Linear) and net.bias is not None
+
+
 @torch.no_grad()
 def add_linear_offset(model, v: np.ndarray) -> bool:
     """f(x) += vᵀx + v₀ for a linear ScoreModel (its ``net`` an nn.Linear); False if not linear."""
-    net = getattr(model, "net", None)
-    if not isinstance(net, torch.nn.Linear) or net.bias is None:
+    if not shiftable(model):
         return False
+    net = model.net
     net.weight.add_(torch.as_tensor(v[:-1], dtype=net.weight.dtype, device=net.weight.device).reshape(1, -1))
     net.bias.add_(float(v[-1]))
     return True

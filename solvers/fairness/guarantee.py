@@ -22,11 +22,11 @@ even one with a validation value of 0 (``bench/results/promise.md``: COMPAS by r
 per group, w_0 ≈ 0.10 for DP and 0.14 for equalized odds; Adult by race ≈ 0.04 for DP): the guarantee then
 reports ``verifiable: false`` (with ``predicted_width`` w_0) beside ``met: false``. No candidate is tested and
 no tightening sequence is run; with ``when_unverifiable = "tightest"`` (the default) the one candidate h_1 is
-aimed at the smallest exact gap the TRAINING split resolves,
+aimed at the smallest exact gap the TRAINING split (or train ∪ validation, below) resolves,
 
     τ_j = min(ε_j · TARGET_FLOOR, TIGHTEST_ROWS / D_j)      (rate families; ε_j · TARGET_FLOOR for the others),
 
-D_j the smallest denominator of family j's rates on the training split (DP: the group sizes n_g; equal
+D_j the smallest denominator of family j's rates on those rows (DP: the group sizes n_g; equal
 opportunity: the positives P_g; equalized odds: min(P_g, N_g)): a band of width TIGHTEST_ROWS / D_j still holds
 TIGHTEST_ROWS achievable rates of every group, so the exact threshold step of :mod:`.enforce` can reach it at
 the cost of a few rows' predictions (its band is the most accurate one of that width). When that candidate is
@@ -37,7 +37,17 @@ job without a guarantee. Either way the job says ``met: false`` and why, and
 ``aim`` records the targets and the reason. A tolerance inside the split's own noise (a model whose population
 gap is exactly 0 exceeds it on a test split of this size with the probability of :mod:`.noise_floor`) is kept on
 unseen data only by chance; the tightest aim makes the model's own contribution to the gap as small as the
-training rows allow.
+rows it is fitted on allow.
+
+**Pooled correction.** No test is run on an unverifiable tolerance, so the validation rows are free: given the
+rows of train ∪ validation (``pooled``), the exact enforcement of every candidate (and the rows and denominators
+D_j of the tightest aim) is fitted there instead of on train alone. Its aim is the model's POPULATION gap: a
+band of width τ on n_g rows per group leaves the population rates of the corrected model off by the sampling
+error of those rows, Δ ≈ |τ| + O(√(Σ_g p_g(1 − p_g)/n_g)), which pooling shrinks by √(n_train/(n_train + n_val))
+(``python -m bench.promise --pooling``: an unconstrained logistic regression corrected to the tightest band on
+train or on train ∪ validation, over many splits; ``bench/results/promise.md``). The validation bound reported
+beside (``best_bound``) is then computed on rows the correction was fitted on: ``aim.fitted_on`` says
+``"train+validation"`` and the message says that the bound is not out of sample.
 
 A candidate is *tested* — its validation bound compared with ε — only if, on the training split alone, it is not
 near-trivial (balanced accuracy ≥ 0.55, every group's predicted-positive rate ≥ 1 %, :func:`.report.trivial_reasons`:
@@ -74,6 +84,7 @@ MARGIN = 1.25         # next training target ε − MARGIN · predicted width (a
 ROUNDS_PER_TEST = 3   # candidates trained per allowed test (untested ones cost no confidence)
 TIGHTEST_ROWS = 2     # an unverifiable tolerance: aim at a band of this many rows of the smallest rate denominator
 MODEST_COST = 0.02    # ... unless that costs more train accuracy than this (or gives a near-trivial model)
+_RESOLVED = {True: "train gap the training split", False: "gap the training and validation rows"}  # message
 _RATE_DENOMINATORS = {"demographic_parity": "rows", "equal_opportunity": "positives", "equalized_odds": "both"}
 
 
@@ -133,9 +144,12 @@ def tightest_targets(families: Sequence, eps: np.ndarray, y: np.ndarray, group: 
 
 def seldonian(model, continuation, confidence: float, max_tests: int, train: tuple, val: tuple,
               group_names: Sequence[str], scores: Callable[[Any, np.ndarray], np.ndarray], *, enforce: bool = True,
-              seed: int = 0, when_unverifiable: str = "tightest") -> tuple[Any, dict[str, Any] | None, dict[str, Any]]:
+              seed: int = 0, when_unverifiable: str = "tightest", pooled: tuple | None = None
+              ) -> tuple[Any, dict[str, Any] | None, dict[str, Any]]:
     """The loop of the module docstring. ``train`` = (X, y, group), ``val`` = (X, y, group);
-    ``scores(model, X)`` the logits; ``when_unverifiable``: "tightest" or "tolerance" (module docstring).
+    ``scores(model, X)`` the logits; ``when_unverifiable``: "tightest" or "tolerance" (module docstring);
+    ``pooled``: the rows of train ∪ validation (X, y, group), where an unverifiable tolerance's exact correction
+    is fitted (module docstring, pooled correction; None: on train).
     Returns (model, enforcement record of the returned candidate, guarantee)."""
     families = continuation.families
     eps = tolerances(families)
@@ -154,14 +168,17 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     aim = eps.copy()     # the first candidate's training targets
     reason = "verifiable"
     start = retry = None  # unverifiable, tightest: the solver's model and its train accuracy, for a retry at ε
+    fit = train          # the rows the exact correction is fitted on: train, or train ∪ validation (unverifiable)
     for r in range(ROUNDS_PER_TEST * max_tests):
         if r == 0:  # aim the first candidate at what the test can accept: τ_1 = clip(ε − MARGIN · w_0)
             first_width = _width(families, model, scores, train, group_names, level, scale, seed)
             verifiable = bool(np.all(first_width < eps))
+            if not verifiable and pooled is not None:  # nothing is tested: the validation rows join the correction
+                fit = pooled
             if verifiable:
                 tau = _first_targets(eps, first_width)
-            elif when_unverifiable == "tightest":  # no test can pass: the smallest gap the train split resolves
-                tau = tightest_targets(families, eps, y_tr, g_tr, len(group_names))
+            elif when_unverifiable == "tightest":  # no test can pass: the smallest gap the fitting rows resolve
+                tau = tightest_targets(families, eps, fit[1], fit[2], len(group_names))
                 start = (copy.deepcopy(model), _accuracy(y_tr, scores(model, X_tr)))
             else:
                 tau = eps.copy()
@@ -175,8 +192,8 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
                 break
             model = result.model
         if enforce:
-            model, enforcement = enforce_exact(model, continuation, tau, X_tr, y_tr, g_tr, group_names,
-                                               lambda m: scores(m, X_tr))
+            model, enforcement = enforce_exact(model, continuation, tau, *fit, group_names,
+                                               lambda m: scores(m, fit[0]))
         # train-only decisions: near-trivial?, predicted bound, next targets
         train_logits = scores(model, X_tr)
         trivial = split_trivial_reasons(y_tr, train_logits, g_tr, group_names)
@@ -238,16 +255,20 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
                         "is needed")
         if not verifiable:
             message += (f"; the tolerance cannot be verified at this validation size, so the model was aimed at "
-                        + (f"the smallest exact train gap the training split resolves ({_fmt(aim)})"
+                        + (f"the smallest exact {_RESOLVED[fit is train]} resolves ({_fmt(aim)})"
                            if reason == "unverifiable: tightest" else f"the tolerance ({_fmt(aim)})")
                         + (f": {reason.split('(', 1)[1].rstrip(')')}" if "(" in reason else ""))
+        if fit is not train:
+            message += ("; its exact correction was fitted on the training and validation rows together, so the "
+                        "validation bound above is not out of sample")
     n_trivial = sum(bool(c["near_trivial"]) for c in candidates)
     if n_trivial:
         message += f"; {n_trivial} near-trivial candidate(s) were not accepted"
     verifiable = first_width is not None and verifiable
     guarantee = {"confidence": confidence, "met": bool(met), "best_bound": [_num(b) for b in bounds],
                  "verifiable": verifiable,
-                 "aim": {"targets": [float(a) for a in aim], "reason": reason},
+                 "aim": {"targets": [float(a) for a in aim], "reason": reason,
+                         "fitted_on": "train" if fit is train else "train+validation"},
                  "predicted_width": None if first_width is None else [_num(w) for w in first_width],
                  "tolerances": eps.tolist(), "test_level": level, "max_tests": max_tests, "tests": tests,
                  "candidates": candidates, "message": message}

@@ -43,6 +43,47 @@ def _allowed(key: np.ndarray, count_den: np.ndarray, width: float, c: np.ndarray
     return np.where(undefined, 0, first), np.where(undefined, n[None, :], last)
 
 
+def positions(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The positions of scores ``s`` sorted by group, then decreasing (group g's n_g scores from Σ_{h<g} n_h):
+    (base, owner, k, prev_ok, next_ok) — group g's positions k = 0..n_g at extended indices base_g + k
+    (``owner`` / ``k`` of every extended index), and for each extended index the nearest reachable one at or
+    before it / at or after it (module docstring: between two different scores, or 0, n_g)."""
+    k_groups = len(n)
+    start = np.concatenate([[0], np.cumsum(n)[:-1]]).astype(np.int64)
+    base = start + np.arange(k_groups)                 # where group g's positions k = 0..n_g begin
+    owner = np.repeat(np.arange(k_groups), n + 1)      # group of each extended position
+    k = np.arange(len(owner)) - base[owner]
+    at = start[owner] + k                              # the row just below the threshold at position k
+    inner = (k > 0) & (k < n[owner])
+    last = max(len(s) - 1, 0)
+    reachable = ~inner | (s[np.clip(at - 1, 0, last)] != s[np.clip(at, 0, last)])
+    idx = np.arange(len(owner))
+    prev_ok = np.maximum.accumulate(np.where(reachable, idx, -1))            # nearest reachable at or before
+    next_ok = np.minimum.accumulate(np.where(reachable, idx, len(idx))[::-1])[::-1]  # at or after
+    return base, owner, k, prev_ok, next_ok
+
+
+def nearest_reachable(prev_ok: np.ndarray, next_ok: np.ndarray, base: np.ndarray, n: np.ndarray, lo: np.ndarray,
+                      hi: np.ndarray, k_now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (band, group): the extended index of the reachable position in [lo, hi] nearest to the group's current
+    one k_now (the fewest changed predictions; the one below first), and whether there is one."""
+    want = np.clip(base + np.clip(k_now, lo, hi), base, base + n)
+    down, up = prev_ok[want], next_ok[np.minimum(want, len(next_ok) - 1)]
+    chosen = np.where(down >= base + lo, down, up)
+    ok = (chosen >= base + lo) & (chosen <= base + hi) & (lo <= hi)
+    return np.clip(chosen, 0, len(next_ok) - 1), ok
+
+
+def threshold_at(s: np.ndarray, start: np.ndarray, n: np.ndarray, kk: np.ndarray) -> np.ndarray:
+    """The threshold t_g that predicts the top kk_g scores of group g positive (1{f > t_g}; ``s`` as in
+    :func:`positions`, kk of any shape ending with the groups' axis): halfway between the kk-th and (kk+1)-th
+    largest, above the largest for kk = 0, below the smallest for kk = n_g."""
+    last = max(len(s) - 1, 0)
+    top, below = s[np.clip(start + kk - 1, 0, last)], s[np.clip(start + kk, 0, last)]
+    lowest = s[np.clip(start + n - 1, 0, last)]
+    return np.where(kk <= 0, s[np.clip(start, 0, last)], np.where(kk >= n, lowest - 1.0, 0.5 * (top + below)))
+
+
 def equalized_odds_offsets(logits: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int,
                            width: float, grid: int = GRID) -> np.ndarray | None:
     """(K,) offsets b with the exact TPR and FPR gaps of 1{f + b_g > 0} each ≤ ``width`` on these rows and the
@@ -56,19 +97,11 @@ def equalized_odds_offsets(logits: np.ndarray, y: np.ndarray, group: np.ndarray,
     positives = np.bincount(group, weights=y, minlength=k_groups).astype(np.int64)
     negatives = n - positives
     start = np.concatenate([[0], np.cumsum(n)[:-1]])
-    base = start + np.arange(k_groups)                 # where group g's positions k = 0..n_g begin
-    owner = np.repeat(np.arange(k_groups), n + 1)      # group of each extended position
-    k = np.arange(len(owner)) - base[owner]
+    base, owner, k, prev_ok, next_ok = positions(s, n)
     cum = np.concatenate([[0], np.cumsum(yy)])
     tp = cum[start[owner] + k] - cum[start[owner]]
     fp = k - tp
     big = int(n.max()) + 2
-    at = start[owner] + k                              # the row just below the threshold at position k
-    inner = (k > 0) & (k < n[owner])
-    reachable = ~inner | (s[np.clip(at - 1, 0, len(s) - 1)] != s[np.clip(at, 0, len(s) - 1)])
-    idx = np.arange(len(owner))
-    prev_ok = np.maximum.accumulate(np.where(reachable, idx, -1))            # nearest reachable at or before
-    next_ok = np.minimum.accumulate(np.where(reachable, idx, len(idx))[::-1])[::-1]  # at or after
 
     c = np.linspace(0.0, 1.0, grid)[:, None]
     t_first, t_last = _allowed(owner * big + tp, positives, width, c, base, big, n)
@@ -76,22 +109,11 @@ def equalized_odds_offsets(logits: np.ndarray, y: np.ndarray, group: np.ndarray,
     lo = np.maximum(t_first[:, None, :], f_first[None, :, :])   # (grid, grid, K)
     hi = np.minimum(t_last[:, None, :], f_last[None, :, :])
     k_now = np.bincount(group, weights=(logits > 0).astype(float), minlength=k_groups).astype(np.int64)
-    want = base + np.clip(k_now, lo, hi)                        # extended index of the nearest allowed position
-    want = np.clip(want, base, base + n)
-    down, up = prev_ok[want], next_ok[np.minimum(want, len(idx) - 1)]
-    chosen = np.where(down >= base + lo, down, up)
-    ok = (chosen >= base + lo) & (chosen <= base + hi) & (lo <= hi)
+    chosen, ok = nearest_reachable(prev_ok, next_ok, base, n, lo, hi, k_now)
     present = n > 0
     feasible = (ok | ~present).all(-1)
     if not feasible.any():
         return None
-    chosen = np.clip(chosen, 0, len(idx) - 1)
     correct = np.where(present, tp[chosen] + negatives - fp[chosen], 0).sum(-1)
     best = np.unravel_index(int(np.argmax(np.where(feasible, correct, -1))), feasible.shape)
-    kk = k[chosen[best]]
-    top = s[np.clip(start + kk - 1, 0, len(s) - 1)]
-    below = s[np.clip(start + kk, 0, len(s) - 1)]
-    lowest = s[np.clip(start + n - 1, 0, len(s) - 1)]
-    threshold = np.where(kk <= 0, s[np.clip(start, 0, len(s) - 1)],
-                         np.where(kk >= n, lowest - 1.0, 0.5 * (top + below)))
-    return np.where(present, -threshold, 0.0)
+    return np.where(present, -threshold_at(s, start, n, k[chosen[best]]), 0.0)

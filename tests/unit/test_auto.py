@@ -225,8 +225,8 @@ def test_with_a_guarantee_auto_chooses_on_the_training_rows_only():
 
 
 def test_auto_serves_a_gbdt_model_with_its_tree_solvers_and_refuses_a_spec_it_cannot_serve():
-    """A gbdt spec without a solver (auto, the default) runs the tree portfolio (reductions, fair_boosting,
-    group_thresholds for DP) and keeps the tolerance on validation; a family none of them handles is a SpecError
+    """A gbdt spec without a solver (auto, the default) runs the tree portfolio (group_thresholds, fair_boosting,
+    reductions for DP: the cheapest first) and keeps the tolerance on validation; a family none of them handles is a SpecError
     naming ``solver`` at submit, not a failed job."""
     from solvers.models import model_factory
     from solvers.spec import ModelSpec, SpecError, check_solver_supports
@@ -242,6 +242,7 @@ def test_auto_serves_a_gbdt_model_with_its_tree_solvers_and_refuses_a_spec_it_ca
     result = solve(train, "auto", max_iterations=200, seed=0, validation=val)
     tried = {t["solver"] for t in result.tried}
     assert tried and tried <= {"reductions", "fair_boosting", "group_thresholds"}
+    assert result.tried[0]["solver"] == "group_thresholds"                  # the cheapest first
     selected = next(t for t in result.tried if t.get("selected"))
     assert selected["outcome"] == "meets" and _dp(result.model, X[cut:], y[cut:], s[cut:]) <= TOL
     spec = ProblemSpec(target="y", positive_label=1, sensitive=["s"], model={"type": "gbdt"},
@@ -272,8 +273,47 @@ def test_selection_prefers_a_row_that_meets_with_the_margin_over_a_more_accurate
                     model=torch.nn.Identity(), gaps=np.array([gap]))
 
     run = _Portfolio.__new__(_Portfolio)
-    run.user_tolerance, run.judge = np.array([TOL]), SimpleNamespace(y=y)
+    run.user_tolerance, run.judge, run.validation = np.array([TOL]), SimpleNamespace(y=y), SimpleNamespace()
     run.rows = [row(0.86, 0.049, bounds[0]), row(0.84, 0.01, bounds[1])]
     assert run.select() is run.rows[1]
     run.rows = [row(0.86, 0.049, bounds[0]), row(0.84, 0.03, 0.4)]
     assert run.select() is run.rows[0]
+
+
+def test_judged_on_train_selection_prefers_a_model_the_exact_correction_can_shift():
+    """Without a validation split (under a guarantee) the exact threshold correction follows the selection and
+    shifts linear score models only: a meeting linear row is preferred to a more accurate meeting one it cannot
+    shift (here a module without a linear ``net``, as a reductions or group_thresholds model); with a validation
+    split, or without a shiftable meeting row, the most accurate meets as before."""
+    from types import SimpleNamespace
+
+    from solvers.auto import _Portfolio, _Row
+    from solvers.fairness.enforce import shiftable
+    from solvers.models import linear
+
+    def row(accuracy, model):
+        return _Row({"outcome": "meets", "accuracy": accuracy, "unseen_bound": None, "train_gaps": [0.01]},
+                    model=model, gaps=np.array([0.01]))
+
+    fixed, shifted = row(0.86, torch.nn.Identity()), row(0.80, linear(3))
+    assert shiftable(shifted.model) and not shiftable(fixed.model)
+    run = _Portfolio.__new__(_Portfolio)
+    run.user_tolerance, run.judge = np.array([TOL]), SimpleNamespace(y=np.zeros(4000))
+    run.rows, run.validation = [fixed, shifted], None
+    assert run.select() is shifted
+    run.validation = SimpleNamespace()
+    assert run.select() is fixed
+    run.rows, run.validation = [fixed, row(0.80, torch.nn.Identity())], None
+    assert run.select() is fixed
+
+
+def test_the_gbdt_portfolio_tries_its_cheapest_dedicated_solvers_first_and_others_keep_their_order():
+    from solvers.catalog.auto import CHEAPEST_FIRST, AutoConfig, portfolio_names
+
+    for families in (["demographic_parity"], ["equalized_odds"]):
+        names = portfolio_names(AutoConfig(), "gbdt", families)
+        assert names[:len(CHEAPEST_FIRST["gbdt"])] == list(CHEAPEST_FIRST["gbdt"]) and "reductions" in names
+    linear = portfolio_names(AutoConfig(), "linear", ["demographic_parity"])
+    assert linear.index("reductions") < linear.index("group_thresholds")   # catalogue order outside gbdt
+    assert portfolio_names(AutoConfig(portfolio=["reductions", "group_thresholds"]), "gbdt",
+                           ["demographic_parity"]) == ["reductions", "group_thresholds"]   # a given order is kept

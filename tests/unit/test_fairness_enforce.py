@@ -53,6 +53,25 @@ def test_group_offsets_put_the_rates_in_one_band():
     assert counted == pytest.approx(np.bincount(group, weights=((logits + b[group]) > 0) == y))
 
 
+@pytest.mark.parametrize("width", [0.002, 0.01])
+def test_group_offsets_keep_the_band_with_tied_scores(width):
+    """Scores rounded to 0.05 (blocks of tied scores, as a linear model on COMPAS' few discrete features gives):
+    a threshold puts a whole tie block on one side, so a position inside a block is not reachable; the offsets
+    take reachable positions only, and the exact shares are in the band (halfway thresholds inside a block
+    left the whole block out, and the shares off by up to its size)."""
+    rng = np.random.default_rng(2)
+    group = rng.choice(2, 4000, p=[0.6, 0.4])
+    raw = rng.normal(size=4000) + np.array([0.3, -0.4])[group]
+    y = (rng.random(4000) < 1.0 / (1.0 + np.exp(-2.0 * raw))).astype(int)
+    logits = np.round(raw, 1)
+    assert len(np.unique(logits)) < 100  # heavy ties
+    b = group_offsets(logits, y, group, np.ones(4000, dtype=bool), 2, width)
+    assert b is not None
+    rates = np.bincount(group, weights=(logits + b[group]) > 0) / np.bincount(group)
+    assert rates.max() - rates.min() <= width + 1e-12
+    assert 0.05 < rates.min() and rates.max() < 0.95  # a real band, not everyone in or out
+
+
 def test_linear_offset_only_when_the_group_is_a_linear_function_of_the_features():
     rng = np.random.default_rng(1)
     group = rng.integers(0, 2, 200)

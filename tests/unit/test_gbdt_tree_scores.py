@@ -30,8 +30,9 @@ def awkward_rows(rng: np.random.Generator, n: int, zeros: float = 0.3, width: in
     return X
 
 
-@pytest.mark.parametrize("zeros,width,route", [(0.3, 80, "numpy"), (0.9, 6, "csr"), (0.3, 6, "dense")],
-                         ids=["wide-dense", "sparse", "narrow-dense"])
+@pytest.mark.parametrize("zeros,width,route", [(0.3, 80, "numpy"), (0.6, 40, "numpy"), (0.9, 6, "csr"),
+                                               (0.3, 6, "dense")],
+                         ids=["wide-dense", "bank-like", "sparse", "narrow-dense"])
 @pytest.mark.parametrize("params", [{}, {"use_missing": False}, {"zero_as_missing": True}, {"max_bin": 7}],
                          ids=["nan-missing", "no-missing", "zero-as-missing", "few-bins"])
 def test_each_tree_and_their_sum_are_lightgbms_prediction_bit_for_bit(params, zeros, width, route):

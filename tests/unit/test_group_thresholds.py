@@ -314,16 +314,20 @@ def test_a_randomised_base_wrapped_whole_restores_from_its_state():
         torch.testing.assert_close(restored(X), net(X), rtol=0, atol=0)
 
 
-def test_gbdt_base_is_cross_fitted_with_a_margin_by_default_and_linear_refuses_cross_fitting():
-    """Defaults for a gbdt base the job trains: thresholds on the out-of-fold scores of every train and
-    validation row (5 folds), base refitted on them, chosen at ε' = ε(1 − share) ≤ ε by the margin; the
-    out-of-fold rule meets ε' on those rows. cross_fit on a linear base, or 1 fold, is refused."""
+def test_gbdt_base_is_cross_fitted_on_request_with_a_margin_by_default_and_linear_refuses_cross_fitting():
+    """``cross_fit: 5`` on a gbdt base the job trains: thresholds on the out-of-fold scores of every train and
+    validation row, base refitted on them, chosen at ε' = ε(1 − share) ≤ ε by the margin (on by default); the
+    out-of-fold rule meets ε' on those rows. The default is the validation split alone. cross_fit on a linear
+    base, or 1 fold, is refused."""
     table = _table(1500, 2)
     fields = dict(target="y", positive_label="yes", sensitive=["sex"],
                   constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
                   split={"test": 0.2, "validation": 0.3, "seed": 0}, max_iterations=20)
     gbdt = {"type": "gbdt", "n_estimators": 20, "num_leaves": 7, "min_child_samples": 10}
-    out = run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds"}))
+    default = run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds"}))
+    assert default.enforcement["cross_fit"] is None and default.enforcement["margin"]["delta"] == 0.1
+    out = run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds",
+                                                               "params": {"cross_fit": 5}}))
     report = out.enforcement
     assert report["cross_fit"] == {"folds": 5, "model": "refit"}
     margin = report["margin"]
@@ -340,3 +344,40 @@ def test_gbdt_base_is_cross_fitted_with_a_margin_by_default_and_linear_refuses_c
     assert refused.value.loc == ("solver", "params", "cross_fit")
     with pytest.raises(ValueError, match="cross_fit"):
         ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds", "params": {"cross_fit": 1}})
+
+
+def test_the_tuned_base_replaces_only_the_hyper_parameters_left_at_their_defaults():
+    """``base_model: "tuned"`` (the default) boosts solvers.gbdt.threshold_base.TUNED where the model spec holds
+    LightGBM's defaults, and keeps whatever the spec sets; ``"spec"`` boosts the spec as it is; a linear base is
+    untouched. The trees tell: their count and their most leaves."""
+    from solvers.gbdt.threshold_base import TUNED, tuned_spec
+    from solvers.spec import ModelSpec
+
+    spec, replaced = tuned_spec(ModelSpec(type="gbdt", num_leaves=7))
+    assert replaced == {k: v for k, v in TUNED.items() if k != "num_leaves"} and spec.num_leaves == 7
+    assert all(getattr(spec, k) == v for k, v in replaced.items())
+    own = ModelSpec(type="gbdt", **{k: v + 1 if k != "colsample_bytree" else 0.9 for k, v in TUNED.items()})
+    assert tuned_spec(own) == (own, {})
+
+    table = _table(1500, 2)
+    fields = dict(target="y", positive_label="yes", sensitive=["sex"], model={"type": "gbdt", "min_child_samples": 10},
+                  constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
+                  split={"test": 0.2, "validation": 0.3, "seed": 0}, max_iterations=1000)
+
+    def trees(out):
+        import lightgbm
+
+        text = bytes(out.state_dict["base.booster"].numpy()).decode()
+        dump = lightgbm.Booster(model_str=text).dump_model()["tree_info"]
+        return len(dump), max(t["num_leaves"] for t in dump)
+
+    tuned = run(table, ProblemSpec(**fields, solver={"name": "group_thresholds"}))
+    assert tuned.enforcement["base_params"] == TUNED
+    assert tuned.iterations == TUNED["n_estimators"] and trees(tuned)[0] == TUNED["n_estimators"]
+    assert trees(tuned)[1] <= TUNED["num_leaves"]
+    as_spec = run(table, ProblemSpec(**fields, solver={"name": "group_thresholds", "params": {"base_model": "spec"}}))
+    assert as_spec.enforcement["base_params"] is None
+    assert trees(as_spec)[0] == ModelSpec(type="gbdt").n_estimators and trees(as_spec)[1] > TUNED["num_leaves"]
+    linear = run(table, ProblemSpec(**{**fields, "model": {"type": "linear"}, "max_iterations": 50},
+                                    solver={"name": "group_thresholds"}))
+    assert linear.enforcement["base_params"] is None

@@ -113,7 +113,7 @@ def test_a_tightest_aim_at_a_modest_cost_is_kept():
     loose_accuracy = _accuracy(_train_model([eps], sizes, positives, eps), X, y)
     accuracy = _accuracy(model, X, y)
     assert start - accuracy > MODEST_COST and 0 < loose_accuracy - accuracy <= MODEST_COST
-    assert g["aim"] == {"targets": [pytest.approx(tight)], "reason": "unverifiable: tightest"}
+    assert g["aim"] == {"targets": [pytest.approx(tight)], "reason": "unverifiable: tightest", "fitted_on": "train"}
     assert "the smallest exact train gap the training split resolves (0.002)" in g["message"]
     assert exact_gaps(families, y, _scores(model, X), group, NAMES)[0] <= tight
     assert enforcement["targets"] == [pytest.approx(tight)]
@@ -129,7 +129,7 @@ def test_a_near_trivial_tightest_aim_falls_back_to_the_tolerance():
     first, second = g["candidates"]
     assert first["targets"] == [pytest.approx(tight)] and any("balanced accuracy" in r for r in first["near_trivial"])
     assert second["targets"] == [pytest.approx(eps)] and not second["near_trivial"]
-    assert g["aim"] == {"targets": [pytest.approx(eps)],
+    assert g["aim"] == {"targets": [pytest.approx(eps)], "fitted_on": "train",
                         "reason": f"unverifiable: tolerance (the tightest aim {tight:.3f} was near-trivial)"}
     assert (f"so the model was aimed at the tolerance ({eps:.3f}): the tightest aim {tight:.3f} was "
             "near-trivial") in g["message"]

@@ -41,6 +41,26 @@ def test_classification_metrics_plain_floats_and_one_class():
     assert isinstance(out["log_loss"], float) and out["n"] == 4
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scores_match_scikit_learn(seed):
+    """accuracy, balanced accuracy, ROC AUC (with tied and saturated scores) and log loss as scikit-learn's."""
+    from sklearn import metrics as skm
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    y = (rng.random(n) < 0.3).astype(int)
+    logits = np.round(rng.normal(1.5 * y - 0.7, 1.0 + seed), 1)  # rounded: many ties
+    logits[:50] = 40.0 * np.sign(logits[:50])                     # σ saturates at 0 / 1: ties in the score, clipping
+    score = 1 / (1 + np.exp(-logits))
+    out = classification_metrics(y, score, rng.integers(0, 2, n), ["a", "b"], logits=logits)
+    pred = (score > 0.5).astype(int)
+    assert out["accuracy"] == pytest.approx(skm.accuracy_score(y, pred), rel=1e-12)
+    assert out["balanced_accuracy"] == pytest.approx(skm.balanced_accuracy_score(y, pred), rel=1e-12)
+    assert out["roc_auc"] == pytest.approx(skm.roc_auc_score(y, score), rel=1e-12)
+    assert out["log_loss"] == pytest.approx(skm.log_loss(y, np.clip(score, 1e-15, 1 - 1e-15), labels=[0, 1]),
+                                            rel=1e-12)
+
+
 @pytest.mark.parametrize("k", [2, 4])
 @pytest.mark.parametrize("loss", ["bce", "hinge", "truncated_logistic"])
 def test_loss_gap_and_minority_rate_match_brute_force(k, loss):

@@ -75,3 +75,30 @@ def test_headline_takes_the_median_of_back_to_back_pairs(monkeypatch):
     assert not head["meets_target"]  # 0.12 > 0.1
     md = "\n".join(promise._headline_section(head, {"compas_race": {**head, "measured_at": "t"}}))
     assert "median of 3 pairs fitted back to back: 0.120, 0.050, 0.200" in md and "| compas_race |" in md
+
+
+def test_a_rerun_keeps_the_first_stored_figures_and_the_report_compares_them():
+    """--rerun: the replacing job carries the stored figures as ``previous``; a second rerun keeps the first ones;
+    the before/after section counts kept jobs and the largest excess from them."""
+    import bench.promise as promise
+
+    key, old = _job("auto+guarantee", 0, 0.05, 0.80)
+    first = promise._previous(old)
+    assert first == {"previous": {"test_gap": 0.05, "test_accuracy": 0.80, "time_s": 1.0}}
+    rerun = {**_job("auto+guarantee", 0, 0.015, 0.79)[1], **first, "measured_at": "t1"}
+    assert promise._previous(rerun) == first  # the original, not the first rerun's figures
+    jobs = {key: rerun, **dict([_job("ssg", 0, 0.04, 0.84)])}
+    md = "\n".join(promise._reruns(jobs))
+    assert "| auto+guarantee | 1 | 0 % | 100 % | 0.0300 | 0.0000 | 0.0400 | 0.0500 |" in md
+    assert "loaded machine" in md and promise._reruns(dict([_job("ssg", 0, 0.04, 0.84)])) == []
+
+
+def test_misses_are_classified_on_train_then_by_the_reference_on_the_same_test_split():
+    from bench.misses import CLASSES, classify
+
+    _, job = _job("auto+guarantee", 0, 0.05, 0.8)
+    assert classify({**job, "test_gap": 0.01}, 0.0) is None                                # kept
+    assert classify({**job, "train_gap": 0.03, "validation_gap": 0.0}, 0.0) == CLASSES[0]  # over ε on train
+    assert classify({**job, "train_gap": 0.001, "validation_gap": 0.1}, 0.03) == CLASSES[1]  # the reference misses too
+    assert classify({**job, "train_gap": 0.001}, 0.01) == CLASSES[2]                        # it keeps: the model's
+    assert classify({**job, "constraint": "equalized_odds", "train_gap": 0.0}, 0.03) == CLASSES[3]  # no EO reference

@@ -1,0 +1,37 @@
+"""A dataset as the worker's solves read it: its table (the cached read, text columns as categories: the encoder's
+input) and the ``prepare`` to run on it, which keeps each prepared split in this process's
+:class:`~solvers.prepared_cache.PreparedCache` (``FAIRSOLVE_PREPARED_CACHE_BYTES``) under the table's content key:
+the stored file's SHA-256, its format and its reading options, the key of the table cache itself."""
+
+from __future__ import annotations
+
+from functools import lru_cache, partial
+from typing import Callable
+
+import pandas as pd
+
+from app.blobstore import dataset_file
+from app.models import Dataset
+from app.read_options import cache_key
+from app.settings import get_settings
+from app.storage import load_table
+from solvers import ProblemSpec
+from solvers.api import Prepared
+from solvers.prepared_cache import PreparedCache
+
+
+@lru_cache(maxsize=1)
+def prepared_tables() -> PreparedCache:
+    """This process's prepared tables."""
+    return PreparedCache(get_settings().prepared_cache_bytes)
+
+
+def table_key(dataset: Dataset) -> str:
+    return f"{dataset.sha256}:{dataset.format}:{cache_key(dataset.read_options)}"
+
+
+def dataset_table(dataset: Dataset) -> tuple[pd.DataFrame, Callable[[pd.DataFrame, ProblemSpec], Prepared]]:
+    """(the dataset's table, the prepare for :func:`solvers.run`'s ``prepare_with``)."""
+    table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256,
+                       text_as_categories=True)
+    return table, partial(prepared_tables().prepared, table_key(dataset))
