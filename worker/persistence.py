@@ -9,10 +9,11 @@ the thread and writes what is left; a write error is raised in the solver's
 thread at its next iteration (the job then fails with it).
 
 Every ``checkpoint_every_s`` seconds the solver hands over its whole state
-(:mod:`solvers.checkpoint`); the observer first writes the buffered rows (so the
-database holds every iterate up to the checkpoint), then replaces the job's checkpoint
-object (``checkpoint_key`` in ``store``, :mod:`app.blobstore`: a file replaced atomically, or an object any
-host can read). A redelivered job resumes from it (``worker.tasks``), on this host or another.
+(:mod:`solvers.checkpoint`); the observer stores it as a new object (``checkpoint_key(iteration)`` in ``store``,
+:mod:`app.blobstore`: a file written atomically, or an object any host can read), then names it in the job's
+progress together with every buffered row up to it (one write), and only then removes the checkpoint it named
+before. A start paused or killed between the two steps leaves the job naming the previous checkpoint, which is
+still there. A redelivered job resumes from the named one (``worker.tasks``), on this host or another.
 
 Fencing: an observer made with ``fence`` = the job's ``starts`` when this start began writes only while the
 job is still ``running`` under that start (``UPDATE jobs ... WHERE starts = :fence AND status = 'running'``,
@@ -31,7 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from array import array
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -52,7 +53,8 @@ class StaleAttempt(RuntimeError):
 
 class PersistingObserver(Observer):
     def __init__(self, job_id: str, sessions: sessionmaker[Session], *, flush_s: float = 1.0,
-                 flush_rows: int = 1000, checkpoint_key: str | None = None, store: BlobStore | None = None,
+                 flush_rows: int = 1000, checkpoint_key: Callable[[int], str] | None = None,
+                 store: BlobStore | None = None,
                  checkpoint_every_s: float = 30.0,
                  resumed_from: int = 0, exact_every: int = 0, fence: int | None = None,
                  checkpoint_start: int | None = None) -> None:
@@ -77,7 +79,9 @@ class PersistingObserver(Observer):
         self.objectives, self.violations = array("d"), array("d")
         self.first_iteration_at: float | None = None  # wall clock (epoch s) of the first and last iterate
         self.last_iteration_at: float | None = None
+        # checkpoint_key(iteration): where this start stores the checkpoint it takes after that iteration
         self.checkpoint_key, self.store, self.checkpoint_every_s = checkpoint_key, store, checkpoint_every_s
+        self._named_key: str | None = None  # this start's checkpoint the job names (removed when superseded)
         self.checkpoint_iteration = self.resumed_from = resumed_from
         self.fence, self.checkpoint_start = fence, checkpoint_start  # the start writing; the start whose file
         self._flush_lock = threading.Lock()  # one write at a time: progress and rows committed in order
@@ -146,16 +150,20 @@ class PersistingObserver(Observer):
 
     def on_checkpoint(self, checkpoint: ckpt.Checkpoint) -> None:
         """Save this start's file, then name it in the job with every iterate up to it (one guarded write)."""
-        staged = self.store.staging(self.checkpoint_key)
+        key = self.checkpoint_key(checkpoint.iteration)
+        staged = self.store.staging(key)
         ckpt.save(staged, checkpoint)
-        self.store.put(self.checkpoint_key, staged)
+        self.store.put(key, staged)
         with self._lock:
             self.checkpoint_iteration, self.checkpoint_start = checkpoint.iteration, self.fence
         try:
             self.flush()
         except StaleAttempt:
-            self.store.delete(self.checkpoint_key)  # never named: nobody resumes from it
+            self.store.delete(key)  # never named: nobody resumes from it
             raise
+        if self._named_key is not None and self._named_key != key:
+            self.store.delete(self._named_key)  # no longer named: the job resumes from ``key`` now
+        self._named_key = key
         self._last_checkpoint = time.monotonic()
 
     def _write_loop(self) -> None:

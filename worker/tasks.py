@@ -30,6 +30,7 @@ import os
 import socket
 import traceback
 from datetime import timedelta
+from functools import partial
 from typing import NamedTuple
 
 import torch
@@ -72,7 +73,7 @@ def _saved_checkpoint(job: Job) -> ckpt.Checkpoint | None:
     if not start or not iteration:
         return None
     try:
-        saved = ckpt.load(blobs().fetch(checkpoint_key(job.id, start)))
+        saved = ckpt.load(blobs().fetch(checkpoint_key(job.id, start, iteration)))
     except Exception:  # a missing or damaged file: start over rather than fail the job
         log.warning("job %s: unreadable checkpoint; restarting from iteration 0", job.id)
         return None
@@ -287,7 +288,6 @@ def _run(job_id: str, attempt: int) -> str:
     except StaleAttempt:
         log.warning("job %s: start %s was superseded (paused past the stale period?); exiting without writing",
                     job_id, started.fence)
-        blobs().delete(checkpoint_key(job_id, started.fence))
         blobs().delete_prefix(artifact_key(f"{job_id}/{started.fence}/"))
         return "stale"
 
@@ -301,7 +301,7 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
     settings = get_settings()
     observer = PersistingObserver(job_id, session_factory(), flush_s=settings.trajectory_flush_s,
                                   flush_rows=settings.trajectory_flush_rows,
-                                  checkpoint_key=checkpoint_key(job_id, fence), store=blobs(),
+                                  checkpoint_key=partial(checkpoint_key, job_id, fence), store=blobs(),
                                   checkpoint_every_s=settings.checkpoint_every_s, resumed_from=resumed_from,
                                   exact_every=settings.exact_trace_every, fence=fence,
                                   checkpoint_start=resume_start)

@@ -37,9 +37,14 @@ def artifact_key(stored_name: str) -> str:
     return f"artifacts/{stored_name}"
 
 
-def checkpoint_key(job_id: str, start: int | str = "") -> str:
-    """One start's checkpoint; without ``start``, the prefix of every start's checkpoint of the job."""
-    return f"checkpoints/{job_id}.{start}.safetensors" if start != "" else f"checkpoints/{job_id}."
+def checkpoint_key(job_id: str, start: int | str = "", iteration: int | None = None) -> str:
+    """The checkpoint a start of the job took after ``iteration``; without ``iteration``, the prefix of every
+    checkpoint of that start; without ``start`` either, of every checkpoint of the job. A start writes each
+    checkpoint under a key of its own and removes the one before only once the job names the new one, so the
+    named checkpoint is never the file being replaced (``worker.persistence``)."""
+    if start == "":
+        return f"checkpoints/{job_id}."
+    return f"checkpoints/{job_id}.{start}." + ("" if iteration is None else f"{iteration}.safetensors")
 
 
 def model_key(stored_name: str) -> str:

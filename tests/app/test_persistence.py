@@ -70,7 +70,8 @@ def test_a_cancel_request_is_seen_and_a_write_error_surfaces(sessions):
 
 def test_a_superseded_start_writes_nothing(sessions, tmp_path):
     """Fencing: once another start holds the job (``starts`` moved on), this start's next write — rows,
-    heartbeat, checkpoint reference — is refused as a whole and its own checkpoint file is removed."""
+    heartbeat, checkpoint reference — is refused as a whole and the checkpoint file it could not name is removed;
+    the one the job still names stays (a later start may resume from it)."""
     from solvers import checkpoint as ckpt
     from worker.persistence import StaleAttempt
 
@@ -78,8 +79,8 @@ def test_a_superseded_start_writes_nothing(sessions, tmp_path):
         s.execute(update(Job).values(status="running", starts=1, attempts=1))
     from app.blobstore.local import LocalStore
 
-    path = tmp_path / "j.1.safetensors"
-    obs = PersistingObserver("j", sessions, flush_s=60, fence=1, checkpoint_key=path.name, store=LocalStore(tmp_path))
+    obs = PersistingObserver("j", sessions, flush_s=60, fence=1, checkpoint_key=lambda i: f"j.1.{i}.safetensors",
+                             store=LocalStore(tmp_path))
     obs.on_start({"max_iterations": 10})
     obs.on_iteration(record(1))
     obs.on_checkpoint(ckpt.Checkpoint(iteration=1, samples_seen=10, elapsed_s=0.1))
@@ -90,7 +91,8 @@ def test_a_superseded_start_writes_nothing(sessions, tmp_path):
     obs.on_iteration(record(2))
     with pytest.raises(StaleAttempt):
         obs.on_checkpoint(ckpt.Checkpoint(iteration=2, samples_seen=20, elapsed_s=0.2))
-    assert not path.exists() and rows(sessions) == 1
+    assert not (tmp_path / "j.1.2.safetensors").exists() and rows(sessions) == 1
+    assert (tmp_path / "j.1.1.safetensors").exists()  # still named by the job
     with sessions() as s:
         assert s.get(Job, "j").progress["checkpoint_iteration"] == 1
     with pytest.raises(StaleAttempt):
@@ -110,3 +112,55 @@ def test_a_cancel_request_is_seen_during_set_up_before_the_writer_starts(session
     assert obs.should_stop() == "cancelled"
     with sessions() as s:
         assert s.get(Job, "j").heartbeat_at is not None
+
+
+def test_a_start_stopped_between_storing_and_naming_a_checkpoint_leaves_the_named_one(sessions, tmp_path,
+                                                                                      monkeypatch):
+    """A start paused or killed after storing checkpoint 2 but before the job names it: the job still names
+    checkpoint 1, and that file is still there with iteration 1, so the next start resumes from it instead of
+    starting over (one key per checkpoint; the named one is removed only after its successor is named)."""
+    from app.blobstore.local import LocalStore
+    from solvers import checkpoint as ckpt
+    from worker import tasks
+
+    store = LocalStore(tmp_path)
+    monkeypatch.setattr(tasks, "blobs", lambda: store)
+    with sessions() as s, s.begin():
+        s.execute(update(Job).values(status="running", starts=1, attempts=1))
+    obs = PersistingObserver("j", sessions, flush_s=60, fence=1,
+                             checkpoint_key=lambda i: tasks.checkpoint_key("j", 1, i), store=store)
+    obs.on_start({"max_iterations": 10})
+    obs.on_iteration(record(1))
+    obs.on_checkpoint(ckpt.Checkpoint(iteration=1, samples_seen=10, elapsed_s=0.1))
+    obs.on_iteration(record(2))
+
+    def killed() -> None:
+        raise KeyboardInterrupt("the process stopped here")
+    monkeypatch.setattr(obs, "flush", killed)
+    with pytest.raises(KeyboardInterrupt):
+        obs.on_checkpoint(ckpt.Checkpoint(iteration=2, samples_seen=20, elapsed_s=0.2))
+    with sessions() as s:
+        job = s.get(Job, "j")
+        assert job.progress["checkpoint_iteration"] == 1
+        saved = tasks._saved_checkpoint(job)
+    assert saved is not None and saved.iteration == 1
+
+
+def test_a_named_checkpoint_replaces_the_one_before(sessions, tmp_path):
+    """Once checkpoint 2 is named, checkpoint 1's file is removed: a start keeps one named file (plus at most
+    one being written)."""
+    from app.blobstore.local import LocalStore
+    from solvers import checkpoint as ckpt
+
+    with sessions() as s, s.begin():
+        s.execute(update(Job).values(status="running", starts=1, attempts=1))
+    obs = PersistingObserver("j", sessions, flush_s=60, fence=1, checkpoint_key=lambda i: f"j.1.{i}.safetensors",
+                             store=LocalStore(tmp_path))
+    obs.on_start({"max_iterations": 10})
+    for i in (1, 2):
+        obs.on_iteration(record(i))
+        obs.on_checkpoint(ckpt.Checkpoint(iteration=i, samples_seen=10 * i, elapsed_s=0.1 * i))
+    assert sorted(p.name for p in tmp_path.glob("j.1.*")) == ["j.1.2.safetensors"]
+    with sessions() as s:
+        assert s.get(Job, "j").progress["checkpoint_iteration"] == 2
+    obs.close()
