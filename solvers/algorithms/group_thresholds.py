@@ -24,7 +24,7 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
   times the CPU of the job on the validation split alone (``python -m bench.gbdt_defaults``), so it is off by
   default.
 * **Safety margin** (``margin_delta``, default δ = 0.1): the rule is chosen at ε' = ε − m, m the smallest margin
-  whose normal bound on P(the exact gap on an unseen sample of ``margin_rows`` rows > ε) is ≤ δ, at most ε/2
+  whose normal bound on P(the exact gap on an unseen sample of ``margin_rows`` rows > ε) is ≤ δ, at most 3ε/4
   (:mod:`solvers.fairness.threshold_margin` states the bound; the report's ``margin`` records δ, ε', the bound
   and whether it is met). Chosen at exactly ε, the unseen gap exceeds ε about half the time.
 
@@ -307,7 +307,7 @@ class _Thresholded:
         else:
             rows = self.config.margin_rows if self.config.margin_rows is not None else len(fit.y)
             solution, margin = with_margin(solve, self.families, denominators(y, g, K), self.config.margin_delta,
-                                           rows)
+                                           rows, self.config.margin_max_share)
 
         def wrap(net):
             return threshold_net(net, solution, self.reader, p.n_features, self.seed, p.device)

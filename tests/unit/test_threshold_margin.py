@@ -70,6 +70,21 @@ def test_no_margin_when_the_rows_already_support_the_promise_and_capped_when_the
     _, record = with_margin(solve, [("demographic_parity", EPS)], counts, DELTA, 50)   # 25 unseen rows a group
     assert record.share == MAX_MARGIN_SHARE and not record.met and record.bound > DELTA
     assert record.tolerances["demographic_parity"] == pytest.approx(EPS * (1 - MAX_MARGIN_SHARE))
+    _, capped = with_margin(solve, [("demographic_parity", EPS)], counts, DELTA, 50, max_share=0.3)
+    assert capped.share == 0.3 and not capped.met and capped.bound > record.bound   # a lower cap: less kept back
+    assert capped.tolerances["demographic_parity"] == pytest.approx(EPS * 0.7)
+
+
+def test_the_margin_cap_is_a_bounded_solver_param():
+    """``margin_max_share`` defaults to the module's cap and is refused, naming the field, outside (0, 0.9]."""
+    from pydantic import ValidationError
+
+    from solvers.catalog.postprocess import GroupThresholdsConfig
+
+    assert GroupThresholdsConfig().margin_max_share == MAX_MARGIN_SHARE == 0.75
+    for bad in (0.0, 0.95, 1.0):
+        with pytest.raises(ValidationError, match="margin_max_share"):
+            GroupThresholdsConfig(margin_max_share=bad)
 
 
 def test_violation_bound_is_the_normal_tail_of_the_rate_difference():
