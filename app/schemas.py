@@ -73,6 +73,10 @@ class ConstraintFairness(BaseModel):
     test: SplitFairness | None = None
     test_upper_95: float | None = None
     kept_on_test: bool | None = None
+    test_noise_floor: dict[str, Any] | None = Field(
+        None, description="What the test split can show (demographic parity, equal opportunity, equalized odds): "
+        "keep_probability, the chance that a model with no gap on the population keeps the tolerance on a test split "
+        "of these group sizes at this model's rates; expected_gap, its mean test gap (solvers.fairness.report).")
 
 
 class TriedCandidate(BaseModel):

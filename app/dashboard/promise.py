@@ -4,6 +4,8 @@
 
 A constraint passes when its exact test value is ≤ the tolerance (``kept_on_test``), fails when it is
 above, and is "undefined" when the metric has no value on the test split (e.g. a TPR gap without positives).
+Beside it, the share of test splits of this size on which a model with no gap on the population keeps the
+tolerance: a verdict the split's own noise could have given.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ def job_verdict(result: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def constraint_rows(result: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """One row per constraint: type, tolerance, verdict, per split (value, ci, kept) and the test upper bound."""
+    """One row per constraint: type, tolerance, verdict, per split (value, ci, kept), the test upper bound and
+    what the test split can show (``floor``: a zero-gap model's chance to keep the tolerance there)."""
     rows = []
     for entry in (result or {}).get("fairness") or []:
         rows.append({"type": entry.get("type"), "tolerance": entry.get("tolerance"),
                      "verdict": verdict(entry.get("kept_on_test")), "upper": entry.get("test_upper_95"),
+                     "floor": entry.get("test_noise_floor"),
                      "splits": {s: entry.get(s) for s in SPLITS}})
     return rows
 

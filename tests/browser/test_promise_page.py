@@ -44,6 +44,12 @@ def test_job_page_shows_badges_warning_and_baseline(web_stack, owner_key, datase
               for c in ("demographic_parity",)}
     assert badges == {"fail"}
     assert page.inner_text('#fairness-table tr[data-constraint="equalized_odds"] .badge') == "pass"
+    # what the test split can show: a zero-gap model keeps DP ≤ 0.001 on few test splits, EO ≤ 1 on all
+    floors = {e["type"]: e["test_noise_floor"] for e in job["result"]["fairness"]}
+    shown = page.inner_text('#fairness-table tr[data-constraint="demographic_parity"] [data-field=floor]')
+    assert shown == f"{100 * floors['demographic_parity']['keep_probability']:.0f} %"
+    assert page.inner_text('#fairness-table tr[data-constraint="equalized_odds"] [data-field=floor]') == "100 %"
+    assert "the test split is too small to show a tolerance of 0.001" in page.inner_text("#job-warnings")
     warnings = page.locator("#job-warnings [data-warning]")
     assert warnings.count() >= 1
     assert "demographic_parity" in page.inner_text("#job-warnings")
