@@ -164,11 +164,10 @@ def run_audit(run_id: str) -> str:
         run.group_sizes, run.previous_run_id = report["group_sizes"], previous.id if previous is not None else None
         run.score_summary, run.score_drift = summary, drift
         if report["breached"]:
-            breached = [{k: r[k] for k in ("key", "value", "ci", "threshold", "direction")}
+            breached = [{k: r.get(k) for k in ("key", "value", "ci", "threshold", "direction", "noise_floor")}
                         for r in report["results"] if r["passed"] is False]
             alert = Alert(owner=audit.owner, audit_id=audit.id, run_id=run_id, breached=breached,
-                          message=f"audit {audit.name!r}: {len(breached)} threshold(s) breached: "
-                                  + ", ".join(f"{b['key']} = {b['value']}" for b in breached),
+                          message=breach_message(audit.name, breached),
                           webhook_status="pending" if audit.webhook_url else "none", webhook_attempts=0)
             s.add(alert)
             s.flush()
@@ -176,6 +175,19 @@ def run_audit(run_id: str) -> str:
     if alert_id is not None:
         send_alert(alert_id)
     return "breached" if report["breached"] else "passed"
+
+
+def breach_message(name: str, breached: list[dict[str, Any]]) -> str:
+    """The alert's text: each breached metric and its value; for a rate gap, how often a model with no gap on
+    the population would breach the same threshold on a batch of this size (:mod:`app.audits.report`)."""
+    def one(b: dict[str, Any]) -> str:
+        floor = b.get("noise_floor")
+        if floor is None:
+            return f"{b['key']} = {b['value']}"
+        return (f"{b['key']} = {b['value']} (a model with no gap would breach it on a batch of this size with "
+                f"probability {1 - floor['keep_probability']:.0%})")
+
+    return f"audit {name!r}: {len(breached)} threshold(s) breached: " + ", ".join(map(one, breached))
 
 
 class WebhookFailed(Exception):

@@ -8,6 +8,11 @@ A result (one per metric spec, in the spec's order)::
      "by_group": {"selection_rate": {"F": {"value": 0.2, "ci": [0.15, 0.26]}, ...}},
      "drift": {"previous": 0.1, "delta": 0.02}}        # null without a previous value
 
+A rate gap with a threshold (``demographic_parity``, ``equal_opportunity``, ``equalized_odds``) also carries
+``noise_floor`` (:func:`solvers.fairness.noise_floor.floor_of_predictions` for the batch's group sizes at its pooled
+rates): the chance that a model with no gap on the population stays within the threshold on a batch of this size.
+A breach where that chance is low is one the batch's own noise could have produced; the alert says so.
+
 The score-drift metrics (``score_ks``, ``score_psi``: :mod:`app.audits.drift`) compare this run with a
 reference run instead of reading its rows: their value is the largest group's statistic, their per-group
 statistics have no CI (there is one summary per run, not a resample), and without the reference run (an
@@ -18,6 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from solvers.fairness.noise_floor import floor_of_predictions
 
 from .metrics import N_BOOT, SEED, MetricSpec, Scored, bootstrap_all, passes, resamples
 
@@ -52,10 +59,12 @@ def evaluate(specs: list[MetricSpec], scored: Scored, previous: list[dict[str, A
             out = computed[id(spec)]
             verdict = passes(metric.direction, out["value"], spec.threshold)
         prev = before.get(spec.key)
+        floor = None if spec.threshold is None or out["value"] is None else floor_of_predictions(
+            spec.type, scored.y, scored.pred, scored.group, scored.n_groups, spec.threshold, seed)
         results.append({
             "key": spec.key, "type": spec.type, "options": spec.options.model_dump(mode="json"),
             "direction": metric.direction, "threshold": spec.threshold, **out,
-            "passed": verdict,
+            "passed": verdict, "noise_floor": floor,
             "drift": None if prev is None or out["value"] is None else {"previous": prev,
                                                                           "delta": out["value"] - prev},
         })
@@ -76,16 +85,18 @@ def _ci(ci: list[float] | None) -> str:
 
 def format_table(report: dict[str, Any]) -> str:
     """The report as a fixed-width text table: one line per metric, then its per-group statistics."""
-    head = ("metric", "value", "95% CI", "threshold", "result", "drift")
+    head = ("metric", "value", "95% CI", "threshold", "result", "drift", "zero-gap keeps")
     lines: list[tuple[str, ...]] = [head]
     for r in report["results"]:
         bound = "—" if r["threshold"] is None else ("≤ " if r["direction"] == "max" else "≥ ") + f"{r['threshold']:g}"
         verdict = {True: "pass", False: "BREACH", None: "—"}[r["passed"]]
         drift = "—" if r["drift"] is None else f"{r['drift']['delta']:+.4f}"
-        lines.append((r["key"], _fmt(r["value"]), _ci(r["ci"]), bound, verdict, drift))
+        floor = r.get("noise_floor")
+        keeps = "—" if floor is None else f"{100 * floor['keep_probability']:.0f} %"
+        lines.append((r["key"], _fmt(r["value"]), _ci(r["ci"]), bound, verdict, drift, keeps))
         for stat, groups in r["by_group"].items():
             for group, v in groups.items():
-                lines.append((f"  {stat} · {group}", _fmt(v["value"]), _ci(v["ci"]), "", "", ""))
+                lines.append((f"  {stat} · {group}", _fmt(v["value"]), _ci(v["ci"]), "", "", "", ""))
     widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
     text = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines]
     text.insert(1, "  ".join("-" * w for w in widths))

@@ -23,7 +23,8 @@ gap ≤ ε (``keep_probability``, its Monte-Carlo standard error √(q(1−q)/R)
 (``expected_gap``). ``keep_probability`` is the best share of jobs ANY method can keep on splits of these sizes
 when its model is exactly fair on the population: a tolerance below the split's noise is exceeded by chance.
 The default rates are the pooled label rate P/n (a model selecting at the base rate); callers that know a
-model's pooled rates pass them.
+model's pooled rates pass them: :func:`floor_of_predictions` takes them from a model's predictions on the split
+(its selection rate, TPR and FPR) — what a job's report says of its test split and an audit of its batch.
 """
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ MAX_GROUPS = 10_000
 MAX_REPETITIONS = 1_000_000
 DEFAULT_REPETITIONS = 20_000
 CHUNK_DRAWS = 2_000_000  # repetitions × groups entries drawn at once
+RATE_FAMILIES = ("demographic_parity", "equal_opportunity", "equalized_odds")  # max − min rate gaps
+PREDICTION_REPETITIONS = 2_000  # floor_of_predictions: simulated splits, at most (standard error ≤ 0.011)
+PREDICTION_DRAWS = 4_000_000    # floor_of_predictions: binomial draws (repetitions × groups × rates), at most
 
 
 @dataclass(frozen=True)
@@ -133,3 +137,25 @@ def split_counts(y: np.ndarray, group: np.ndarray, n_groups: int) -> tuple[np.nd
     group = np.asarray(group).astype(np.int64)
     return (np.bincount(group, minlength=n_groups),
             np.bincount(group, weights=(np.asarray(y) == 1).astype(float), minlength=n_groups).astype(np.int64))
+
+
+def floor_of_predictions(family: str, y: np.ndarray, pred: np.ndarray, group: np.ndarray, n_groups: int,
+                         tolerance: float, seed: int = 0) -> dict | None:
+    """:func:`noise_floor` of a rate family (:data:`RATE_FAMILIES`, else None) for the group sizes of one split,
+    at the pooled rates of the predictions ``pred`` there (selection rate; TPR, FPR where labels of that class
+    exist): ``{keep_probability, standard_error, expected_gap, repetitions, rates}``. At most
+    :data:`PREDICTION_REPETITIONS` splits and :data:`PREDICTION_DRAWS` draws, so its cost is bounded for any
+    number of groups."""
+    if family not in RATE_FAMILIES or len(y) == 0:
+        return None
+    y = np.asarray(y).reshape(-1) == 1
+    pred = np.asarray(pred).reshape(-1) > 0
+    counts, positives = split_counts(y, group, n_groups)
+    rates = {"rate": float(pred.mean()), "tpr": float(pred[y].mean()) if y.any() else None,
+             "fpr": float(pred[~y].mean()) if (~y).any() else None}
+    per_split = n_groups * (2 if family == "equalized_odds" else 1)
+    repetitions = int(np.clip(PREDICTION_DRAWS // per_split, 100, PREDICTION_REPETITIONS))
+    floor = noise_floor(family, counts, positives, float(tolerance), repetitions=repetitions, seed=seed, **rates)
+    return {"keep_probability": floor.keep_probability, "standard_error": floor.standard_error,
+            "expected_gap": floor.expected_gap, "repetitions": floor.repetitions,
+            "rates": {k: v for k, v in rates.items() if v is not None}}

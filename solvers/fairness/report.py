@@ -22,13 +22,13 @@ Warnings (:func:`warnings_for`):
 * a constraint whose tolerance the test split is too small to show (``test_noise_floor`` below).
 
 **What the test split can show** (``test_noise_floor``, for demographic parity, equal opportunity and equalized
-odds over a partition of the rows, max − min form): :func:`.noise_floor.noise_floor` for the test split's group
-sizes, at the model's own pooled test rates (its selection rate; its TPR and FPR): the probability
+odds over a partition of the rows, max − min form): :func:`.noise_floor.floor_of_predictions` for the test split's
+group sizes, at the model's own pooled test rates (its selection rate; its TPR and FPR): the probability
 ``keep_probability`` that a model whose gap on the POPULATION is exactly 0 shows a test gap ≤ the tolerance, and
 its ``expected_gap``. Below :data:`NOISE_FLOOR_WARN` the test verdict says more about the split than the model,
 and the job warns so: a pass or fail there is then read with the test interval, not as the model's property.
-Draws: at most :data:`NOISE_FLOOR_REPETITIONS` splits and :data:`NOISE_FLOOR_DRAWS` binomial draws per entry
-(Monte-Carlo standard error ≤ 0.011 at 2,000 repetitions), seeded by the job's seed.
+Its draws are bounded there (at most 2,000 simulated splits: Monte-Carlo standard error ≤ 0.011), seeded by the
+job's seed.
 """
 from __future__ import annotations
 
@@ -38,17 +38,13 @@ import numpy as np
 
 from ..membership import Membership, rows_of
 from .intervals import constraint_bounds
-from .noise_floor import noise_floor, split_counts
+from .noise_floor import floor_of_predictions
 from .triviality import MIN_BALANCED_ACCURACY
 from .triviality import MIN_GROUP_RATE as MIN_POSITIVE_RATE
 
 LISTED_GROUPS = 10  # groups named in one warning
 SPLITS = ("train", "validation", "test")
 REPORT_BOOT = 500  # bootstrap replicates per split of the report's loss / AUC gaps (the guarantee uses 1000)
-#: the families whose test noise floor the report states (the max − min rate gaps of :mod:`.noise_floor`)
-NOISE_FLOOR_FAMILIES = ("demographic_parity", "equal_opportunity", "equalized_odds")
-NOISE_FLOOR_REPETITIONS = 2_000  # simulated test splits per entry, at most
-NOISE_FLOOR_DRAWS = 4_000_000    # binomial draws per entry (repetitions × groups × rates), at most
 NOISE_FLOOR_WARN = 0.5           # warn when a zero-gap model keeps the tolerance on test less often than this
 
 
@@ -81,21 +77,10 @@ def test_noise_floor(family, y: np.ndarray, logits: np.ndarray, group, n_groups:
                      seed: int = 0) -> dict[str, Any] | None:
     """What this test split can show of ``family``'s tolerance (module docstring); None for other families,
     overlapping groups or a gap measured against the overall rate."""
-    if (family.name not in NOISE_FLOOR_FAMILIES or isinstance(group, Membership)
-            or getattr(family.config, "reference", "groups") == "overall" or len(y) == 0):
+    if isinstance(group, Membership) or getattr(family.config, "reference", "groups") == "overall":
         return None
-    y = np.asarray(y).reshape(-1) == 1
-    pred = np.asarray(logits, dtype=np.float64).reshape(-1) > 0
-    counts, positives = split_counts(y, group, n_groups)
-    rates = {"rate": float(pred.mean()),
-             "tpr": float(pred[y].mean()) if y.any() else None, "fpr": float(pred[~y].mean()) if (~y).any() else None}
-    per_draw = n_groups * (2 if family.name == "equalized_odds" else 1)
-    repetitions = int(np.clip(NOISE_FLOOR_DRAWS // per_draw, 100, NOISE_FLOOR_REPETITIONS))
-    floor = noise_floor(family.name, counts, positives, float(family.tolerance), repetitions=repetitions,
-                        seed=seed, **rates)
-    return {"keep_probability": floor.keep_probability, "standard_error": floor.standard_error,
-            "expected_gap": floor.expected_gap, "repetitions": floor.repetitions,
-            "rates": {k: v for k, v in rates.items() if v is not None}}
+    return floor_of_predictions(family.name, y, np.asarray(logits, dtype=np.float64) > 0, group, n_groups,
+                                float(family.tolerance), seed)
 
 
 def trivial_reasons(balanced_accuracy: float | None, positive_rates: Mapping[str, float | None]) -> list[str]:

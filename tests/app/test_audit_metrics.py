@@ -117,3 +117,21 @@ def test_thresholds_drift_and_table(scored):
     assert drift["delta"] == pytest.approx(again["results"][1]["value"] - first["results"][1]["value"])
     table = format_table(again)
     assert "BREACH" in table and "selection_rate · a" in table
+
+
+def test_rate_gaps_state_the_batchs_noise_floor_and_the_alert_says_it(scored):
+    """A rate gap with a threshold carries what a batch of this size can show: a model with no gap on the
+    population keeps DP ≤ 0.01 on 400 rows in 3 groups less often than DP ≤ 0.5 (always); the alert names it."""
+    from worker.audits import breach_message
+
+    specs = [MetricSpec(type="demographic_parity", threshold=0.01), MetricSpec(type="equalized_odds", threshold=0.5),
+             MetricSpec(type="accuracy", threshold=0.5), MetricSpec(type="demographic_parity")]
+    results = evaluate(specs, scored, n_boot=20)["results"]
+    tight, wide, other, unbounded = (r["noise_floor"] for r in results)
+    assert 0.0 <= tight["keep_probability"] < 0.5 and tight["rates"]["rate"] == pytest.approx(scored.pred.mean())
+    assert wide["keep_probability"] == 1.0 and other is None and unbounded is None
+    assert "zero-gap keeps" in format_table({"results": results, "group_sizes": {}, "breached": []})
+    breached = [{k: results[0].get(k) for k in ("key", "value", "noise_floor")},
+                {"key": "accuracy", "value": 0.4, "noise_floor": None}]
+    message = breach_message("weekly", breached)
+    assert f"with probability {1 - tight['keep_probability']:.0%}" in message and "accuracy = 0.4" in message

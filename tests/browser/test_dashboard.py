@@ -258,6 +258,9 @@ def test_audit_form_run_history_and_alert(web_stack, owner_key, other_key, datas
     assert page.evaluate("document.getElementById('chart-history').data.length") >= 2
     assert "BREACH" in page.inner_text('#report-table tr.metric-row[data-key="demographic_parity"]')
     assert "pass" in page.inner_text('#report-table tr.metric-row[data-key="accuracy"]')
+    floor = page.inner_text('#report-table tr.metric-row[data-key="demographic_parity"] [data-field=floor]')
+    assert floor.endswith(" %") and 0 <= int(floor[:-2]) <= 100   # what the batch can show of DP ≤ 0.0001
+    assert page.inner_text('#report-table tr.metric-row[data-key="accuracy"] [data-field=floor]') == "—"
     assert page.locator("#report-table tr.group-row").count() > 0  # per-group statistics with CIs
     assert page.locator("#alerts-table tbody tr[data-alert-id]").count() == 1
     shot(page, tmp_path, "audit")

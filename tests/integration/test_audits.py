@@ -134,6 +134,10 @@ def test_scheduled_audit_runs_by_itself_and_alerts_the_webhook(beat_stack, train
         alerts = client.get("/api/v1/alerts", params={"audit_id": audit["id"]}).json()
         assert len(alerts) == 1 and alerts[0]["run_id"] == run["id"]
         assert alerts[0]["breached"][0]["key"] == "demographic_parity"
+        # what a batch of 600 rows can show of the threshold, in the run and in the alert's words
+        assert 0.0 <= dp["noise_floor"]["keep_probability"] <= 1.0 and acc["noise_floor"] is None
+        assert alerts[0]["breached"][0]["noise_floor"] == dp["noise_floor"]
+        assert "a model with no gap would breach it on a batch of this size with probability" in alerts[0]["message"]
         delivered = wait_for(lambda: [a for a in [client.get(f"/api/v1/alerts/{alerts[0]['id']}").json()]
                                       if a["webhook_status"] == "delivered"], 60, beat_stack, "webhook delivery")
         assert delivered[0]["webhook_attempts"] == 2 and delivered[0]["delivered_at"]
