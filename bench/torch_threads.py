@@ -6,7 +6,8 @@ on ``FAIRSOLVE_GBDT_THREADS`` threads (default 1) throughout. Prints each run's 
 medians per (method, threads)::
 
     python -m bench.torch_threads --reps 3
-    python -m bench.torch_threads --reps 3 --methods "linear auto" --datasets adult_sex compas_race bank_age
+    python -m bench.torch_threads --reps 3 --methods "linear erm" "linear auto" "mlp erm" \
+        --datasets adult_sex compas_race bank_age
 """
 from __future__ import annotations
 
@@ -17,6 +18,17 @@ import time
 import torch
 
 from bench.frontier import DATASETS, spec_for
+
+#: methods beyond bench.frontier's: label -> (model, solver) of the spec
+EXTRA = {"linear erm": ({"type": "linear"}, {"name": "erm"}), "mlp erm": ({"type": "mlp", "hidden": [64, 64]},
+                                                                           {"name": "erm"})}
+
+
+def spec_of(dataset: str, method: str) -> dict:
+    spec = spec_for(dataset, "demographic_parity", 0, method)
+    if method in EXTRA:
+        spec["model"], spec["solver"] = EXTRA[method]
+    return spec
 
 
 def main() -> None:
@@ -38,7 +50,7 @@ def main() -> None:
             return cache.prepared(dataset, t, s)
 
         for method in args.methods:
-            spec = ProblemSpec.model_validate(spec_for(dataset, "demographic_parity", 0, method))
+            spec = ProblemSpec.model_validate(spec_of(dataset, method))
             run(table, spec, prepare_with=prepared)  # warm: imports, the kept table
             for _ in range(args.reps):
                 for threads in args.threads:
