@@ -83,3 +83,20 @@ def test_split_counts_and_bad_input():
     with pytest.raises(ValueError, match="loss_sd"):
         noise_floor("loss_gap", [10, 10], [1, 1], 0.02)
     assert zero_gap_gaps("equalized_odds", [10, 0], [5, 0], repetitions=7).tolist() == [0.0] * 7  # one group only
+
+
+def test_excess_chance_over_jobs_is_the_product_of_their_splits_chances():
+    """bench.noise_floor.excess_chance: with two groups of 100,000 rows a zero-gap model never passes DP 0.02 + 0.01;
+    with groups of 50 rows it often does, and P(none of k jobs) is the k-th power of one job's chance."""
+    from bench.noise_floor import excess_chance, keeps
+
+    big = {"counts": [100_000, 100_000], "positives": [30_000, 30_000], "rate": 0.3, "tpr": 0.6, "fpr": 0.1,
+           "loss_sd": 0.5}
+    small = {**big, "counts": [50, 50], "positives": [15, 15]}
+    job = {"dataset": "t", "constraint": "demographic_parity", "tolerance": 0.02}
+    out = excess_chance([{**job, "seed": 0}] * 3, {"t|0": big}, 0.01)
+    assert out["mean_keep"] == 1.0 and out["expected_beyond"] == 0.0 and out["none_beyond"] == 1.0
+    out = excess_chance([{**job, "seed": 0}] * 3, {"t|0": small}, 0.01)
+    one = keeps(small, "demographic_parity", 0.03)["keep_probability"]
+    assert 0.0 < one < 0.5
+    assert out["none_beyond"] == pytest.approx(one ** 3) and out["expected_beyond"] == pytest.approx(3 * (1 - one))
