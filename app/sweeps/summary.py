@@ -96,6 +96,7 @@ def _aggregate(members: list[Job]) -> dict[str, Any]:
         "iterations": mean_ci([(j.result or {}).get("iterations") for j in done]),
         "iterations_to_target": mean_ci([(j.result or {}).get("iterations_to_target") for j in done]),
         "kept_on_test": kept_share(done),
+        "zero_gap_keeps": zero_gap_share(done),
     }
 
 
@@ -104,6 +105,21 @@ def kept_share(jobs: list[Job]) -> float | None:
     reports = [(j.result or {}).get("fairness") for j in jobs]
     kept = [all(e.get("kept_on_test") is True for e in r) for r in reports if r]
     return sum(kept) / len(kept) if kept else None
+
+
+def zero_gap_share(jobs: list[Job]) -> float | None:
+    """The ceiling beside :func:`kept_share`: the mean over ``jobs`` of min over a job's constraints of the chance
+    that a model with no gap on the population keeps that tolerance on the job's test split (its report's
+    ``test_noise_floor``) — an upper bound on that model's chance to keep them all. None when a job's constraint
+    has no such figure (loss and AUC gaps, overlapping groups)."""
+    floors = []
+    for job in jobs:
+        report = (job.result or {}).get("fairness") or []
+        chances = [(e.get("test_noise_floor") or {}).get("keep_probability") for e in report]
+        if not chances or any(c is None for c in chances):
+            return None
+        floors.append(min(chances))
+    return sum(floors) / len(floors) if floors else None
 
 
 def pareto_front(points: list[dict[str, Any]], x: str, y: str, split: str = "test") -> list[dict[str, Any]]:

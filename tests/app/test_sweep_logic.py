@@ -143,3 +143,15 @@ def test_share_of_jobs_that_keep_every_tolerance_on_test():
     point = summarize(jobs)["points"][0]
     assert point["kept_on_test"] == 0.5  # an undefined metric is not kept
     assert summarize([_job("succeeded", "a", 0.05, 0, 0.8, 0.04)])["points"][0]["kept_on_test"] is None
+
+
+def test_the_ceiling_beside_the_kept_share_is_the_mean_least_zero_gap_chance():
+    def job(seed, *chances):
+        out = _job("succeeded", "a", 0.05, seed, 0.8, 0.04)
+        out.result["fairness"] = [{"type": "demographic_parity", "kept_on_test": True,
+                                   "test_noise_floor": None if c is None else {"keep_probability": c}}
+                                  for c in chances]
+        return out
+
+    assert summarize([job(0, 0.9, 0.5), job(1, 0.7)])["points"][0]["zero_gap_keeps"] == pytest.approx(0.6)
+    assert summarize([job(0, 0.9), job(1, None)])["points"][0]["zero_gap_keeps"] is None   # e.g. a loss gap

@@ -289,6 +289,8 @@ def test_sweep_page_pareto_click_opens_the_job(web_stack, owner_key, other_key, 
     page.wait_for_selector("#chart-pareto[data-state=rendered]")
     assert page.locator("#points-table tbody tr").count() == 2
     assert page.locator("#points-table tbody tr.front").count() >= 1
+    ceilings = page.locator("#points-table tbody [data-field=zero-gap]").all_inner_texts()
+    assert len(ceilings) == 2 and all(c.startswith("≤ ") and c.endswith(" %") for c in ceilings), ceilings
     shot(page, tmp_path, "sweep")
 
     with page.expect_download() as download:
