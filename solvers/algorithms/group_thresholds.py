@@ -25,6 +25,7 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
   default.
 * **Safety margin** (``margin_delta``, default δ = 0.1): the rule is chosen at ε' = ε − m, m the smallest margin
   whose normal bound on P(the exact gap on an unseen sample of ``margin_rows`` rows > ε) is ≤ δ, at most 3ε/4
+  for deterministic thresholds and ε/2 for randomised ones (``margin_max_share``)
   (:mod:`solvers.fairness.threshold_margin` states the bound; the report's ``margin`` records δ, ε', the bound
   and whether it is met). Chosen at exactly ε, the unseen gap exceeds ε about half the time.
 
@@ -89,6 +90,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..catalog.postprocess import MAX_MARGIN_SHARE, RANDOMIZED_MARGIN_SHARE
 from ..fairness.exact import exact_gaps
 from ..fairness.threshold_lp import DETERMINISTIC_ONLY, FAMILY_RATES, ThresholdSolution, solve_thresholds
 from ..fairness.threshold_margin import denominators, with_margin
@@ -306,8 +308,11 @@ class _Thresholded:
             solution = solve(self.families)
         else:
             rows = self.config.margin_rows if self.config.margin_rows is not None else len(fit.y)
+            cap = self.config.margin_max_share
+            if cap is None:   # solvers.fairness.threshold_margin: why the defaults differ
+                cap = RANDOMIZED_MARGIN_SHARE if self.randomized else MAX_MARGIN_SHARE
             solution, margin = with_margin(solve, self.families, denominators(y, g, K), self.config.margin_delta,
-                                           rows, self.config.margin_max_share)
+                                           rows, cap)
 
         def wrap(net):
             return threshold_net(net, solution, self.reader, p.n_features, self.seed, p.device)

@@ -76,15 +76,34 @@ def test_no_margin_when_the_rows_already_support_the_promise_and_capped_when_the
 
 
 def test_the_margin_cap_is_a_bounded_solver_param():
-    """``margin_max_share`` defaults to the module's cap and is refused, naming the field, outside (0, 0.9]."""
+    """``margin_max_share`` is refused, naming the field, outside (0, 0.9]; unset, the rule's own default."""
     from pydantic import ValidationError
 
-    from solvers.catalog.postprocess import GroupThresholdsConfig
+    from solvers.catalog.postprocess import RANDOMIZED_MARGIN_SHARE, GroupThresholdsConfig
 
-    assert GroupThresholdsConfig().margin_max_share == MAX_MARGIN_SHARE == 0.75
+    assert GroupThresholdsConfig().margin_max_share is None
+    assert (MAX_MARGIN_SHARE, RANDOMIZED_MARGIN_SHARE) == (0.75, 0.5)
     for bad in (0.0, 0.95, 1.0):
         with pytest.raises(ValidationError, match="margin_max_share"):
             GroupThresholdsConfig(margin_max_share=bad)
+
+
+@pytest.mark.parametrize("kind,randomized,cap", [("demographic_parity", False, 0.75), ("equalized_odds", True, 0.5)])
+def test_a_job_caps_the_margin_by_its_rules_kind_unless_told(kind, randomized, cap):
+    """Small validation groups: the bound is out of reach, so the margin stops at the cap — 3/4 of ε for
+    deterministic thresholds, 1/2 for randomised ones — or at the one the job names."""
+    from solvers import ProblemSpec, run
+    from tests.datagen import planted_table
+
+    fields = dict(target="income", positive_label=">50K", sensitive=["sex"], max_iterations=50, device="cpu",
+                  constraints=[{"type": kind, "tolerance": 0.02}], split={"test": 0.2, "validation": 0.2, "seed": 0})
+    table = planted_table(1000, seed=2)
+    for params, share in (({}, cap), ({"margin_max_share": 0.3}, 0.3)):
+        out = run(table, ProblemSpec(**fields, solver={"name": "group_thresholds", "params": params}))
+        margin = out.enforcement["margin"]
+        assert out.enforcement["randomized"] is randomized
+        assert not margin["met"] and margin["share"] == share
+        assert margin["tolerances"][kind] == pytest.approx(0.02 * (1 - share))
 
 
 def test_violation_bound_is_the_normal_tail_of_the_rate_difference():
