@@ -60,7 +60,8 @@ class GroupThresholdsConfig(PrimalConfig):
     margin_delta: float | None = Field(
         0.1, gt=0.0, le=0.5, description="Safety margin: the thresholds are chosen at a tolerance ε' ≤ ε such that "
         "the exact gap on an unseen sample of margin_rows rows exceeds ε with probability at most this (normal "
-        "bound on the groups' rates, solvers.fairness.threshold_margin; at most 3/4 of ε is given up). None: "
+        "bound on the groups' rates, solvers.fairness.threshold_margin; at most margin_max_share of ε is given up). "
+        "None: "
         "chosen at exactly ε.")
     margin_max_share: float | None = Field(
         None, gt=0.0, le=0.9, description="The most of each tolerance the safety margin may give up "

@@ -26,21 +26,22 @@ SR 0.1, more than any useful ε), the rule at that share is returned and the rec
 (``met``: False, with B): aiming nearer 0 would trade accuracy for a promise the rows cannot support.
 
 **Why the cap is 3/4 for deterministic thresholds and 1/2 for randomised ones.** On a validation split of Adult
-(6,512 rows, about 2,150 women and 4,360 men, selection rates near 0.17 at DP ≤ 0.02) √(s_a² + s_b²) ≈ 0.0115, so
-δ = 0.1 asks m ≈ 1.28 · 0.0115 ≈ 0.0147 by the one-pair approximation, σ ≈ 0.74 at ε = 0.02; under a cap of 1/2 the
-margin stopped at half of that. B falls with σ there (seed 0: 0.354, 0.240, 0.165, 0.136 at σ = 1/4, 1/2, 3/4,
-0.9), and so does the test DP of gbdt ``group_thresholds`` at DP ≤ 0.02 (``python -m bench.threshold_margin_cap``,
+(6,512 rows, about 2,150 women and 4,360 men, selection rates near 0.17 at DP ≤ 0.02) √(s_a² + s_b²) ≈ 0.0115, so δ
+= 0.1 asks m ≈ 1.28 · 0.0115 ≈ 0.0147 by the one-pair approximation, σ ≈ 0.74 at ε = 0.02; under a cap of 1/2 the
+margin stopped at half of that. B falls with σ there (seed 0: 0.354, 0.240, 0.165, 0.136 at σ = 1/4, 1/2, 3/4, 0.9),
+and so does the test DP of gbdt ``group_thresholds`` at DP ≤ 0.02 (``python -m bench.threshold_margin_cap``,
 ``bench/results/threshold_margin_cap.md``): over seeds 0–14 it was ≤ ε on 11 of 15 seeds under 1/2 (mean 0.0149,
-largest 0.0382) and on 12 of 15 under 3/4 (mean 0.0110, largest 0.0305), mean test accuracy 0.8535 → 0.8527; bank
-DP (seeds 0–4) 0.0148 → 0.0137. Equalized odds is different: its rates are TPRs and FPRs on a few hundred positives
-of the smaller group, so B stays far above δ at any useful share (Adult seed 0: 0.91, 0.75, 0.66, 0.64), and the
+largest 0.0382) and on 12 of 15 under 3/4 (mean 0.0110, largest 0.0305), mean test accuracy 0.8535 → 0.8527; bank DP
+(seeds 0–4) 0.0148 → 0.0137. Equalized odds is different: its rates are TPRs and FPRs on a few hundred positives of
+the smaller group, so B stays far above δ at any useful share (Adult seed 0: 0.91, 0.75, 0.66, 0.64), and the
 tighter ε' is met by mixing more thresholds, not by a rule whose unseen gap is smaller: over the same 15 seeds of
 Adult at equalized odds ≤ 0.02 the test gap was ≤ ε on 7 under 1/2 and on 5 under 3/4 (mean 0.0300 → 0.0334),
-accuracy 0.8638 → 0.8623 (on 5 seeds of bank and COMPAS the mean moved the other way, 0.0294 → 0.0270 and
-0.0688 → 0.0661, at −0.0012 and −0.0038 of accuracy, kept on as many seeds or fewer). So randomised rules — the default for equalized odds and several constraints — keep
-the cap of 1/2, and deterministic ones (DP, equal opportunity, partial DP) take 3/4. Near 1 the deterministic rule
-that keeps ε' ≈ 0 on validation is the constant one (Adult: test accuracy 0.76), so the user's
-``margin_max_share`` is at most 0.9 (at 0.9 on Adult DP, seeds 0–4: test accuracy 0.8523, not trivial).
+accuracy 0.8638 → 0.8623 (on 5 seeds of bank and COMPAS the mean moved the other way, 0.0294 → 0.0270 and 0.0688 →
+0.0661, at −0.0012 and −0.0038 of accuracy, kept on as many seeds or fewer). So randomised rules — the default for
+equalized odds and several constraints — keep the cap of 1/2, and deterministic ones (DP, equal opportunity, partial
+DP) take 3/4. Near 1 the deterministic rule that keeps ε' ≈ 0 on validation is the constant one (Adult: test
+accuracy 0.76), so the user's ``margin_max_share`` is at most 0.9 (at 0.9 on Adult DP, seeds 0–4: test accuracy
+0.8523, not trivial).
 
 **Unseen rows.** u_g = ``unseen_rows`` · c_g / Σ c (c the rate's denominators on the fitting rows): the promise is
 about a fresh sample of ``unseen_rows`` rows (a held-out split of that size); ``unseen_rows`` → ∞ gives the
