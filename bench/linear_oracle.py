@@ -11,8 +11,8 @@ linear models at this gap, not a proof):
     subject to |k_0 / n_0 − k_1 / n_1| ≤ ε,
 
 where group g predicts positive for its k_g best-scored test rows and correct_g(k) counts its true positives
-among them plus its true negatives among the rest (two groups; every (k_0, k_1) pair is scored at once, an
-(n_0 + 1) × (n_1 + 1) table). The scores are scikit-learn logistic regressions on the headline's training split
+among them plus its true negatives among the rest: ``group_thresholds``' own deterministic rule
+(:func:`solvers.fairness.threshold_lp.solve_thresholds`, ``randomized=False``) fitted on the test rows. The scores are scikit-learn logistic regressions on the headline's training split
 and encoding at several inverse regularisations C (the group's one-hot is among the features, so a group
 threshold is a group intercept: the thresholded model is still linear). The stored ``auto`` and fairlearn rows
 of the headline stand beside it. Results in ``bench/results/linear_oracle.{json,md}``. Run::
@@ -37,23 +37,15 @@ TOLERANCE = 0.02
 INVERSE_REGULARISATION = (0.01, 0.1, 1.0, 10.0)
 
 
-def correct_by_count(score: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """(n + 1,): correct predictions of one group when its k best-scored rows are predicted positive, k = 0..n."""
-    hits = y[np.argsort(-score, kind="stable")].astype(np.int64)
-    true_positives = np.concatenate([[0], np.cumsum(hits)])
-    true_negatives = (len(y) - hits.sum()) - np.concatenate([[0], np.cumsum(1 - hits)])
-    return true_positives + true_negatives
+def oracle(score: np.ndarray, y: np.ndarray, group: np.ndarray, tolerance: float) -> dict[str, Any]:
+    """The best accuracy of one threshold per group on these very rows at exact DP ≤ ``tolerance``: the
+    deterministic rule of :func:`solvers.fairness.threshold_lp.solve_thresholds` (an exact sweep), fitted here."""
+    from solvers.fairness.threshold_lp import solve_thresholds
 
-
-def oracle(score: np.ndarray, y: np.ndarray, group: np.ndarray, tolerance: float) -> dict[str, float]:
-    """The best accuracy of per-group thresholds (two groups) on these very rows at exact DP ≤ ``tolerance``."""
-    c0, c1 = (correct_by_count(score[group == g], y[group == g]) for g in (0, 1))
-    r0, r1 = np.arange(len(c0)) / (len(c0) - 1), np.arange(len(c1)) / (len(c1) - 1)
-    total = (c0[:, None] + c1[None, :]).astype(np.float64)
-    total[np.abs(r0[:, None] - r1[None, :]) > tolerance + 1e-12] = -1.0
-    k0, k1 = np.unravel_index(np.argmax(total), total.shape)
-    return {"test_accuracy": float(total[k0, k1] / len(y)), "test_gap": float(abs(r0[k0] - r1[k1])),
-            "rates": [float(r0[k0]), float(r1[k1])]}
+    n_groups = int(group.max()) + 1
+    rule = solve_thresholds(score, y, group, n_groups, [("demographic_parity", tolerance)], randomized=False)
+    return {"test_accuracy": float(rule.objective), "test_gap": float(rule.gaps["demographic_parity"]),
+            "rates": rule.rates["sr"].tolist()}
 
 
 def main() -> None:

@@ -67,14 +67,14 @@ def fairness_entries(families: Sequence, y: np.ndarray, logits: np.ndarray, grou
         entry["kept_on_test"] = entry["test"]["kept"] if test is not None else None
         if "test" in splits:
             idx = splits["test"]
-            entry["test_noise_floor"] = test_noise_floor(family, y[idx], logits[idx], rows_of(group, idx),
-                                                         len(group_names), seed)
+            entry["test_noise_floor"] = split_noise_floor(family, y[idx], logits[idx], rows_of(group, idx),
+                                                          len(group_names), seed)
         entries.append(entry)
     return entries
 
 
-def test_noise_floor(family, y: np.ndarray, logits: np.ndarray, group, n_groups: int,
-                     seed: int = 0) -> dict[str, Any] | None:
+def split_noise_floor(family, y: np.ndarray, logits: np.ndarray, group, n_groups: int,
+                      seed: int = 0) -> dict[str, Any] | None:
     """What this test split can show of ``family``'s tolerance (module docstring); None for other families,
     overlapping groups or a gap measured against the overall rate."""
     if isinstance(group, Membership) or getattr(family.config, "reference", "groups") == "overall":
