@@ -110,6 +110,8 @@ class JobResult(BaseModel):
     guarantee: dict[str, Any] | None = Field(None, description="The high-confidence guarantee, when asked: "
                                              "confidence, met, best_bound, message.")
     tried: list[TriedCandidate] = Field([], description="The candidates the auto solver tried.")
+    promise: dict[str, Any] | None = Field(None, description="What the job promises about the population, in words: "
+                                           "{kind: guarantee | estimate | not certified | none, sentence}.")
 
 
 class BaselineOut(BaseModel):

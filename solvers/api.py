@@ -20,6 +20,7 @@ from .fairness.continuation import Continuation
 from .fairness.enforce import enforce_exact
 from .fairness.exact import tolerances
 from .fairness.guarantee import seldonian
+from .fairness.promise import certification, not_certifiable_warning, promise_sentence
 from .fairness.report import fairness_entries, warnings_for
 from .membership import Membership, overlapping_membership, rows_of
 from .metrics import classification_metrics, rate_deviation
@@ -90,6 +91,7 @@ class RunOutput:
     enforcement: dict[str, Any] | None = None                     # how the exact constraint was enforced, if it was
     guarantee: dict[str, Any] | None = None                       # {"confidence", "met", "best_bound", ...} when asked
     tried: list[dict[str, Any]] = field(default_factory=list)     # auto's portfolio: solver, params, val accuracy, gap
+    promise: dict[str, Any] | None = None                         # the population-level promise in words (.fairness.promise)
 
 
 @torch.no_grad()
@@ -297,10 +299,10 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
         return seldonian(model, continuation, spec.guarantee.confidence, spec.guarantee.max_tests, rows("train"),
                          rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed,
                          when_unverifiable=spec.guarantee.when_unverifiable, pooled=rows("train", "validation"))
-    if spec.solver.entry.keeps_exact:  # chosen by the exact rates already: its own record (e.g. the threshold LP)
-        from .algorithms.group_thresholds import report_of
+    from .algorithms.group_thresholds import report_of
 
-        return model, report_of(model), None
+    if spec.solver.entry.keeps_exact or report_of(model) is not None:  # chosen by the exact rates already (e.g. the
+        return model, report_of(model), None                         # threshold LP, also as auto's pick): its record
     if not spec.exact_enforcement:
         return model, None, None
     X_tr, y_tr, g_tr = rows("train")
@@ -365,6 +367,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         model = restore_model(problem.make_model(), initial_state)  # post-processed states keep their shift
     remaining = setup_check(observer, started, spec.time_limit_s)
     seen = None if spec.guarantee is not None else validation  # the Seldonian test's rows stay unseen
+    certified = _certification(spec, data, problem)   # before training: can the guarantee be certified here?
     result = solve(problem, spec.solver, observer, max_iterations=spec.max_iterations,
                    time_limit_s=remaining, seed=spec.seed, validation=seen, model=model, resume=resume)
     if result.diverged:
@@ -390,8 +393,13 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         "prediction": (proba[test] > 0.5).astype(np.int64),
     })
     warnings = warnings_for(fairness, metrics, enforcement)
+    if guarantee is not None and certified is not None:
+        guarantee.update(certified)
+        if not certified["certifiable"]:
+            warnings.append(not_certifiable_warning(certified, [f.tolerance for f in problem.constraints], len(y)))
     if guarantee is not None and not guarantee["met"]:
         warnings.append(guarantee["message"])
+    promise = promise_sentence([(f.name, float(f.tolerance)) for f in problem.constraints], guarantee, enforcement)
     return RunOutput(
         status=result.status, stop_reason=result.stop_reason, iterations=continuation.iterations,
         solver_time_s=continuation.solver_time_s, device=problem.device.type, metrics=metrics,
@@ -399,5 +407,16 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         predictions=predictions, constraint_names=problem.constraint_names, groups=list(group_names),
         feature_names=data.encoder.feature_names, tolerances=problem.tolerances, encoder=data.encoder.to_dict(),
         fairness=fairness, warnings=warnings, enforcement=enforcement, guarantee=guarantee,
-        tried=result.tried,
+        tried=result.tried, promise=promise,
     )
+
+
+def _certification(spec: ProblemSpec, data: Prepared, problem: Problem) -> dict[str, Any] | None:
+    """:func:`solvers.fairness.promise.certification` of a guarantee from the training split (None without a
+    guarantee, a validation split or disjoint groups)."""
+    if spec.guarantee is None or "validation" not in data.splits or data.membership is not None:
+        return None
+    train = data.splits["train"]
+    return certification(problem.constraints, [f.tolerance for f in problem.constraints], data.y[train], data.group[train],
+                         len(data.group_names), len(data.splits["validation"]), len(data.y),
+                         spec.guarantee.confidence, spec.guarantee.max_tests)

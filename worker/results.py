@@ -23,7 +23,7 @@ def promise_fields(out) -> dict:
     """What the job promised and what it kept: the exact fairness report per constraint, the warnings,
     how the exact constraint was enforced, the guarantee, and the candidates ``auto`` tried."""
     return json_ready({"fairness": out.fairness, "warnings": out.warnings, "enforcement": out.enforcement,
-                       "guarantee": out.guarantee, "tried": out.tried})
+                       "guarantee": out.guarantee, "tried": out.tried, "promise": out.promise})
 
 
 SCALARS = ("accuracy", "balanced_accuracy", "roc_auc")

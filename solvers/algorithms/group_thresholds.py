@@ -24,8 +24,9 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
   times the CPU of the job on the validation split alone (``python -m bench.gbdt_defaults``), so it is off by
   default.
 * **Safety margin** (``margin_delta``, default δ = 0.1): the rule is chosen at ε' = ε − m, m the smallest margin
-  whose normal bound on P(the exact gap on an unseen sample of ``margin_rows`` rows > ε) is ≤ δ, at most 3ε/4
-  for deterministic thresholds and ε/2 for randomised ones (``margin_max_share``)
+  whose normal bound on P(the rule's exact gap on the POPULATION > ε) is ≤ δ — the sampling error of the rates it
+  is fitted on, not a share of ε (``margin_rows``: a fresh sample of that many rows instead), at most 0.9 ε
+  (``margin_max_share``)
   (:mod:`solvers.fairness.threshold_margin` states the bound; the report's ``margin`` records δ, ε', the bound
   and whether it is met). Chosen at exactly ε, the unseen gap exceeds ε about half the time.
 
@@ -86,11 +87,13 @@ Its state_dict holds ``net.base.*`` and the buffers ``net.columns``, ``net.scale
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch import nn
 
-from ..catalog.postprocess import MAX_MARGIN_SHARE, RANDOMIZED_MARGIN_SHARE
+from ..catalog.postprocess import SHARE_LIMIT
 from ..fairness.exact import exact_gaps
 from ..fairness.threshold_lp import DETERMINISTIC_ONLY, FAMILY_RATES, ThresholdSolution, solve_thresholds
 from ..fairness.threshold_margin import denominators, with_margin
@@ -307,10 +310,8 @@ class _Thresholded:
         if self.config.margin_delta is None:
             solution = solve(self.families)
         else:
-            rows = self.config.margin_rows if self.config.margin_rows is not None else len(fit.y)
-            cap = self.config.margin_max_share
-            if cap is None:   # solvers.fairness.threshold_margin: why the defaults differ
-                cap = RANDOMIZED_MARGIN_SHARE if self.randomized else MAX_MARGIN_SHARE
+            rows = self.config.margin_rows if self.config.margin_rows is not None else math.inf   # the population
+            cap = self.config.margin_max_share if self.config.margin_max_share is not None else SHARE_LIMIT
             solution, margin = with_margin(solve, self.families, denominators(y, g, K), self.config.margin_delta,
                                            rows, cap)
 

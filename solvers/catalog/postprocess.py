@@ -8,11 +8,10 @@ from pydantic import Field, field_validator
 from .plada import PrimalConfig
 from .base import ALGORITHMS
 
-#: the most of each tolerance group_thresholds' safety margin gives up by default, for deterministic thresholds
-#: and for randomised ones (why: solvers.fairness.threshold_margin); declared here, where the API reads them
-#: without importing SciPy
-MAX_MARGIN_SHARE = 0.75
-RANDOMIZED_MARGIN_SHARE = 0.5
+#: the most of each tolerance group_thresholds' safety margin may give up (its default and largest value): near 1 the
+#: deterministic rule is the constant one (why: solvers.fairness.threshold_margin); declared here, where the API
+#: reads it without importing SciPy
+SHARE_LIMIT = 0.9
 
 
 @ALGORITHMS.declare(
@@ -59,21 +58,19 @@ class GroupThresholdsConfig(PrimalConfig):
         "Adult, COMPAS and bank (bench/results/gbdt_defaults.md); 'spec': the model's hyper-parameters as they are.")
     margin_delta: float | None = Field(
         0.1, gt=0.0, le=0.5, description="Safety margin: the thresholds are chosen at a tolerance ε' ≤ ε such that "
-        "the exact gap on an unseen sample of margin_rows rows exceeds ε with probability at most this (normal "
-        "bound on the groups' rates, solvers.fairness.threshold_margin; at most margin_max_share of ε is given up). "
-        "None: "
-        "chosen at exactly ε.")
+        "the rule's exact gap on the population the rows come from (or on an unseen sample of margin_rows rows) "
+        "exceeds ε with probability at most this: the margin is the sampling error of the rates it is fitted on "
+        "(normal bound on the groups' rates, solvers.fairness.threshold_margin; at most margin_max_share of ε is "
+        "given up). None: chosen at exactly ε.")
     margin_max_share: float | None = Field(
-        None, gt=0.0, le=0.9, description="The most of each tolerance the safety margin may give up "
+        None, gt=0.0, le=SHARE_LIMIT, description="The most of each tolerance the safety margin may give up "
         "(ε' ≥ ε (1 − this)); where even that leaves the bound above margin_delta (small groups), the rule at this "
-        "share is kept and the report says the bound is not met. None: 0.75 for deterministic thresholds (on "
-        "Adult's validation split δ = 0.1 asks about 0.74 for DP), 0.5 for randomised ones (equalized odds: a "
-        "tighter ε' mixes more thresholds without bringing the bound within reach; solvers.fairness.threshold_margin). "
-        "At most 0.9: near 1 the deterministic rule that keeps ε' ≈ 0 on validation is the constant one (Adult: test "
-        "accuracy 0.76).")
+        "share is kept and the report says the bound is not met. None: 0.9, the largest (near 1 the deterministic "
+        "rule that keeps ε' ≈ 0 is the constant one; on Adult its accuracy is 0.76).")
     margin_rows: int | None = Field(
-        None, ge=1, le=10**9, description="Rows of the unseen sample the margin is about (None: as many as the "
-        "validation split, or the train split without one; a very large number: the rule's population rates).")
+        None, ge=1, le=10**9, description="The promise's rows: None (the default) = the population the rows come "
+        "from (the rule's population gap ≤ ε with probability ≥ 1 − margin_delta); a number = a fresh sample of "
+        "that many rows (its own noise widens the margin).")
     base_job_id: str | None = Field(
         None, min_length=32, max_length=32, pattern="^[0-9a-f]{32}$",
         description="Post-process this succeeded job's model instead of training one (same dataset, split, target, "

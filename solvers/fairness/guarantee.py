@@ -163,6 +163,7 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     fallback = None      # (worst validation excess, model, enforcement, bounds) of the best non-trivial candidate
     enforcement = too_wide = None
     tests = 0
+    best_tested = None   # (worst validation excess, bounds) of the best candidate that was tested
     first_width = None   # the bound's width predicted at the validation split's size from the solver's model
     verifiable = True
     aim = eps.copy()     # the first candidate's training targets
@@ -212,6 +213,8 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
                            "tested": tested, "bounds": [_num(b) for b in bounds], "near_trivial": trivial})
         if not trivial and (fallback is None or excess < fallback[0]):
             fallback = (excess, copy.deepcopy(model), enforcement, bounds)
+        if tested and (best_tested is None or excess < best_tested[0]):
+            best_tested = (excess, bounds)
         if tested and excess <= 0:
             accepted = (model, enforcement, bounds)
             break
@@ -242,6 +245,8 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     elif fallback is not None:
         _, model, enforcement, bounds = fallback
     pct = f"{100 * confidence:g} %"
+    verifiable = first_width is not None and verifiable and too_wide is None   # one answer, the message's too
+    untested = None if tests else _untested_reason(candidates, eps)
     if met:
         message = (f"guarantee met: with probability ≥ {pct} every constraint holds on the data distribution "
                    f"(one-sided bounds on the validation split ≤ tolerance; test {tests} of at most {max_tests})")
@@ -249,11 +254,13 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
         message = (f"guarantee NOT met: no tested candidate's {pct} upper bound on the validation split was ≤ the "
                    f"tolerance ({tests} test(s), {len(candidates)} candidate(s), within the time budget); the model "
                    f"returned has the smallest validation bound but carries no guarantee")
+        if untested is not None:
+            message += f"; {untested}"
         if too_wide is not None:
             message += (f"; the bound's width predicted for this validation split ({_fmt(too_wide)}) is at least the "
                         f"tolerance ({_fmt(eps)}): more validation rows, a lower confidence or a looser tolerance "
                         "is needed")
-        if not verifiable:
+        if first_width is not None and not bool(np.all(first_width < eps)):
             message += (f"; the tolerance cannot be verified at this validation size, so the model was aimed at "
                         + (f"the smallest exact {_RESOLVED[fit is train]} resolves ({_fmt(aim)})"
                            if reason == "unverifiable: tightest" else f"the tolerance ({_fmt(aim)})")
@@ -264,8 +271,10 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     n_trivial = sum(bool(c["near_trivial"]) for c in candidates)
     if n_trivial:
         message += f"; {n_trivial} near-trivial candidate(s) were not accepted"
-    verifiable = first_width is not None and verifiable
-    guarantee = {"confidence": confidence, "met": bool(met), "best_bound": [_num(b) for b in bounds],
+    tested_bounds = bounds if met else (best_tested[1] if best_tested is not None else None)
+    guarantee = {"confidence": confidence, "met": bool(met),
+                 "best_bound": None if tested_bounds is None else [_num(b) for b in tested_bounds],
+                 "returned_bound": [_num(b) for b in bounds], "untested_reason": untested,
                  "verifiable": verifiable,
                  "aim": {"targets": [float(a) for a in aim], "reason": reason,
                          "fitted_on": "train" if fit is train else "train+validation"},
@@ -273,6 +282,23 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
                  "tolerances": eps.tolist(), "test_level": level, "max_tests": max_tests, "tests": tests,
                  "candidates": candidates, "message": message}
     return model, enforcement, guarantee
+
+
+def _untested_reason(candidates: list[dict[str, Any]], eps: np.ndarray) -> str:
+    """Why no candidate was tested: each was near-trivial on train, or its predicted bound (train value + the bound's
+    predicted width) exceeded the tolerance."""
+    if not candidates:
+        return "no candidate was tested: none was trained within the time budget"
+    trivial = sum(bool(c["near_trivial"]) for c in candidates)
+    predicted = [c["predicted_bound"] for c in candidates if not c["near_trivial"]]
+    parts = []
+    if predicted:
+        smallest = min(max(np.inf if b is None else b for b in p) for p in predicted)
+        parts.append(f"{len(predicted)} had a predicted bound above the tolerance (smallest {smallest:.3f} > "
+                     f"{_fmt(eps)})")
+    if trivial:
+        parts.append(f"{trivial} were near-trivial on the training split")
+    return "no candidate was tested: of " + f"{len(candidates)} candidate(s), " + " and ".join(parts)
 
 
 def _accuracy(y: np.ndarray, logits: np.ndarray) -> float:

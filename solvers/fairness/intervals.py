@@ -7,11 +7,14 @@ and the FPR row) of cell rates p_c = x_c / n_c (x_c positive predictions among t
 Exact one-sided binomial (Clopper–Pearson) bounds at error a:  l_c(a) = B⁻¹(a; x_c, n_c − x_c + 1),
 u_c(a) = B⁻¹(1 − a; x_c + 1, n_c − x_c), so P(p_c < l_c(a)) ≤ a and P(p_c > u_c(a)) ≤ a.
 
-* *Upper bound* U = max_r (max_c u_c(α/2) − min_c l_c(α/2)). The true Δ is attained by a fixed (unknown,
-  not data-dependent) row r* and cells c⁺ (its max), c⁻ (its min); Δ > U implies p_{c⁺} > u_{c⁺} or
-  p_{c⁻} < l_{c⁻}, so by the union bound over these two events P(Δ > U) ≤ α — no division by the number
-  of cells is needed.
-* *Lower bound* L = max(0, max_r (max_c l_c(α/(2C)) − min_c u_c(α/(2C)))) over the C defined cells: the cells
+* *Upper bound* U = max(0, max_r max_{a ≠ b} (u_a(α/2) − l_b(α/2))). The true Δ is attained by a fixed
+  (unknown, not data-dependent) row r* and cells c⁺ (its max), c⁻ (its min), c⁺ ≠ c⁻ when Δ > 0;
+  Δ > U implies p_{c⁺} > u_{c⁺} or p_{c⁻} < l_{c⁻}, so by the union bound over these two events
+  P(Δ > U) ≤ α — no division by the number of cells is needed. The pair a ≠ b is what makes it the tightest
+  bound of this construction: max_c u_c − min_c l_c (the same cell allowed twice) is valid too, but where one cell
+  (typically the smallest group) has both the highest u and the lowest l it adds that cell's whole interval
+  instead of half of two (two groups of 4,800 and 1,200 rows at rate 0.25, α = 0.025: 0.057 against 0.043).
+* *Lower bound* L = max(0, max_r max_{a ≠ b} (l_a(α/(2C)) − u_b(α/(2C)))) over the C defined cells: the cells
   attaining the empirical max/min are data-dependent, so all 2C events are taken in the union bound:
   P(Δ < L) ≤ α.
 * The two-sided CI at 1 − α is [L at α/2, U at α/2] (exact, conservative: no normal approximation).
@@ -97,9 +100,17 @@ def _rate_cells(name: str, y: np.ndarray, pred: np.ndarray, group: np.ndarray, k
 
 
 def _row_spread(lo: np.ndarray, hi: np.ndarray, defined: np.ndarray) -> np.ndarray:
-    """Per row with a defined cell: max_c hi − min_c lo over its defined cells (0 with a single cell)."""
+    """Per row with a defined cell: max_{a ≠ b} hi_a − lo_b over its defined cells (0 with a single cell): the
+    largest hi against the smallest lo of another cell (module docstring)."""
     used = defined.any(1)
-    spread = np.where(defined, hi, -np.inf).max(1) - np.where(defined, lo, np.inf).min(1)
+    his, los = np.where(defined, hi, -np.inf), np.where(defined, lo, np.inf)
+    top, bottom = his.argmax(1), los.argmin(1)
+    rows = np.arange(len(his))
+    second_hi = np.sort(his, axis=1)[:, -2] if his.shape[1] > 1 else np.full(len(his), -np.inf)
+    second_lo = np.sort(los, axis=1)[:, 1] if los.shape[1] > 1 else np.full(len(los), np.inf)
+    apart = his[rows, top] - los[rows, bottom]
+    same = np.maximum(his[rows, top] - second_lo, second_hi - los[rows, bottom])   # the best pair of two cells
+    spread = np.where(top != bottom, apart, same)
     return np.where(defined.sum(1) > 1, spread, 0.0)[used]
 
 

@@ -13,7 +13,7 @@ from solvers.algorithms.auc_postprocess import restore_model
 from solvers.algorithms.group_thresholds import GroupReadError, ThresholdNet, group_reader
 from solvers.constraints import CONSTRAINTS
 from solvers.fairness.threshold_lp import FAMILY_RATES, expected_predictions, roc_points, solve_thresholds
-from solvers.fairness.threshold_margin import MAX_MARGIN_SHARE
+from solvers.fairness.threshold_margin import SHARE_LIMIT
 from solvers.metrics import group_fairness
 
 FAMILIES = [[("demographic_parity", 0.05)], [("equal_opportunity", 0.05)], [("equalized_odds", 0.1)],
@@ -332,8 +332,8 @@ def test_gbdt_base_is_cross_fitted_on_request_with_a_margin_by_default_and_linea
     report = out.enforcement
     assert report["cross_fit"] == {"folds": 5, "model": "refit"}
     margin = report["margin"]
-    assert margin["delta"] == 0.1 and margin["unseen_rows"] == len(out.predictions) * 0.3 / 0.2
-    assert 0.0 <= margin["share"] <= MAX_MARGIN_SHARE
+    assert margin["delta"] == 0.1 and margin["about"] == "population" and margin["unseen_rows"] is None
+    assert 0.0 <= margin["share"] <= SHARE_LIMIT
     assert margin["tolerances"]["demographic_parity"] == pytest.approx(0.05 * (1 - margin["share"]))
     assert report["gaps"]["demographic_parity"] <= margin["tolerances"]["demographic_parity"] + 1e-9
     plain = run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds", "params": {

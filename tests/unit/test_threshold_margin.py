@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from solvers.fairness.threshold_lp import solve_thresholds
-from solvers.fairness.threshold_margin import MAX_MARGIN_SHARE, denominators, violation_bound, with_margin
+from solvers.fairness.threshold_margin import SHARE_LIMIT, denominators, violation_bound, with_margin
 
 EPS, DELTA = 0.05, 0.1
 
@@ -45,7 +45,7 @@ def test_margin_keeps_the_gap_on_fresh_samples_with_probability_one_minus_delta(
             return solve_thresholds(s, y, g, K, families, randomized=False)
 
         solution, record = with_margin(solve, [("demographic_parity", eps)], denominators(y, g, K), DELTA, n_unseen)
-        assert record.met and 0.0 < record.share < MAX_MARGIN_SHARE and record.bound <= DELTA
+        assert record.met and 0.0 < record.share < SHARE_LIMIT and record.bound <= DELTA
         assert solution.gaps["demographic_parity"] <= eps * (1 - record.share) + 1e-9
         shares_used.append(record.share)
         kept_margin.append(_fresh_gaps(rng, solution, n_unseen, shares, 5) <= eps)
@@ -54,6 +54,46 @@ def test_margin_keeps_the_gap_on_fresh_samples_with_probability_one_minus_delta(
     tolerance = 2.33 * np.sqrt(DELTA * (1 - DELTA) / reps)   # repetitions are the independent units
     assert kept >= 1 - DELTA - tolerance
     assert plain < 1 - DELTA - tolerance
+
+
+def _population_gap(thresholds: np.ndarray, shares, shift: float) -> float:
+    """The exact population DP of the rule s > t_g for the planted scores of :func:`_sample`: group g's rows are
+    positive with probability b_g = 0.3 + 0.15 g and score y + shift·g + N(0, 1), so P(s > t | g) = b_g Φ̄(t − 1 −
+    shift·g) + (1 − b_g) Φ̄(t − shift·g)."""
+    from scipy.stats import norm
+
+    g = np.arange(len(shares))
+    b = 0.3 + 0.15 * g
+    t = thresholds[:, 0]
+    rate = b * norm.sf(t - 1 - shift * g) + (1 - b) * norm.sf(t - shift * g)
+    return float(rate.max() - rate.min())
+
+
+@pytest.mark.parametrize("shares,eps,n_fit", [((0.6, 0.4), EPS, 6000), ((0.7, 0.3), 0.03, 20000)])
+def test_the_population_margin_keeps_the_population_gap_with_probability_one_minus_delta(shares, eps, n_fit):
+    """The default promise (unseen_rows = ∞): fit the rule on n rows, compute its EXACT population gap (closed
+    form): ≤ ε in at least 1 − δ of the repetitions (up to 2.33 simulation standard errors), and not far more
+    (the margin spends the tolerance: the mean population gap is above ε/2 and the keep-rate below 1 − δ/10 would
+    mean a margin many times too wide); without the margin the keep-rate is about one half."""
+    rng = np.random.default_rng(4)
+    K, reps = len(shares), 60
+    kept, plain, gaps = [], [], []
+    for _ in range(reps):   # test set-up: one fitting sample per repetition
+        s, y, g = _sample(rng, n_fit, shares, 1.0)
+
+        def solve(families):
+            return solve_thresholds(s, y, g, K, families, randomized=False)
+
+        solution, record = with_margin(solve, [("demographic_parity", eps)], denominators(y, g, K), DELTA)
+        assert record.met and record.summary()["about"] == "population" and record.summary()["unseen_rows"] is None
+        gap = _population_gap(solution.thresholds, shares, 1.0)
+        gaps.append(gap)
+        kept.append(gap <= eps)
+        plain.append(_population_gap(solve([("demographic_parity", eps)]).thresholds, shares, 1.0) <= eps)
+    tolerance = 2.33 * np.sqrt(DELTA * (1 - DELTA) / reps)
+    assert np.mean(kept) >= 1 - DELTA - tolerance
+    assert np.mean(plain) < 1 - DELTA - tolerance
+    assert np.mean(gaps) > eps / 2
 
 
 def test_no_margin_when_the_rows_already_support_the_promise_and_capped_when_they_cannot():
@@ -68,30 +108,31 @@ def test_no_margin_when_the_rows_already_support_the_promise_and_capped_when_the
     _, record = with_margin(solve, [("demographic_parity", EPS)], huge, DELTA, 1e12)
     assert record.share == 0.0 and record.met and record.solves == 1
     _, record = with_margin(solve, [("demographic_parity", EPS)], counts, DELTA, 50)   # 25 unseen rows a group
-    assert record.share == MAX_MARGIN_SHARE and not record.met and record.bound > DELTA
-    assert record.tolerances["demographic_parity"] == pytest.approx(EPS * (1 - MAX_MARGIN_SHARE))
+    assert record.share == SHARE_LIMIT and not record.met and record.bound > DELTA
+    assert record.tolerances["demographic_parity"] == pytest.approx(EPS * (1 - SHARE_LIMIT))
     _, capped = with_margin(solve, [("demographic_parity", EPS)], counts, DELTA, 50, max_share=0.3)
     assert capped.share == 0.3 and not capped.met and capped.bound > record.bound   # a lower cap: less kept back
     assert capped.tolerances["demographic_parity"] == pytest.approx(EPS * 0.7)
 
 
 def test_the_margin_cap_is_a_bounded_solver_param():
-    """``margin_max_share`` is refused, naming the field, outside (0, 0.9]; unset, the rule's own default."""
+    """``margin_max_share`` is refused, naming the field, outside (0, 0.9]; unset, the limit 0.9 (no fixed share)."""
     from pydantic import ValidationError
 
-    from solvers.catalog.postprocess import RANDOMIZED_MARGIN_SHARE, GroupThresholdsConfig
+    from solvers.catalog.postprocess import GroupThresholdsConfig
 
-    assert GroupThresholdsConfig().margin_max_share is None
-    assert (MAX_MARGIN_SHARE, RANDOMIZED_MARGIN_SHARE) == (0.75, 0.5)
+    assert GroupThresholdsConfig().margin_max_share is None and GroupThresholdsConfig().margin_rows is None
+    assert SHARE_LIMIT == 0.9
     for bad in (0.0, 0.95, 1.0):
         with pytest.raises(ValidationError, match="margin_max_share"):
             GroupThresholdsConfig(margin_max_share=bad)
 
 
-@pytest.mark.parametrize("kind,randomized,cap", [("demographic_parity", False, 0.75), ("equalized_odds", True, 0.5)])
-def test_a_job_caps_the_margin_by_its_rules_kind_unless_told(kind, randomized, cap):
-    """Small validation groups: the bound is out of reach, so the margin stops at the cap — 3/4 of ε for
-    deterministic thresholds, 1/2 for randomised ones — or at the one the job names."""
+@pytest.mark.parametrize("kind,randomized,cap", [("demographic_parity", False, SHARE_LIMIT),
+                                                  ("equalized_odds", True, SHARE_LIMIT)])
+def test_a_job_caps_the_margin_at_the_limit_unless_told(kind, randomized, cap):
+    """Small validation groups: the bound is out of reach, so the margin stops at the limit (0.9 of ε, for
+    deterministic and randomised rules alike) or at the cap the job names."""
     from solvers import ProblemSpec, run
     from tests.datagen import planted_table
 
