@@ -43,8 +43,7 @@ solvers dedicated to the spec's constraint types — each within what is left of
 5. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances (and temperatures),
    validation accuracy, exact validation and train gaps, seconds, outcome ("meets" when v_j ≤ ε_j and t_j ≤ ε_j
    for every j, else "violates"; "diverged", "near_constant", "error"; ``weak`` beside), and ``unseen_bound``: the
-   normal bound B on the probability that the row's exact gap on an unseen sample as large as the judging split
-   exceeds ε (:func:`solvers.fairness.threshold_margin.split_bound`, the judging split's group rates taken as
+   normal bound B on the probability that the row's exact gap on the population exceeds ε (:func:`solvers.fairness.threshold_margin.split_bound`, the judging split's group rates taken as
    estimates). A ``group_thresholds`` row whose rule was fitted with its population margin met
    (:mod:`solvers.fairness.threshold_margin`: P(the rule's population gap > ε) ≤ δ) "meets" by that promise
    (``margin_met``; its ``unseen_bound`` is the margin's bound) and is never tightened: its fitting rows' gaps are
@@ -78,6 +77,7 @@ rows not run are not listed.
 from __future__ import annotations
 
 import copy
+import math
 import dataclasses
 import time
 from dataclasses import dataclass, field
@@ -124,7 +124,7 @@ KEEP = 0.85
 AIM = 0.7
 #: validation accuracies within this many standard errors of the best are ties, broken by the smaller gap
 TIE_SE = 0.5
-#: selection prefers the meeting rows whose bound on P(gap on an unseen validation-sized sample > ε) is at most
+#: selection prefers the meeting rows whose bound on P(population gap > ε) is at most
 #: this (:func:`solvers.fairness.threshold_margin.split_bound`; group_thresholds' default margin_delta)
 SELECT_DELTA = 0.1
 #: a refinement that lowers the worst exact value by less than this share of it ends the candidate's refining
@@ -269,7 +269,7 @@ class _Portfolio:
         pred = judge > 0
         bound = None if isinstance(self.judge.group, Membership) else round(split_bound(   # overlapping: no bound
             [(f.name, eps) for f, eps in zip(self.families, self.user_tolerance)], self.judge.y, pred,
-            self.judge.group, len(names)), 6)
+            self.judge.group, len(names), unseen_rows=math.inf), 6)   # the promise is the population's
         row.entry.update({
             "accuracy": round(float((pred == (self.judge.y == 1)).mean()), 6),
             "gaps": _rounded(gaps), "train_gaps": _rounded(train_gaps), "unseen_bound": bound,
