@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from app.artifacts import artifact_file
 from app.audits.drift import compare, summarise
@@ -41,6 +41,7 @@ from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedM
 from app.settings import get_settings
 from app.storage import TableLimits, load_table
 from solvers import SpecError
+from worker.audit_heartbeat import Heartbeat, beat_interval
 from worker.celery_app import celery_app
 
 log = logging.getLogger(__name__)
@@ -70,13 +71,15 @@ def trigger_due_audits() -> list[str]:
 
 
 def fail_lost_runs(now) -> int:
-    """Runs still ``running`` ``FAIRSOLVE_STALE_AFTER_S`` after they started lost their worker (a run
-    takes seconds, and a redelivered message finds its run no longer queued): mark them failed."""
+    """Runs still ``running`` whose heartbeat (else start) is ``FAIRSOLVE_STALE_AFTER_S`` old lost their worker (a
+    live run beats it: :mod:`worker.audit_heartbeat`; a redelivered message finds its run no longer queued):
+    mark them failed."""
     cutoff = now - timedelta(seconds=settings.stale_after_s)
     with session_scope() as s:
-        return s.execute(update(AuditRun).where(AuditRun.status == "running", AuditRun.started_at < cutoff).values(
+        last_sign = func.coalesce(AuditRun.heartbeat_at, AuditRun.started_at)
+        return s.execute(update(AuditRun).where(AuditRun.status == "running", last_sign < cutoff).values(
             status="failed", finished_at=now,
-            error=f"worker lost: still running {settings.stale_after_s:g} s after it started")).rowcount
+            error=f"worker lost: no heartbeat for {settings.stale_after_s:g} s")).rowcount
 
 
 def _fail(run_id: str, error: str) -> str:
@@ -90,7 +93,7 @@ def _inputs(run_id: str) -> dict[str, Any] | None:
     """Claim the run (``queued → running``) and read what it needs; None when it is not queued."""
     with session_scope() as s:
         if s.execute(update(AuditRun).where(AuditRun.id == run_id, AuditRun.status == "queued")
-                     .values(status="running", started_at=utcnow())).rowcount != 1:
+                     .values(status="running", started_at=utcnow(), heartbeat_at=utcnow())).rowcount != 1:
             return None
         run = s.get(AuditRun, run_id)
         audit = s.get(Audit, run.audit_id)
@@ -141,6 +144,11 @@ def run_audit(run_id: str) -> str:
     inputs = _inputs(run_id)
     if inputs is None:
         return "skipped"
+    with Heartbeat(run_id, beat_interval(settings.stale_after_s)):
+        return _run(run_id, inputs)
+
+
+def _run(run_id: str, inputs: dict[str, Any]) -> str:
     audit, previous, baseline = inputs["audit"], inputs["previous"], inputs["baseline"]
     try:
         model = _model(inputs)
