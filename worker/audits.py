@@ -10,7 +10,9 @@
   nothing. It scores the data with the job's model (or reads a prediction log's own output,
   :mod:`app.audits.logs`), summarises the scores per group and measures their drift against the previous
   and the pinned baseline run (:mod:`app.audits.drift`), stores the report, and on a breach creates an
-  :class:`~app.models.Alert` and sends its webhook.
+  :class:`~app.models.Alert` and sends its webhook. A prediction log stored as a Parquet dataset whose metrics
+  need only cell counts (rates, gaps, drift) is streamed in bounded memory (:mod:`app.audits.log_stream`).
+  While it works the run beats ``heartbeat_at`` (:mod:`worker.audit_heartbeat`).
 * ``deliver_alert(alert_id)``: POSTs the alert JSON (httpx) with Celery's autoretry: exponential back-off
   from ``FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S`` (capped at 600 s), at most ``FAIRSOLVE_AUDIT_WEBHOOK_RETRIES``
   retries; every attempt, its failure and the final status are recorded on the alert.
@@ -31,7 +33,8 @@ from app.audits.drift import compare, summarise
 from app.audits.logs import log_of
 from app.audits.metrics import MetricSpec
 from app.audits.model import AuditModel, ModelError
-from app.audits.report import evaluate
+from app.audits.log_stream import log_frames, tally
+from app.audits.report import evaluate, evaluate_counts, on_counts
 from app.audits.runs import new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
 from app.audits.webhooks import WebhookRefused, check_destination
@@ -151,14 +154,23 @@ def run_audit(run_id: str) -> str:
 def _run(run_id: str, inputs: dict[str, Any]) -> str:
     audit, previous, baseline = inputs["audit"], inputs["previous"], inputs["baseline"]
     try:
-        model = _model(inputs)
-        data = _data(audit, inputs["dataset"])
-        scored = model.score(data.table)
-        summary = summarise(scored)
-        drift = {"previous": compare(summary, previous.score_summary, previous.id) if previous else None,
-                 "baseline": compare(summary, baseline.score_summary, baseline.id) if baseline else None}
-        report = evaluate([MetricSpec.model_validate(m) for m in audit.metrics], scored,
-                          previous.results if previous is not None else None, drift=drift)
+        specs = [MetricSpec.model_validate(m) for m in audit.metrics]
+        before = previous.results if previous is not None else None
+        if _streams(audit, inputs["dataset"], specs):  # read in bounded memory: cell counts and block summaries
+            columns, dataset = log_of(audit.predictions), inputs["dataset"]
+            counted = tally(log_frames(dataset_file(dataset), columns.columns(),
+                                       missing_values=(dataset.read_options or {}).get("missing_values")), columns)
+            data, summary = Data(None, dataset.sha256, counted.n_rows), counted.summary
+            drift = _drift(summary, previous, baseline)
+            report = evaluate_counts(specs, counted.counts, counted.group_names, before, drift=drift)
+            log.info("audit run %s: streamed %d rows of dataset %s", run_id, counted.n_rows, dataset.id)
+        else:
+            model = _model(inputs)
+            data = _data(audit, inputs["dataset"])
+            scored = model.score(data.table)
+            summary = summarise(scored)
+            drift = _drift(summary, previous, baseline)
+            report = evaluate(specs, scored, before, drift=drift)
     except (ModelError, SourceError, SpecError, ValueError) as exc:
         return _fail(run_id, str(exc))
     except Exception as exc:  # an audit error fails the run, never the worker
@@ -183,6 +195,17 @@ def _run(run_id: str, inputs: dict[str, Any]) -> str:
     if alert_id is not None:
         send_alert(alert_id)
     return "breached" if report["breached"] else "passed"
+
+
+def _streams(audit: Audit, dataset: Dataset | None, specs: list[MetricSpec]) -> bool:
+    """A prediction log stored as a Parquet dataset whose metrics need only cell counts and score summaries is
+    streamed (:mod:`app.audits.log_stream`); anything else is read whole."""
+    return audit.predictions is not None and dataset is not None and dataset.format == "parquet" and on_counts(specs)
+
+
+def _drift(summary: dict[str, Any], previous: AuditRun | None, baseline: AuditRun | None) -> dict[str, Any]:
+    return {"previous": compare(summary, previous.score_summary, previous.id) if previous else None,
+            "baseline": compare(summary, baseline.score_summary, baseline.id) if baseline else None}
 
 
 def breach_message(name: str, breached: list[dict[str, Any]]) -> str:

@@ -53,9 +53,30 @@ def _missing(columns: list[str], present: list[str]) -> None:
         raise ModelError(f"predictions: the data lacks the column(s) {', '.join(map(repr, missing))}")
 
 
-def log_frames(path: Path, columns: list[str], batch_rows: int = BATCH_ROWS) -> Iterator[pd.DataFrame]:
+def log_frames(path: Path, columns: list[str], batch_rows: int = BATCH_ROWS,
+               missing_values: list[str] | None = None) -> Iterator[pd.DataFrame]:
     """The ``columns`` of the Parquet or CSV file at ``path`` as pandas frames of at most ``batch_rows`` rows
-    (module docstring); Parquet is told by its magic bytes."""
+    (module docstring); Parquet is told by its magic bytes. ``missing_values``: text cells equal to one of these
+    markers (stripped) are missing, as the dataset's reader has them (:mod:`app.read_options`)."""
+    for frame in _frames(path, columns, batch_rows):
+        yield _masked(frame, missing_values) if missing_values else frame
+
+
+def _masked(frame: pd.DataFrame, markers: list[str]) -> pd.DataFrame:
+    """Text values equal to a marker (stripped) made missing: on a categorical column its categories are removed
+    (no per-row work); another text column is compared row by row."""
+    for c in frame.columns:
+        column = frame[c]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            bad = [v for v in column.cat.categories if isinstance(v, str) and v.strip() in markers]
+            if bad:
+                frame[c] = column.cat.remove_categories(bad)
+        elif pd.api.types.is_object_dtype(column) or pd.api.types.is_string_dtype(column):
+            frame[c] = column.mask(column.astype("string").str.strip().isin(markers))
+    return frame
+
+
+def _frames(path: Path, columns: list[str], batch_rows: int) -> Iterator[pd.DataFrame]:
     with open(path, "rb") as fh:
         parquet = fh.read(4) == b"PAR1"
     if parquet:
