@@ -4,7 +4,8 @@
 * **FairSolve, streamed** (what a worker does with a Parquet log): :func:`app.audits.log_stream.log_frames` +
   :func:`~app.audits.log_stream.tally` (cell counts and score summaries, batch by batch) +
   :func:`app.audits.report.evaluate_counts` (values, multinomial-cell CIs, noise floor); run in a child process,
-  whose peak resident memory (``VmHWM``) is reported, and what it held before the run (its imports).
+  whose peak resident memory (``VmHWM``) is reported, and what it held before the run (its imports); the child
+  fixes glibc's mmap threshold as a worker process does (:mod:`worker.heap`).
 * **FairSolve, in memory**: the table already read (pandas), :meth:`PredictionLog.score` +
   :func:`app.audits.report.evaluate` (the same cells path), as for a table that fits.
 * **numpy row bootstrap** (the issue's peer): the cell code of every row once, then 200 times draw n row indices,
@@ -178,6 +179,9 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="suffix of the result files (e.g. 100m)")
     args = parser.parse_args()
     if args.child:
+        from worker.heap import fix_mmap_threshold
+
+        fix_mmap_threshold()  # as a worker process does at start (worker.celery_app)
         print(json.dumps(streamed(args.child)))
         return
     load_before = os.getloadavg()

@@ -12,10 +12,10 @@ Every metric is one small class registered in :data:`AUDIT_METRICS` (the solver 
 The rate metrics (accuracy, balanced accuracy, the DP / equal opportunity / equalized odds gaps, the
 minority's share: :class:`CellMetric`) read only the counts of the cells group × label × decision
 (:mod:`app.audits.cells`, tested against :func:`solvers.metrics.group_fairness` and ``minority_rate``). The
-others are the solver library's: ``loss_gap``; :mod:`solvers.partial.metrics` (pSP, pDP and the partial EOp / EOdds / group AUC
-on a percentile ``interval``, scores = raw f as in training); :mod:`solvers.auc.metrics` (AUĈ and
-the AUC-fairness ``variant``); log loss is scikit-learn's. Predictions
-are ŷ = 1{f > 0} = 1{σ(f) > ½}, as everywhere in FairSolve.
+others are the solver library's: ``loss_gap``; :mod:`solvers.partial.metrics` (pSP, pDP and the partial EOp /
+EOdds / group AUC on a percentile ``interval``, scores = raw f as in training); :mod:`solvers.auc.metrics` (AUĈ
+and the AUC-fairness ``variant``); log loss is scikit-learn's. Predictions are ŷ = 1{f > 0} = 1{σ(f) > ½}, as
+everywhere in FairSolve.
 
 **What a metric reads** (``needs``): ``"label"`` (the outcome y) and / or ``"score"`` (a continuous score f
 rather than the decision alone). A prediction log (:mod:`app.audits.logs`) without a label column or with only a
