@@ -114,3 +114,55 @@ def minority_share(c: np.ndarray, minority: int | None) -> np.ndarray:
         minority_of = np.argmin(np.where(n > 0, n, np.iinfo(np.int64).max), axis=-1)
         return np.take_along_axis(shares, minority_of[..., None], axis=-1)[..., 0]
     return shares[..., minority]
+
+
+# -- AUC from score bins ---------------------------------------------------------------------------------------
+#
+# The ROC AUC reads the scores' order, not only the decisions: its cells are group × label × score bin, with
+# M = SCORE_BINS bins cut at the pooled scores' quantiles (the distinct scores themselves when there are at most
+# M: then nothing is lost). On bin counts p_b (positives), q_b (negatives), bins in score order,
+#     AUC_bins = Σ_b p_b (Σ_{b' < b} q_b' + ½ q_b) / (P N),
+# the exact AUC with the pairs inside one bin counted as ties (½): it differs from the exact value by at most
+# ½ Σ_b p_b q_b / (P N) (about 1/(2M) for continuous scores; the interval is shifted by this error measured on
+# the run itself, see :class:`app.audits.metrics.BinnedMetric`). A row resample's bin counts are again
+# Multinomial(n, c / n), so the AUC's intervals are :func:`resample` draws of these cells too.
+
+SCORE_BINS = 256
+DRAWN_CELLS = 1 << 20  # at most this many cells drawn per run (B · K · 2 · M): 8 MB of counts
+
+
+def n_score_bins(n_groups: int, n_boot: int) -> int:
+    """M for K groups and B draws: SCORE_BINS, fewer when B · K · 2 · M would pass DRAWN_CELLS (at least 16)."""
+    return int(np.clip(DRAWN_CELLS // max(2 * n_groups * n_boot, 1), 16, SCORE_BINS))
+
+
+def score_bins(scores: np.ndarray, bins: int = SCORE_BINS) -> np.ndarray:
+    """Each score's bin (0 .. ≤ bins − 1), in score order: the rank among the distinct scores when there are at
+    most ``bins`` of them, else the bin between the pooled scores' quantiles (equal scores share a bin)."""
+    f = np.asarray(scores, np.float64)
+    distinct = np.unique(f) if f.size <= 64 * bins else None  # small inputs: sorting them costs little
+    if distinct is None or distinct.size > bins:
+        edges = np.unique(np.quantile(f, np.arange(1, bins) / bins))
+        return np.searchsorted(edges, f, side="left")
+    return np.searchsorted(distinct, f)
+
+
+def binned_counts(y: np.ndarray, bins: np.ndarray, group: np.ndarray, n_groups: int, n_bins: int = SCORE_BINS
+                  ) -> np.ndarray:
+    """The (K, 2, n_bins) counts c[g, y, b]."""
+    index = (np.asarray(group, np.int64) * 2 + (np.asarray(y) == 1)) * n_bins + bins
+    return np.bincount(index, minlength=2 * n_bins * n_groups).reshape(n_groups, 2, n_bins)
+
+
+def auc_of_bins(c: np.ndarray) -> np.ndarray:
+    """AUC_bins of counts (..., 2, M) (NaN without a positive or a negative): (...); on (..., K, 2, M), each
+    group's."""
+    negatives, positives = c[..., 0, :].astype(float), c[..., 1, :].astype(float)
+    below = np.cumsum(negatives, axis=-1) - negatives
+    wins = (positives * (below + 0.5 * negatives)).sum(axis=-1)
+    return _ratio(wins, positives.sum(axis=-1) * negatives.sum(axis=-1))
+
+
+def pooled_auc_of_bins(c: np.ndarray) -> np.ndarray:
+    """The AUC_bins of all groups together, counts (..., K, 2, M): (...)."""
+    return auc_of_bins(c.sum(axis=-3))

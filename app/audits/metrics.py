@@ -24,7 +24,8 @@ decision column offers only the metrics whose needs it meets; the others are ref
 **Confidence intervals** (:func:`bootstrap`): percentile bootstrap 95% intervals over
 ``N_BOOT = 200`` resamples, seeded with ``SEED = 0`` so a report is reproducible. The rate metrics' resamples
 are ``N_BOOT`` multinomial draws of the cell counts (:func:`app.audits.cells.resample`: the same distribution as
-the cell counts of a row resample, at O(B · 4K) cost instead of O(B · n)); the other metrics' are row resamples
+the cell counts of a row resample, at O(B · 4K) cost instead of O(B · n)); the ROC AUC's are multinomial draws
+of the cells group × label × score bin (:class:`BinnedMetric`); the other metrics' are row resamples
 drawn from ``numpy.random.default_rng(SEED)`` (one (n,) index row at a time, the rows of one (B, n) draw:
 :class:`Resamples`). Within each kind every metric of a run is evaluated on the same resamples. A resample
 where a value is undefined (e.g. a group with no positives) is left out of that value's interval.
@@ -182,7 +183,32 @@ _cell_metric("accuracy", "min", "Share of correct predictions 1{f > 0} = y.", ce
              {"accuracy": cells.group_accuracy}, LABEL)
 _cell_metric("balanced_accuracy", "min", "Mean of TPR and TNR.", cells.balanced_accuracy,
              {"balanced_accuracy": cells.group_balanced_accuracy}, LABEL)
-_performance("roc_auc", _auc, "min", "ROC AUC AUĈ(D+, D−) of the raw scores (ties ½).", aliases=("auc",))
+
+
+class BinnedMetric(AuditMetric):
+    """A metric of the scores' order (the ROC AUC): its value is exact on the rows; its interval is drawn from the
+    cells group × label × score bin (:func:`app.audits.cells.auc_of_bins`), each multinomial draw's binned value
+    shifted by the binning's error on the run's own counts (exact − binned), so it is centred as the row
+    bootstrap's."""
+
+    @staticmethod
+    def on_bins(counts: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """``(value (...), {stat: (..., K)})`` for counts (..., K, 2, M)."""
+        raise NotImplementedError
+
+
+@AUDIT_METRICS.register("roc_auc", aliases=("auc",), description="ROC AUC AUĈ(D+, D−) of the raw scores (ties ½).",
+                        direction="min", needs=SCORE)
+class RocAuc(BinnedMetric):
+    @staticmethod
+    def compute(scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
+        return _num(_auc(scored)), {"roc_auc": _per_group(scored, _auc)}
+
+    @staticmethod
+    def on_bins(counts: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        return cells.pooled_auc_of_bins(counts), {"roc_auc": cells.auc_of_bins(counts)}
+
+
 _performance("log_loss", _log_loss, "max", "Mean binary cross-entropy of σ(f).")
 
 
@@ -453,6 +479,28 @@ def on_cells(specs: list[MetricSpec], counts: np.ndarray, names: list[str], n_bo
     return out
 
 
+def _on_score_bins(specs: list[MetricSpec], scored: Scored, n_boot: int, seed: int) -> list[dict[str, Any]]:
+    """The :class:`BinnedMetric` s: exact values, intervals over ``n_boot`` multinomial draws of the cells
+    group × label × score bin, shifted by the binning's error on the run (exact − binned)."""
+    names = scored.group_names
+    m = cells.n_score_bins(scored.n_groups, n_boot)
+    counts = cells.binned_counts(scored.y, cells.score_bins(scored.logits, m), scored.group, scored.n_groups, m)
+    draws = cells.resample(counts, n_boot, seed)
+
+    def shifted(replicates: np.ndarray, exact: float | None, binned: float) -> np.ndarray:
+        return replicates + (exact - binned if exact is not None and np.isfinite(binned) else 0.0)
+
+    out = []
+    for spec in specs:
+        value, by_group = spec.metric.compute(scored, spec.options)
+        binned, binned_by_group = spec.metric.on_bins(counts)
+        reps, reps_by_group = spec.metric.on_bins(draws)
+        out.append(_result(value, by_group, shifted(reps, value, binned), {
+            stat: {g: shifted(reps_by_group[stat][:, k], by_group[stat].get(g), binned_by_group[stat][k])
+                   for k, g in enumerate(names)} for stat in by_group}))
+    return out
+
+
 def _on_rows(specs: list[MetricSpec], scored: Scored, rows: Resamples) -> list[dict[str, Any]]:
     """The other metrics: values on all rows, intervals over the row resamples ``rows`` (a loop over the
     resamples, each resample's rows taken once for every metric, each metric vectorised over rows)."""
@@ -473,11 +521,14 @@ def bootstrap_all(specs: list[MetricSpec], scored: Scored, rows: Resamples) -> l
     metrics' are multinomial draws of the cell counts seeded ``rows.seed``, the others' the row resamples ``rows``):
     ``[{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}]`` in the order of ``specs``."""
     rates = [s for s in specs if issubclass(s.metric, CellMetric)]
-    on_rows = [s for s in specs if not issubclass(s.metric, CellMetric)]
+    binned = [s for s in specs if issubclass(s.metric, BinnedMetric)]
+    on_rows = [s for s in specs if not issubclass(s.metric, (CellMetric, BinnedMetric))]
     done = {}
     if rates:
         counts = cells.cell_counts(scored.y, scored.pred, scored.group, scored.n_groups)
         done.update(zip(map(id, rates), on_cells(rates, counts, scored.group_names, len(rows), rows.seed)))
+    if binned:
+        done.update(zip(map(id, binned), _on_score_bins(binned, scored, len(rows), rows.seed)))
     done.update(zip(map(id, on_rows), _on_rows(on_rows, scored, rows)))
     return [done[id(spec)] for spec in specs]
 
