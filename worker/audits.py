@@ -10,8 +10,8 @@
   nothing. It scores the data with the job's model (or reads a prediction log's own output,
   :mod:`app.audits.logs`), summarises the scores per group and measures their drift against the previous
   and the pinned baseline run (:mod:`app.audits.drift`), stores the report, and on a breach creates an
-  :class:`~app.models.Alert` and sends its webhook. A prediction log stored as a Parquet dataset whose metrics
-  need only cell counts (rates, gaps, drift) is streamed in bounded memory (:mod:`app.audits.log_stream`).
+  :class:`~app.models.Alert` and sends its webhook. A prediction log stored as a dataset whose metrics need only
+  cell counts (rates, gaps, drift) is streamed in bounded memory (:mod:`app.audits.log_stream`).
   While it works the run beats ``heartbeat_at`` (:mod:`worker.audit_heartbeat`).
 * ``deliver_alert(alert_id)``: POSTs the alert JSON (httpx) with Celery's autoretry: exponential back-off
   from ``FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S`` (capped at 600 s), at most ``FAIRSOLVE_AUDIT_WEBHOOK_RETRIES``
@@ -42,7 +42,7 @@ from app.blobstore import dataset_file, model_file
 from app.db import session_scope
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, utcnow
 from app.settings import get_settings
-from app.storage import TableLimits, load_table
+from app.storage import TableLimits, iter_chunks, load_table
 from solvers import SpecError
 from worker.audit_heartbeat import Heartbeat, beat_interval
 from worker.celery_app import celery_app
@@ -158,8 +158,7 @@ def _run(run_id: str, inputs: dict[str, Any]) -> str:
         before = previous.results if previous is not None else None
         if _streams(audit, inputs["dataset"], specs):  # read in bounded memory: cell counts and block summaries
             columns, dataset = log_of(audit.predictions), inputs["dataset"]
-            counted = tally(log_frames(dataset_file(dataset), columns.columns(),
-                                       missing_values=(dataset.read_options or {}).get("missing_values")), columns)
+            counted = tally(_batches(dataset, columns.columns()), columns)
             data, summary = Data(None, dataset.sha256, counted.n_rows), counted.summary
             drift = _drift(summary, previous, baseline)
             report = evaluate_counts(specs, counted.counts, counted.group_names, before, drift=drift)
@@ -198,9 +197,19 @@ def _run(run_id: str, inputs: dict[str, Any]) -> str:
 
 
 def _streams(audit: Audit, dataset: Dataset | None, specs: list[MetricSpec]) -> bool:
-    """A prediction log stored as a Parquet dataset whose metrics need only cell counts and score summaries is
-    streamed (:mod:`app.audits.log_stream`); anything else is read whole."""
-    return audit.predictions is not None and dataset is not None and dataset.format == "parquet" and on_counts(specs)
+    """A prediction log stored as a dataset whose metrics need only cell counts and score summaries is streamed
+    (:mod:`app.audits.log_stream`); anything else is read whole."""
+    return audit.predictions is not None and dataset is not None and on_counts(specs)
+
+
+def _batches(dataset: Dataset, columns: list[str]):
+    """The dataset in batches: Parquet through pyarrow (only ``columns``, text as dictionaries); CSV through the
+    dataset's own chunked reader (:func:`app.storage.iter_chunks`: its delimiter, header and missing values, the
+    same parse as the table read whole)."""
+    options = dataset.read_options or {}
+    if dataset.format == "parquet":
+        return log_frames(dataset_file(dataset), columns, missing_values=options.get("missing_values"))
+    return iter_chunks(dataset_file(dataset), dataset.format, options)
 
 
 def _drift(summary: dict[str, Any], previous: AuditRun | None, baseline: AuditRun | None) -> dict[str, Any]:
