@@ -30,10 +30,10 @@ from sqlalchemy import func, select, update
 
 from app.artifacts import artifact_file
 from app.audits.drift import compare, summarise
+from app.audits.log_stream import log_frames, tally
 from app.audits.logs import log_of
 from app.audits.metrics import MetricSpec
 from app.audits.model import AuditModel, ModelError
-from app.audits.log_stream import log_frames, tally
 from app.audits.report import evaluate, evaluate_counts, on_counts
 from app.audits.runs import new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
