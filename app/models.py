@@ -242,6 +242,7 @@ class AuditRun(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # beaten while it runs
     data_sha256: Mapped[str | None] = mapped_column(String(64))
     n_rows: Mapped[int | None] = mapped_column(Integer)
     group_sizes: Mapped[dict[str, int] | None] = mapped_column(JSONType)

@@ -109,7 +109,11 @@ def build_groups(table: pd.DataFrame, sensitive: list[str], rules: dict | None =
     per_column = [_column_groups(table[col], rules.get(col)) for col in sensitive]
     dims = [len(names) for _, names in per_column]
     flat = np.ravel_multi_index([codes for codes, _ in per_column], dims)
-    observed, index = np.unique(flat, return_inverse=True)
+    if np.prod(dims, dtype=float) <= max(flat.size, 1 << 16):  # few combinations: one O(n) bincount, no sort
+        seen = np.bincount(flat, minlength=int(np.prod(dims))) > 0
+        observed, index = np.flatnonzero(seen), (np.cumsum(seen) - 1)[flat]
+    else:
+        observed, index = np.unique(flat, return_inverse=True)
     parts = np.unravel_index(observed, dims)
     names = [
         GROUP_SEPARATOR.join(per_column[j][1][parts[j][g]] for j in range(len(sensitive)))

@@ -10,7 +10,9 @@
   nothing. It scores the data with the job's model (or reads a prediction log's own output,
   :mod:`app.audits.logs`), summarises the scores per group and measures their drift against the previous
   and the pinned baseline run (:mod:`app.audits.drift`), stores the report, and on a breach creates an
-  :class:`~app.models.Alert` and sends its webhook.
+  :class:`~app.models.Alert` and sends its webhook. A prediction log stored as a dataset whose metrics need only
+  cell counts (rates, gaps, drift) is streamed in bounded memory (:mod:`app.audits.log_stream`).
+  While it works the run beats ``heartbeat_at`` (:mod:`worker.audit_heartbeat`).
 * ``deliver_alert(alert_id)``: POSTs the alert JSON (httpx) with Celery's autoretry: exponential back-off
   from ``FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S`` (capped at 600 s), at most ``FAIRSOLVE_AUDIT_WEBHOOK_RETRIES``
   retries; every attempt, its failure and the final status are recorded on the alert.
@@ -24,14 +26,15 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from app.artifacts import artifact_file
 from app.audits.drift import compare, summarise
+from app.audits.log_stream import log_frames, tally
 from app.audits.logs import log_of
 from app.audits.metrics import MetricSpec
 from app.audits.model import AuditModel, ModelError
-from app.audits.report import evaluate
+from app.audits.report import evaluate, evaluate_counts, on_counts
 from app.audits.runs import new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
 from app.audits.webhooks import WebhookRefused, check_destination
@@ -39,8 +42,9 @@ from app.blobstore import dataset_file, model_file
 from app.db import session_scope
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, utcnow
 from app.settings import get_settings
-from app.storage import TableLimits, load_table
+from app.storage import TableLimits, iter_chunks, load_table
 from solvers import SpecError
+from worker.audit_heartbeat import Heartbeat, beat_interval
 from worker.celery_app import celery_app
 
 log = logging.getLogger(__name__)
@@ -70,13 +74,15 @@ def trigger_due_audits() -> list[str]:
 
 
 def fail_lost_runs(now) -> int:
-    """Runs still ``running`` ``FAIRSOLVE_STALE_AFTER_S`` after they started lost their worker (a run
-    takes seconds, and a redelivered message finds its run no longer queued): mark them failed."""
+    """Runs still ``running`` whose heartbeat (else start) is ``FAIRSOLVE_STALE_AFTER_S`` old lost their worker (a
+    live run beats it: :mod:`worker.audit_heartbeat`; a redelivered message finds its run no longer queued):
+    mark them failed."""
     cutoff = now - timedelta(seconds=settings.stale_after_s)
     with session_scope() as s:
-        return s.execute(update(AuditRun).where(AuditRun.status == "running", AuditRun.started_at < cutoff).values(
+        last_sign = func.coalesce(AuditRun.heartbeat_at, AuditRun.started_at)
+        return s.execute(update(AuditRun).where(AuditRun.status == "running", last_sign < cutoff).values(
             status="failed", finished_at=now,
-            error=f"worker lost: still running {settings.stale_after_s:g} s after it started")).rowcount
+            error=f"worker lost: no heartbeat for {settings.stale_after_s:g} s")).rowcount
 
 
 def _fail(run_id: str, error: str) -> str:
@@ -90,7 +96,7 @@ def _inputs(run_id: str) -> dict[str, Any] | None:
     """Claim the run (``queued → running``) and read what it needs; None when it is not queued."""
     with session_scope() as s:
         if s.execute(update(AuditRun).where(AuditRun.id == run_id, AuditRun.status == "queued")
-                     .values(status="running", started_at=utcnow())).rowcount != 1:
+                     .values(status="running", started_at=utcnow(), heartbeat_at=utcnow())).rowcount != 1:
             return None
         run = s.get(AuditRun, run_id)
         audit = s.get(Audit, run.audit_id)
@@ -141,16 +147,29 @@ def run_audit(run_id: str) -> str:
     inputs = _inputs(run_id)
     if inputs is None:
         return "skipped"
+    with Heartbeat(run_id, beat_interval(settings.stale_after_s)):
+        return _run(run_id, inputs)
+
+
+def _run(run_id: str, inputs: dict[str, Any]) -> str:
     audit, previous, baseline = inputs["audit"], inputs["previous"], inputs["baseline"]
     try:
-        model = _model(inputs)
-        data = _data(audit, inputs["dataset"])
-        scored = model.score(data.table)
-        summary = summarise(scored)
-        drift = {"previous": compare(summary, previous.score_summary, previous.id) if previous else None,
-                 "baseline": compare(summary, baseline.score_summary, baseline.id) if baseline else None}
-        report = evaluate([MetricSpec.model_validate(m) for m in audit.metrics], scored,
-                          previous.results if previous is not None else None, drift=drift)
+        specs = [MetricSpec.model_validate(m) for m in audit.metrics]
+        before = previous.results if previous is not None else None
+        if _streams(audit, inputs["dataset"], specs):  # read in bounded memory: cell counts and block summaries
+            columns, dataset = log_of(audit.predictions), inputs["dataset"]
+            counted = tally(_batches(dataset, columns.columns()), columns)
+            data, summary = Data(None, dataset.sha256, counted.n_rows), counted.summary
+            drift = _drift(summary, previous, baseline)
+            report = evaluate_counts(specs, counted.counts, counted.group_names, before, drift=drift)
+            log.info("audit run %s: streamed %d rows of dataset %s", run_id, counted.n_rows, dataset.id)
+        else:
+            model = _model(inputs)
+            data = _data(audit, inputs["dataset"])
+            scored = model.score(data.table)
+            summary = summarise(scored)
+            drift = _drift(summary, previous, baseline)
+            report = evaluate(specs, scored, before, drift=drift)
     except (ModelError, SourceError, SpecError, ValueError) as exc:
         return _fail(run_id, str(exc))
     except Exception as exc:  # an audit error fails the run, never the worker
@@ -175,6 +194,27 @@ def run_audit(run_id: str) -> str:
     if alert_id is not None:
         send_alert(alert_id)
     return "breached" if report["breached"] else "passed"
+
+
+def _streams(audit: Audit, dataset: Dataset | None, specs: list[MetricSpec]) -> bool:
+    """A prediction log stored as a dataset whose metrics need only cell counts and score summaries is streamed
+    (:mod:`app.audits.log_stream`); anything else is read whole."""
+    return audit.predictions is not None and dataset is not None and on_counts(specs)
+
+
+def _batches(dataset: Dataset, columns: list[str]):
+    """The dataset in batches: Parquet through pyarrow (only ``columns``, text as dictionaries); CSV through the
+    dataset's own chunked reader (:func:`app.storage.iter_chunks`: its delimiter, header and missing values, the
+    same parse as the table read whole)."""
+    options = dataset.read_options or {}
+    if dataset.format == "parquet":
+        return log_frames(dataset_file(dataset), columns, missing_values=options.get("missing_values"))
+    return iter_chunks(dataset_file(dataset), dataset.format, options)
+
+
+def _drift(summary: dict[str, Any], previous: AuditRun | None, baseline: AuditRun | None) -> dict[str, Any]:
+    return {"previous": compare(summary, previous.score_summary, previous.id) if previous else None,
+            "baseline": compare(summary, baseline.score_summary, baseline.id) if baseline else None}
 
 
 def breach_message(name: str, breached: list[dict[str, Any]]) -> str:

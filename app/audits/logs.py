@@ -90,6 +90,19 @@ class PredictionLog(BaseModel):
     def score(self, table: pd.DataFrame) -> Scored:
         """Labels (zeros without a label column), raw scores, decisions and groups of every row of ``table``;
         :class:`ModelError` naming the column that is missing or holds the wrong values."""
+        scored = self.score_rows(table)
+        self.check_positives(int(scored.y.sum()))
+        return scored
+
+    def check_positives(self, positives: int) -> None:
+        """:class:`ModelError` when the log has a label column and none of its rows is positive."""
+        if self.label_column and positives == 0:
+            raise ModelError(f"predictions.positive_label: {self.positive_label!r} never occurs in column "
+                             f"{self.label_column!r}")
+
+    def score_rows(self, table: pd.DataFrame) -> Scored:
+        """:meth:`score` of one part of a log (a streamed batch may hold no positive label: the caller checks the
+        whole log with :meth:`check_positives`)."""
         missing = [c for c in dict.fromkeys(self.columns()) if c not in table.columns]
         if missing:
             raise ModelError(f"predictions: the data lacks the column(s) {', '.join(map(repr, missing))}")
@@ -98,9 +111,6 @@ class PredictionLog(BaseModel):
         group, names = build_groups(table, self.sensitive)
         y = encode_labels(table[self.label_column], self.positive_label) if self.label_column \
             else np.zeros(len(table), np.int64)
-        if self.label_column and not y.any():
-            raise ModelError(f"predictions.positive_label: {self.positive_label!r} never occurs in column "
-                             f"{self.label_column!r}")
         if self.score_column is not None:
             logits, decisions = self._scores(table[self.score_column])
         else:

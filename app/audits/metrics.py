@@ -9,21 +9,26 @@ Every metric is one small class registered in :data:`AUDIT_METRICS` (the solver 
 * ``compute(scored, options) -> (value, by_group)``: the overall value and, per group, the
   metric's per-group statistics ``{stat: {group: value}}`` (selection rate, TPR, ...).
 
-The math is the solver library's: :func:`solvers.metrics.group_fairness`, ``loss_gap``,
-``minority_rate``; :mod:`solvers.partial.metrics` (pSP, pDP and the partial EOp / EOdds / group AUC
-on a percentile ``interval``, scores = raw f as in training); :mod:`solvers.auc.metrics` (AUĈ and
-the AUC-fairness ``variant``); accuracy, balanced accuracy and log loss are scikit-learn's. Predictions
-are ŷ = 1{f > 0} = 1{σ(f) > ½}, as everywhere in FairSolve.
+The rate metrics (accuracy, balanced accuracy, the DP / equal opportunity / equalized odds gaps, the
+minority's share: :class:`CellMetric`) read only the counts of the cells group × label × decision
+(:mod:`app.audits.cells`, tested against :func:`solvers.metrics.group_fairness` and ``minority_rate``). The
+others are the solver library's: ``loss_gap``; :mod:`solvers.partial.metrics` (pSP, pDP and the partial EOp /
+EOdds / group AUC on a percentile ``interval``, scores = raw f as in training); :mod:`solvers.auc.metrics` (AUĈ
+and the AUC-fairness ``variant``); log loss is scikit-learn's. Predictions are ŷ = 1{f > 0} = 1{σ(f) > ½}, as
+everywhere in FairSolve.
 
 **What a metric reads** (``needs``): ``"label"`` (the outcome y) and / or ``"score"`` (a continuous score f
 rather than the decision alone). A prediction log (:mod:`app.audits.logs`) without a label column or with only a
 decision column offers only the metrics whose needs it meets; the others are refused naming the missing field.
 
 **Confidence intervals** (:func:`bootstrap`): percentile bootstrap 95% intervals over
-``N_BOOT = 200`` row resamples drawn from ``numpy.random.default_rng(SEED = 0)`` (one (n,) index row at a
-time, the rows of one (B, n) draw: :class:`Resamples`), so a report is reproducible; every metric of a run is
-evaluated on the same resamples. A resample where a value is undefined (e.g. a group with no
-positives) is left out of that value's interval.
+``N_BOOT = 200`` resamples, seeded with ``SEED = 0`` so a report is reproducible. The rate metrics' resamples
+are ``N_BOOT`` multinomial draws of the cell counts (:func:`app.audits.cells.resample`: the same distribution as
+the cell counts of a row resample, at O(B · 4K) cost instead of O(B · n)); the ROC AUC's are multinomial draws
+of the cells group × label × score bin (:class:`BinnedMetric`); the other metrics' are row resamples
+drawn from ``numpy.random.default_rng(SEED)`` (one (n,) index row at a time, the rows of one (B, n) draw:
+:class:`Resamples`). Within each kind every metric of a run is evaluated on the same resamples. A resample
+where a value is undefined (e.g. a group with no positives) is left out of that value's interval.
 """
 from __future__ import annotations
 
@@ -34,11 +39,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from solvers.auc.metrics import VARIANTS, auc, fairness_gap, protected_index
-from solvers.metrics import group_fairness, loss_gap, minority_rate
+from solvers.metrics import loss_gap
 from solvers.partial.intervals import validate_interval
 from solvers.partial.metrics import (partial_dp, partial_equal_opportunity, partial_equalized_odds,
                                      partial_group_auc, partial_sp)
 from solvers.registry import Registry
+
+from . import cells
 
 N_BOOT = 200
 SEED = 0
@@ -115,17 +122,38 @@ class AuditMetric:
         raise NotImplementedError
 
 
+class CellMetric(AuditMetric):
+    """A rate metric: a function of the cell counts c[g, y, ŷ] alone (:mod:`app.audits.cells`)."""
+
+    @staticmethod
+    def on_cells(counts: np.ndarray, options: Any, group_names: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """``(value (...), {stat: (..., K)})`` for counts (..., K, 2, 2) with any leading axes (NaN: undefined)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_counts(cls, counts: np.ndarray, options: Any, group_names: list[str]) -> tuple[float | None, ByGroup]:
+        """``compute``'s answer from one run's (K, 2, 2) counts."""
+        value, by_group = cls.on_cells(counts, options, group_names)
+        return _num(value), {stat: dict(zip(group_names, map(_num, v))) for stat, v in by_group.items()}
+
+    @classmethod
+    def compute(cls, scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
+        counts = cells.cell_counts(scored.y, scored.pred, scored.group, scored.n_groups)
+        return cls.from_counts(counts, options, scored.group_names)
+
+
+def _cell_metric(name: str, direction: str, description: str, value: Callable[[np.ndarray], np.ndarray],
+                 stats: dict[str, Callable[[np.ndarray], np.ndarray]], needs: frozenset[str]) -> None:
+    """Register a rate metric: its value and per-group statistics as functions of the counts."""
+
+    @AUDIT_METRICS.register(name, description=description, direction=direction, needs=needs)
+    class Rate(CellMetric):
+        @staticmethod
+        def on_cells(counts: np.ndarray, options: Any, group_names: list[str]):
+            return value(counts), {stat: of(counts) for stat, of in stats.items()}
+
+
 # -- performance ---------------------------------------------------------------------------------------------
-
-def _accuracy(s: Scored) -> float | None:
-    return float(np.mean(s.y == s.pred)) if s.y.size else None  # skm.accuracy_score, without its checks' cost
-
-
-def _balanced_accuracy(s: Scored) -> float | None:
-    from sklearn import metrics as skm  # scikit-learn is loaded where audits run (the worker), not in the API
-
-    return skm.balanced_accuracy_score(s.y, s.pred) if 0 < s.y.sum() < s.y.size else None
-
 
 def _log_loss(s: Scored) -> float | None:
     from sklearn import metrics as skm
@@ -151,36 +179,47 @@ def _performance(name: str, stat: Callable[[Scored], float | None], direction: s
             return _num(stat(scored)), {name: _per_group(scored, stat)}
 
 
-_performance("accuracy", _accuracy, "min", "Share of correct predictions 1{f > 0} = y.", needs=LABEL)
-_performance("balanced_accuracy", _balanced_accuracy, "min", "Mean of TPR and TNR.", needs=LABEL)
-_performance("roc_auc", _auc, "min", "ROC AUC AUĈ(D+, D−) of the raw scores (ties ½).", aliases=("auc",))
+_cell_metric("accuracy", "min", "Share of correct predictions 1{f > 0} = y.", cells.accuracy,
+             {"accuracy": cells.group_accuracy}, LABEL)
+_cell_metric("balanced_accuracy", "min", "Mean of TPR and TNR.", cells.balanced_accuracy,
+             {"balanced_accuracy": cells.group_balanced_accuracy}, LABEL)
+
+
+class BinnedMetric(AuditMetric):
+    """A metric of the scores' order (the ROC AUC): its value is exact on the rows; its interval is drawn from the
+    cells group × label × score bin (:func:`app.audits.cells.auc_of_bins`), each multinomial draw's binned value
+    shifted by the binning's error on the run's own counts (exact − binned), so it is centred as the row
+    bootstrap's."""
+
+    @staticmethod
+    def on_bins(counts: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """``(value (...), {stat: (..., K)})`` for counts (..., K, 2, M)."""
+        raise NotImplementedError
+
+
+@AUDIT_METRICS.register("roc_auc", aliases=("auc",), description="ROC AUC AUĈ(D+, D−) of the raw scores (ties ½).",
+                        direction="min", needs=SCORE)
+class RocAuc(BinnedMetric):
+    @staticmethod
+    def compute(scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
+        return _num(_auc(scored)), {"roc_auc": _per_group(scored, _auc)}
+
+    @staticmethod
+    def on_bins(counts: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        return cells.pooled_auc_of_bins(counts), {"roc_auc": cells.auc_of_bins(counts)}
+
+
 _performance("log_loss", _log_loss, "max", "Mean binary cross-entropy of σ(f).")
 
 
 # -- group fairness of predictions ---------------------------------------------------------------------------
 
-def _group_fairness(name: str, stats: dict[str, Callable[[Any], Any]], description: str,
-                    needs: frozenset[str] = LABEL) -> None:
-    """Register one gap of :func:`solvers.metrics.group_fairness` with its per-group rates."""
-
-    @AUDIT_METRICS.register(name, description=description, direction="max", needs=needs)
-    class GroupGap(AuditMetric):
-        @staticmethod
-        def compute(scored: Scored, options: Any) -> tuple[float | None, ByGroup]:
-            out = group_fairness(scored.y, scored.pred, scored.group, scored.group_names)
-            rows = out[f"{name}_by_group"]
-            return out[name], {stat: {g: pick(rows.get(g)) for g in scored.group_names} for stat, pick in stats.items()}
-
-
-def _value(v: Any) -> Any:
-    return v
-
-
-_group_fairness("demographic_parity", {"selection_rate": _value},
-                "max_g Pr(ŷ=1 | g) − min_g Pr(ŷ=1 | g).", needs=frozenset())
-_group_fairness("equal_opportunity", {"tpr": _value}, "max_g TPR_g − min_g TPR_g.")
-_group_fairness("equalized_odds", {"tpr": lambda d: d and d["tpr"], "fpr": lambda d: d and d["fpr"]},
-                "max(TPR gap, FPR gap) over groups.")
+_cell_metric("demographic_parity", "max", "max_g Pr(ŷ=1 | g) − min_g Pr(ŷ=1 | g).",
+             lambda c: cells.gap(cells.selection_rate(c)), {"selection_rate": cells.selection_rate}, frozenset())
+_cell_metric("equal_opportunity", "max", "max_g TPR_g − min_g TPR_g.", lambda c: cells.gap(cells.tpr(c)),
+             {"tpr": cells.tpr}, LABEL)
+_cell_metric("equalized_odds", "max", "max(TPR gap, FPR gap) over groups.", cells.equalized_odds,
+             {"tpr": cells.tpr, "fpr": cells.fpr}, LABEL)
 
 
 class LossOptions(MetricOptions):
@@ -205,13 +244,18 @@ class MinorityOptions(MetricOptions):
 
 @AUDIT_METRICS.register("minority_rate", description="The minority's share of the positive predictions "
                         "P_min / P (a lower bound).", direction="min", needs=frozenset())
-class MinorityRate(AuditMetric):
+class MinorityRate(CellMetric):
     Options = MinorityOptions
 
     @staticmethod
-    def compute(scored: Scored, options: MinorityOptions) -> tuple[float | None, ByGroup]:
-        out = minority_rate(scored.pred, scored.group, scored.group_names, options.minority)
-        return out["minority_rate"], {"share": {g: out["minority_rate_by_group"].get(g) for g in scored.group_names}}
+    def on_cells(counts: np.ndarray, options: MinorityOptions, group_names: list[str]):
+        if options.minority is not None and options.minority not in group_names:
+            value = np.full(counts.shape[:-3], np.nan)
+        else:
+            value = cells.minority_share(counts, None if options.minority is None
+                                         else group_names.index(options.minority))
+        present = cells.sizes(counts) > 0
+        return value, {"share": np.where(present, cells.positive_shares(counts), np.nan)}
 
 
 # -- partial fairness on percentile intervals ----------------------------------------------------------------
@@ -404,32 +448,89 @@ def resamples(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> Resamples:
     return Resamples(n, n_boot, seed)
 
 
-def percentile_ci(values: list[float | None], level: float = LEVEL) -> list[float] | None:
-    """Percentile interval of the defined values (None when none is defined)."""
-    defined = np.array([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+def percentile_ci(values, level: float = LEVEL) -> list[float] | None:
+    """Percentile interval of the defined values (None, NaN and infinities left out; None when none is defined)."""
+    defined = np.array([np.nan if v is None else v for v in values], dtype=float)
+    defined = defined[np.isfinite(defined)]
     if defined.size == 0:
         return None
     lo, hi = np.quantile(defined, [(1 - level) / 2, 1 - (1 - level) / 2])
     return [float(lo), float(hi)]
 
 
-def bootstrap_all(specs: list[MetricSpec], scored: Scored, rows: Resamples) -> list[dict[str, Any]]:
-    """Each metric on all rows and its 95% intervals over the resamples ``rows`` (see :func:`resamples`):
-    ``[{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}]``. Each resample's rows are taken once
-    for every metric (a loop over the resamples, each metric vectorised over rows)."""
+def _result(value: Any, by_group: ByGroup, replicates: Any, replicates_by_group: dict[str, dict[str, Any]]) -> dict:
+    return {"value": _num(value), "ci": percentile_ci(replicates),
+            "by_group": {stat: {g: {"value": _num(v), "ci": percentile_ci(replicates_by_group.get(stat, {}).get(g, ()))}
+                                for g, v in groups.items()}
+                         for stat, groups in by_group.items()}}
+
+
+def on_cells(specs: list[MetricSpec], counts: np.ndarray, names: list[str], n_boot: int = N_BOOT,
+             seed: int = SEED) -> list[dict[str, Any]]:
+    """The rate metrics (:class:`CellMetric`) as :func:`bootstrap_all` gives them: values on the run's (K, 2, 2)
+    cell counts, intervals over ``n_boot`` multinomial draws of them (:func:`app.audits.cells.resample`, seeded),
+    each metric one array operation over the draws."""
+    draws = cells.resample(counts, n_boot, seed)
+    out = []
+    for spec in specs:
+        value, by_group = spec.metric.from_counts(counts, spec.options, names)
+        reps, reps_by_group = spec.metric.on_cells(draws, spec.options, names)
+        out.append(_result(value, by_group, reps, {stat: dict(zip(names, v.T)) for stat, v in reps_by_group.items()}))
+    return out
+
+
+def _on_score_bins(specs: list[MetricSpec], scored: Scored, n_boot: int, seed: int) -> list[dict[str, Any]]:
+    """The :class:`BinnedMetric` s: exact values, intervals over ``n_boot`` multinomial draws of the cells
+    group × label × score bin, shifted by the binning's error on the run (exact − binned)."""
+    names = scored.group_names
+    m = cells.n_score_bins(scored.n_groups, n_boot)
+    counts = cells.binned_counts(scored.y, cells.score_bins(scored.logits, m), scored.group, scored.n_groups, m)
+    draws = cells.resample(counts, n_boot, seed)
+
+    def shifted(replicates: np.ndarray, exact: float | None, binned: float) -> np.ndarray:
+        return replicates + (exact - binned if exact is not None and np.isfinite(binned) else 0.0)
+
+    out = []
+    for spec in specs:
+        value, by_group = spec.metric.compute(scored, spec.options)
+        binned, binned_by_group = spec.metric.on_bins(counts)
+        reps, reps_by_group = spec.metric.on_bins(draws)
+        out.append(_result(value, by_group, shifted(reps, value, binned), {
+            stat: {g: shifted(reps_by_group[stat][:, k], by_group[stat].get(g), binned_by_group[stat][k])
+                   for k, g in enumerate(names)} for stat in by_group}))
+    return out
+
+
+def _on_rows(specs: list[MetricSpec], scored: Scored, rows: Resamples) -> list[dict[str, Any]]:
+    """The other metrics: values on all rows, intervals over the row resamples ``rows`` (a loop over the
+    resamples, each resample's rows taken once for every metric, each metric vectorised over rows)."""
     full = [spec.metric.compute(scored, spec.options) for spec in specs]
     replicates: list[list[tuple[float | None, ByGroup]]] = [[] for _ in specs]
-    for r in rows:
+    for r in rows if specs else ():
         resample = scored.take(r)
         for spec, out in zip(specs, replicates):
             out.append(spec.metric.compute(resample, spec.options))
-    return [{
-        "value": _num(value),
-        "ci": percentile_ci([v for v, _ in reps]),
-        "by_group": {stat: {g: {"value": _num(v), "ci": percentile_ci([b.get(stat, {}).get(g) for _, b in reps])}
-                            for g, v in groups.items()}
-                     for stat, groups in by_group.items()},
-    } for (value, by_group), reps in zip(full, replicates)]
+    return [_result(value, by_group, [v for v, _ in reps],
+                    {stat: {g: [b.get(stat, {}).get(g) for _, b in reps] for g in groups}
+                     for stat, groups in by_group.items()})
+            for (value, by_group), reps in zip(full, replicates)]
+
+
+def bootstrap_all(specs: list[MetricSpec], scored: Scored, rows: Resamples) -> list[dict[str, Any]]:
+    """Each metric on all rows and its 95% intervals over ``len(rows)`` resamples (module docstring; the rate
+    metrics' are multinomial draws of the cell counts seeded ``rows.seed``, the others' the row resamples ``rows``):
+    ``[{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}]`` in the order of ``specs``."""
+    rates = [s for s in specs if issubclass(s.metric, CellMetric)]
+    binned = [s for s in specs if issubclass(s.metric, BinnedMetric)]
+    on_rows = [s for s in specs if not issubclass(s.metric, (CellMetric, BinnedMetric))]
+    done = {}
+    if rates:
+        counts = cells.cell_counts(scored.y, scored.pred, scored.group, scored.n_groups)
+        done.update(zip(map(id, rates), on_cells(rates, counts, scored.group_names, len(rows), rows.seed)))
+    if binned:
+        done.update(zip(map(id, binned), _on_score_bins(binned, scored, len(rows), rows.seed)))
+    done.update(zip(map(id, on_rows), _on_rows(on_rows, scored, rows)))
+    return [done[id(spec)] for spec in specs]
 
 
 def bootstrap(spec: MetricSpec, scored: Scored, rows: Resamples) -> dict[str, Any]:

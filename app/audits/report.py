@@ -9,7 +9,7 @@ A result (one per metric spec, in the spec's order)::
      "drift": {"previous": 0.1, "delta": 0.02}}        # null without a previous value
 
 A rate gap with a threshold (``demographic_parity``, ``equal_opportunity``, ``equalized_odds``) also carries
-``noise_floor`` (:func:`solvers.fairness.noise_floor.floor_of_predictions` for the batch's group sizes at its pooled
+``noise_floor`` (:func:`solvers.fairness.noise_floor.floor_of_cells` for the batch's group sizes at its pooled
 rates): the chance that a model with no gap on the population stays within the threshold on a batch of this size.
 A breach where that chance is low is one the batch's own noise could have produced; the alert says so.
 
@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from solvers.fairness.noise_floor import floor_of_predictions
+from solvers.fairness.noise_floor import floor_of_cells
 
-from .metrics import N_BOOT, SEED, MetricSpec, Scored, bootstrap_all, passes, resamples
+from .cells import cell_counts
+from .metrics import N_BOOT, SEED, CellMetric, MetricSpec, Scored, bootstrap_all, on_cells, passes, resamples
 
 
 def drift_result(spec: MetricSpec, drift: dict[str, Any]) -> dict[str, Any]:
@@ -44,10 +45,34 @@ def evaluate(specs: list[MetricSpec], scored: Scored, previous: list[dict[str, A
              n_boot: int = N_BOOT, seed: int = SEED, drift: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{"results": [...], "breached": [keys], "passed": bool | None, "group_sizes": {group: n}}``;
     ``drift``: ``{"previous": ..., "baseline": ...}`` of :func:`app.audits.drift.compare` for the drift metrics."""
-    rows = resamples(len(scored.y), n_boot, seed)
-    before = {r["key"]: r.get("value") for r in previous or []}
     on_rows = [spec for spec in specs if spec.metric.drift is None]
-    computed = dict(zip(map(id, on_rows), bootstrap_all(on_rows, scored, rows)))
+    computed = bootstrap_all(on_rows, scored, resamples(len(scored.y), n_boot, seed))
+    counts = cell_counts(scored.y, scored.pred, scored.group, scored.n_groups)
+    return _report(specs, dict(zip(map(id, on_rows), computed)), counts, scored.group_names, previous, seed, drift)
+
+
+def evaluate_counts(specs: list[MetricSpec], counts: np.ndarray, group_names: list[str],
+                    previous: list[dict[str, Any]] | None = None, n_boot: int = N_BOOT, seed: int = SEED,
+                    drift: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`evaluate` from a log's (K, 2, 2) cell counts alone (a streamed log: :mod:`app.audits.log_stream`),
+    for the rate and drift metrics (:func:`on_counts`); another metric is a ValueError naming it."""
+    rates = [spec for spec in specs if spec.metric.drift is None]
+    if not on_counts(specs):
+        other = next(spec.type for spec in rates if not issubclass(spec.metric, CellMetric))
+        raise ValueError(f"metric {other!r} reads every row's score; it cannot be computed from cell counts")
+    computed = on_cells(rates, counts, group_names, n_boot, seed)
+    return _report(specs, dict(zip(map(id, rates), computed)), counts, group_names, previous, seed, drift)
+
+
+def on_counts(specs: list[MetricSpec]) -> bool:
+    """Whether every metric of ``specs`` is a rate metric (:class:`~app.audits.metrics.CellMetric`) or a drift
+    metric, so the run needs only the cell counts and the score summaries."""
+    return all(spec.metric.drift is not None or issubclass(spec.metric, CellMetric) for spec in specs)
+
+
+def _report(specs: list[MetricSpec], computed: dict[int, dict[str, Any]], counts: np.ndarray, group_names: list[str],
+            previous: list[dict[str, Any]] | None, seed: int, drift: dict[str, Any] | None) -> dict[str, Any]:
+    before = {r["key"]: r.get("value") for r in previous or []}
     results = []
     for spec in specs:
         metric = spec.metric
@@ -59,8 +84,8 @@ def evaluate(specs: list[MetricSpec], scored: Scored, previous: list[dict[str, A
             out = computed[id(spec)]
             verdict = passes(metric.direction, out["value"], spec.threshold)
         prev = before.get(spec.key)
-        floor = None if spec.threshold is None or out["value"] is None else floor_of_predictions(
-            spec.type, scored.y, scored.pred, scored.group, scored.n_groups, spec.threshold, seed)
+        floor = None if spec.threshold is None or out["value"] is None else floor_of_cells(
+            spec.type, counts, spec.threshold, seed)
         results.append({
             "key": spec.key, "type": spec.type, "options": spec.options.model_dump(mode="json"),
             "direction": metric.direction, "threshold": spec.threshold, **out,
@@ -70,9 +95,9 @@ def evaluate(specs: list[MetricSpec], scored: Scored, previous: list[dict[str, A
         })
     breached = [r["key"] for r in results if r["passed"] is False]
     checked = [r for r in results if r["passed"] is not None]
-    counts = np.bincount(scored.group, minlength=scored.n_groups)
+    sizes = counts.sum(axis=(1, 2))
     return {"results": results, "breached": breached, "passed": (not breached) if checked else None,
-            "group_sizes": {g: int(c) for g, c in zip(scored.group_names, counts)}}
+            "group_sizes": {g: int(c) for g, c in zip(group_names, sizes)}}
 
 
 def _fmt(value: float | None) -> str:

@@ -150,9 +150,22 @@ def floor_of_predictions(family: str, y: np.ndarray, pred: np.ndarray, group: np
         return None
     y = np.asarray(y).reshape(-1) == 1
     pred = np.asarray(pred).reshape(-1) > 0
-    counts, positives = split_counts(y, group, n_groups)
-    rates = {"rate": float(pred.mean()), "tpr": float(pred[y].mean()) if y.any() else None,
-             "fpr": float(pred[~y].mean()) if (~y).any() else None}
+    cells = np.bincount(4 * np.asarray(group, np.int64) + 2 * y + pred, minlength=4 * n_groups)
+    return floor_of_cells(family, cells.reshape(n_groups, 2, 2), tolerance, seed)
+
+
+def floor_of_cells(family: str, cells: np.ndarray, tolerance: float, seed: int = 0) -> dict | None:
+    """:func:`floor_of_predictions` from the (K, 2, 2) counts cells[g, y, ŷ] of rows per group, label and
+    decision (all it reads: the group sizes, their positives and the pooled rates)."""
+    cells = np.asarray(cells, np.int64)
+    if family not in RATE_FAMILIES or cells.sum() == 0:
+        return None
+    n_groups = cells.shape[0]
+    counts, positives = cells.sum(axis=(1, 2)), cells[:, 1, :].sum(axis=1)
+    by_label = cells.sum(axis=0)  # [y, ŷ]
+    rates = {"rate": float(by_label[:, 1].sum() / by_label.sum()),
+             "tpr": float(by_label[1, 1] / by_label[1].sum()) if by_label[1].sum() else None,
+             "fpr": float(by_label[0, 1] / by_label[0].sum()) if by_label[0].sum() else None}
     per_split = n_groups * (2 if family == "equalized_odds" else 1)
     repetitions = int(np.clip(PREDICTION_DRAWS // per_split, 100, PREDICTION_REPETITIONS))
     floor = noise_floor(family, counts, positives, float(tolerance), repetitions=repetitions, seed=seed, **rates)

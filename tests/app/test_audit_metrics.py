@@ -73,7 +73,9 @@ def test_partial_and_auc_fairness_match_brute_force(scored):
 
 
 def test_bootstrap_is_the_percentile_interval_of_the_resamples(scored):
-    spec = MetricSpec(type="demographic_parity", threshold=0.1)
+    """A metric that reads rows (log loss) is bootstrapped over row resamples; the rate metrics' and the AUC's
+    cell draws: tests/app/test_audit_cells.py."""
+    spec = MetricSpec(type="log_loss", threshold=0.6)
     rows = resamples(len(scored.y), n_boot=50, seed=0)
     rng = np.random.default_rng(0)
     expected = rng.integers(0, len(scored.y), size=(50, len(scored.y)))
@@ -82,8 +84,8 @@ def test_bootstrap_is_the_percentile_interval_of_the_resamples(scored):
     out = bootstrap(spec, scored, rows)
     assert out["ci"] == pytest.approx(list(np.quantile(loop, [0.025, 0.975])))
     assert out["ci"][0] <= out["value"] <= out["ci"][1]
-    group_a = [spec.metric.compute(scored.take(r), spec.options)[1]["selection_rate"]["a"] for r in expected]
-    assert out["by_group"]["selection_rate"]["a"]["ci"] == pytest.approx(list(np.quantile(group_a, [0.025, 0.975])))
+    group_a = [spec.metric.compute(scored.take(r), spec.options)[1]["log_loss"]["a"] for r in expected]
+    assert out["by_group"]["log_loss"]["a"]["ci"] == pytest.approx(list(np.quantile(group_a, [0.025, 0.975])))
     assert bootstrap(spec, scored, rows) == out  # reproducible
 
 

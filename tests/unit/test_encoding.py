@@ -88,3 +88,17 @@ def test_label_encoding_strips_and_matches_numbers():
     assert encode_labels(pd.Series([1.0, 0.0, np.nan]), 1).tolist() == [1, 0, 0]
     assert encode_labels(pd.Series([True, False]), True).tolist() == [1, 0]
     assert MISSING == "__missing__"
+
+
+def test_build_groups_counts_few_combinations_as_np_unique_sorts_them():
+    """Few column-value combinations take a bincount instead of np.unique's sort: the same index and names,
+    intersections unobserved left out, in either case (many combinations: the sort)."""
+    rng = np.random.default_rng(0)
+    for n, levels in ((5000, 4), (300, 50)):  # 4³ ≤ n: bincount; 50³ > n and > 2¹⁶: np.unique
+        table = pd.DataFrame({c: rng.integers(0, levels, n) for c in "abc"})
+        table.loc[table.a == 1, "b"] = 2  # some intersections never occur
+        index, names = build_groups(table, ["a", "b", "c"])
+        keys = table.a * levels * levels + table.b * levels + table.c
+        observed, expected = np.unique(keys, return_inverse=True)
+        assert np.array_equal(index, expected.reshape(-1))
+        assert names == [f"{k // levels // levels} & {k // levels % levels} & {k % levels}" for k in observed]
