@@ -149,7 +149,7 @@ def _dominant_note(target: str, found: dict[str, Any]) -> dict[str, Any]:
     return {"reason": "dominant", "detail": (
         f"predicts {target!r} alone with AUC {found['auc']:.3f} on held-out rows, as well as all other columns "
         f"together ({found['rest']:.3f}), and adds {found['unique']:.3f} AUC none of them carries: probably "
-        "known only after the outcome")}
+        "known only after the outcome (list it in features if it is known before)")}
 
 
 def screen_features(table: pd.DataFrame, target: str, positive_label: Any, sensitive: list[str],

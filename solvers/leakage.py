@@ -22,7 +22,9 @@ learnt on the first (``first``), judged on the second. Every column is reduced t
   of the rest's, (a_j − ½) ≥ DOMINANT_SHARE · (AUC(s − c_j) − ½). The most unique such column is removed and the
   test repeated (several leaks of one outcome hide each other). A legitimately strong column is rarely both: on
   Adult the most unique one (capital gain, ΔAUC 0.017) alone reaches 0.59 against 0.89 for the rest; on bank,
-  ``duration`` (the call's length, known after it) alone 0.80 against 0.76, ΔAUC 0.095.
+  ``duration`` (the call's length, known after it) alone 0.80 against 0.76, ΔAUC 0.095. The rule cannot tell
+  such a leak from a lone legitimate predictor among columns that carry little (a table of one strong column and
+  noise): its note says how to keep the column (list it in ``features``).
 * :func:`implausible_accuracy` — a warning when an unconstrained model's test split is implausibly well predicted
   (ROC AUC ≥ :data:`IMPLAUSIBLE_AUC` or balanced accuracy ≥ :data:`IMPLAUSIBLE_BALANCED`, both free of the base
   rate): on the tables this service trains on (people's outcomes) that is what a column recorded after the outcome
@@ -135,16 +137,17 @@ def dominant(columns: Mapping[str, np.ndarray], alone: Mapping[str, float], y: n
         log_odds[name] = (np.log(rate / (1 - rate)) - base)[c[~first]]
     held = y[~first]
     found: list[dict[str, Any]] = []
-    while len(found) < MAX_DOMINANT and len(log_odds) > 1:
+    while len(found) < MAX_DOMINANT and len(log_odds) > 1 and \
+            any(alone[name] >= DOMINANT_AUC for name in log_odds if name not in protected):
         total = sum(log_odds.values())
         full = auc(total, held)
         best = None
         for name, part in log_odds.items():
-            if name in protected:
+            if name in protected or alone[name] < DOMINANT_AUC:  # only a strong column can be dominant
                 continue
             rest = auc(total - part, held)
             unique = full - rest
-            if alone[name] >= DOMINANT_AUC and unique >= UNIQUE_AUC and alone[name] - 0.5 >= DOMINANT_SHARE * (rest - 0.5) and \
+            if unique >= UNIQUE_AUC and alone[name] - 0.5 >= DOMINANT_SHARE * (rest - 0.5) and \
                     (best is None or unique > best["unique"]):
                 best = {"column": name, "auc": alone[name], "rest": rest, "unique": unique}
         if best is None:
