@@ -123,7 +123,8 @@ def send_baseline(baseline_id: str, device: str) -> None:
 
 def baseline_warnings(baseline: Baseline | None) -> list[str]:
     """What every job on this baseline must say of it: that the unconstrained model is implausibly accurate for the
-    table (:func:`solvers.leakage.implausible_accuracy` of its test split), a sign of a column known after the outcome."""
+    table (:func:`solvers.leakage.implausible_accuracy` of its test split), a sign of a column known after the
+    outcome."""
     if baseline is None or baseline.status != "succeeded" or not baseline.result:
         return []
     warning = implausible_accuracy((baseline.result.get("metrics") or {}).get("test"))
