@@ -1,7 +1,8 @@
 """Issue 30 item 2 through real API and worker processes: on ProPublica's raw COMPAS file a job with every default
 (``features`` left to the screen) excludes the columns recorded after the outcome, shows why, and reaches a
 plausible test accuracy; a job given those columns warns that its unconstrained baseline is implausibly accurate.
-Bank's ``duration`` (known after the call) is excluded by the same screen. Skipped without the shared files."""
+Bank's ``duration`` (known after the call) is excluded by the same screen, and nothing of Adult. Skipped without
+the shared files."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import csv
 
 import pytest
 
-from bench.datasets import data_dir
+from bench.datasets import ADULT_COLUMNS, data_dir
 from tests.integration.test_promise_service import wait_baseline
 
 COMPAS = data_dir() / "compas-scores-two-years.csv"
 BANK = data_dir() / "bank-full.csv"
+ADULT = data_dir() / "adult.data"
 LEAKS = {"r_days_from_arrest": "outcome_only", "is_violent_recid": "outcome_only", "vr_charge_degree": "outcome_only",
          "vr_charge_desc": "outcome_only", "event": "outcome_only", "end": "dominant"}
 
@@ -25,8 +27,8 @@ def unique_names(path, delimiter=",") -> list[str]:
     return [f"{n}.{header[:i].count(n)}" if n in header[:i] else n for i, n in enumerate(header)]
 
 
-def upload_file(client, path, names: list[str] | None = None) -> dict:
-    data = {"name": path.name}
+def upload_file(client, path, names: list[str] | None = None, **options) -> dict:
+    data = {"name": path.name, **options}
     if names is not None:
         data["column_names"] = ",".join(names)
     with open(path, "rb") as fh:
@@ -67,13 +69,20 @@ def test_raw_compas_default_job_excludes_post_outcome_columns(postgres_stack):
                        client.get(f"/api/v1/jobs/{job['id']}").json()["result"]["warnings"])
 
 
-@pytest.mark.skipif(not BANK.exists(), reason="the shared bank file is not there")
-def test_bank_screen_excludes_duration(postgres_stack):
+@pytest.mark.skipif(not (BANK.exists() and ADULT.exists()), reason="the shared bank and Adult files are not there")
+def test_bank_loses_duration_and_adult_nothing(postgres_stack):
     with postgres_stack.client() as client:
-        dataset = upload_file(client, BANK)
-        screen = client.get(f"/api/v1/datasets/{dataset['id']}/feature-screen",
+        bank = upload_file(client, BANK)
+        screen = client.get(f"/api/v1/datasets/{bank['id']}/feature-screen",
                             params={"target": "y", "positive_label": "yes", "sensitive": ["marital"]})
         assert screen.status_code == 200, screen.text
         notes = screen.json()["notes"]
         assert [(n["column"], n["action"], n["reason"]) for n in notes] == [("duration", "excluded", "dominant")]
         assert "duration" not in screen.json()["kept"] and "balance" in screen.json()["kept"]
+
+        adult = upload_file(client, ADULT, ADULT_COLUMNS, header="false")  # UCI's file has no header row
+        screen = client.get(f"/api/v1/datasets/{adult['id']}/feature-screen",
+                            params={"target": "income", "positive_label": ">50K", "sensitive": ["sex"]})
+        assert screen.status_code == 200, screen.text
+        assert [n for n in screen.json()["notes"] if n["action"] == "excluded"] == []  # strong, not leaks
+        assert screen.json()["kept"] == ADULT_COLUMNS[:-1]
