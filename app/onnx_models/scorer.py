@@ -5,8 +5,8 @@ onnxruntime session fed one column per input, by name (:mod:`.check` says which 
 
 String inputs get the file's own text (:mod:`.raw_values`: as written for a model from elsewhere, FairSolve's
 normalised values only for a model FairSolve exported), numeric inputs the column as numbers (NaN for missing in
-float inputs). Rows are scored in blocks of
-``BLOCK_ROWS``, so the feeds of one block are all that is held besides the table.
+float inputs). Rows are scored in blocks of ``BLOCK_ROWS``, so the feeds of one block are all that is held besides
+the table (and, for a model from elsewhere, its text columns as written).
 """
 from __future__ import annotations
 
