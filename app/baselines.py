@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from app.models import Baseline, new_id, utcnow
 from app.queue import queue_for
 from app.schemas import problem_fields
+from solvers.leakage import implausible_accuracy
 from worker.celery_app import celery_app
 
 COMPUTE_BASELINE = "fairsolve.compute_baseline"
@@ -118,6 +119,16 @@ def ensure_baseline(session: Session, job_spec: dict[str, Any], resend_after_s: 
 def send_baseline(baseline_id: str, device: str) -> None:
     celery_app.send_task(COMPUTE_BASELINE, args=[baseline_id], queue=queue_for(device),
                          task_id=f"baseline-{baseline_id}")
+
+
+def baseline_warnings(baseline: Baseline | None) -> list[str]:
+    """What every job on this baseline must say of it: that the unconstrained model is implausibly accurate for the
+    table (:func:`solvers.leakage.implausible_accuracy` of its test split), a sign of a column known after the
+    outcome."""
+    if baseline is None or baseline.status != "succeeded" or not baseline.result:
+        return []
+    warning = implausible_accuracy((baseline.result.get("metrics") or {}).get("test"))
+    return [warning] if warning else []
 
 
 def baselines_for(session: Session, job_specs: list[dict[str, Any]]) -> list[Baseline | None]:

@@ -13,10 +13,20 @@ Every column except the target is screened; the rules, in order (the first that 
   ``last``) — excluded;
 * ``leakage``: on a sample of at most :data:`SAMPLE_ROWS` rows split in two halves, the column alone
   predicts the target on the second half from the target's mean per value (numbers: per quantile bin,
-  :data:`BINS` bins) learnt on the first, with ROC AUC a (max(a, 1 − a) taken) ≥ :data:`LEAK_AUC` —
-  excluded; ``near_duplicate`` when it also has at most :data:`DUPLICATE_LEVELS` values (a recoding of
-  the target). A column with AUC in [:data:`FLAG_AUC`, :data:`LEAK_AUC`) is kept and ``flagged``: it
-  may be known only after the outcome.
+  :data:`~solvers.leakage.BINS` bins) learnt on the first, with ROC AUC a (max(a, 1 − a) taken) ≥ :data:`LEAK_AUC`
+  — excluded; ``near_duplicate`` when it also has at most :data:`DUPLICATE_LEVELS` values (a recoding of
+  the target);
+* ``outcome_only``: the column is defined (present, non-zero) almost only for one class
+  (:func:`~solvers.leakage.outcome_only`) — excluded;
+* ``target_stem``: its name shares the target's stem and it predicts the target (AUC ≥
+  :data:`~solvers.leakage.STEM_AUC`; :func:`~solvers.leakage.shares_stem`) — excluded;
+* ``dominant``: among the columns still kept, one that alone predicts the target about as well as all the others
+  together and adds what none of them does (:func:`~solvers.leakage.dominant`, naive Bayes on the same halves) —
+  excluded, one per round.
+
+A column kept with AUC in [:data:`FLAG_AUC`, :data:`LEAK_AUC`) is ``flagged``: it may be known only after the
+outcome. Every rule is about the data, never about names of known datasets (the stem compares the column's name
+with the target's).
 
 Each note says the column, ``action`` (``excluded`` / ``flagged``), ``reason`` and a sentence ``detail``.
 Sensitive columns are never excluded (the job names them), only screened for leakage.
@@ -34,7 +44,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .encoding import encode_labels, normalise_values
+from .encoding import encode_labels
+from .leakage import STEM_AUC, codes, dominant, held_out_auc, outcome_only, shares_stem
 
 SAMPLE_ROWS = 5000
 DATE_SHARE = 0.9
@@ -43,7 +54,6 @@ NAME_SHARE = 0.3
 MIN_ID_DISTINCT = 50
 TEXT_WORDS = 3.0
 MIN_TEXT_DISTINCT = 50
-BINS = 20
 LEAK_AUC = 0.95
 FLAG_AUC = 0.85
 DUPLICATE_LEVELS = 10
@@ -116,32 +126,30 @@ def _shape_note(stats: ColumnStats, sample: pd.Series) -> dict[str, Any] | None:
     return None
 
 
-def _codes(s: pd.Series) -> np.ndarray:
-    """Category codes of one column: its values, or BINS quantile bins for numbers with more values (missing: own code)."""
-    if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype) and s.nunique() > BINS:
-        codes = pd.qcut(s.rank(method="first"), BINS, labels=False).to_numpy(dtype=float)
-        return np.where(np.isnan(codes), BINS, codes).astype(np.int64)
-    return pd.factorize(normalise_values(s))[0]
+def _leak_note(column: str, target: str, auc: float, levels: int) -> dict[str, Any]:
+    reason = "near_duplicate" if levels <= DUPLICATE_LEVELS else "leakage"
+    what = "a recoding of the target" if reason == "near_duplicate" else "leaks the target"
+    return {"reason": reason, "detail": f"predicts {target!r} alone with AUC {auc:.3f} on held-out rows: "
+                                       f"{what}, probably known only after the outcome"}
 
 
-def _held_out_auc(codes: np.ndarray, y: np.ndarray, first: np.ndarray) -> float:
-    """max(a, 1 − a) for a = ROC AUC on the second half of the target's per-code mean learnt on the first half
-    (a = P(s₊ > s₋) + ½ P(s₊ = s₋) over positive / negative pairs, counted per distinct score)."""
-    second = ~first
-    if y[second].min() == y[second].max():
-        return 0.5
-    k = int(codes.max()) + 1
-    counts = np.bincount(codes[first], minlength=k)
-    sums = np.bincount(codes[first], weights=y[first], minlength=k)
-    prior = y[first].mean() if first.any() else 0.5
-    rate = (sums + prior) / (counts + 1.0)  # one pseudo-row at the prior: unseen codes score the prior
-    labels = y[second] > 0.5
-    scores, index = np.unique(rate[codes[second]], return_inverse=True)
-    positives = np.bincount(index, weights=labels, minlength=len(scores))
-    negatives = np.bincount(index, weights=~labels, minlength=len(scores))
-    below = np.cumsum(negatives) - negatives  # negatives scored strictly lower
-    auc = float((positives * (below + 0.5 * negatives)).sum() / (positives.sum() * negatives.sum()))
-    return float(max(auc, 1.0 - auc))
+def _outcome_note(target: str, found: dict[str, float]) -> dict[str, Any]:
+    return {"reason": "outcome_only", "detail": (
+        f"defined (present and non-zero) in {found['rows']} sampled rows ({100 * found['share']:.0f} %), "
+        f"{100 * found['share_in']:.0f} % of them with {target} = {found['class']} against "
+        f"{100 * found['share_out']:.0f} % elsewhere: recorded only after the outcome")}
+
+
+def _stem_note(target: str, stem: str, auc: float) -> dict[str, Any]:
+    return {"reason": "target_stem", "detail": f"named like the target ({stem!r} in {target!r}) and predicts it "
+                                               f"(AUC {auc:.3f} on held-out rows): probably part of the outcome"}
+
+
+def _dominant_note(target: str, found: dict[str, Any]) -> dict[str, Any]:
+    return {"reason": "dominant", "detail": (
+        f"predicts {target!r} alone with AUC {found['auc']:.3f} on held-out rows, as well as all other columns "
+        f"together ({found['rest']:.3f}), and adds {found['unique']:.3f} AUC none of them carries: probably "
+        "known only after the outcome (list it in features if it is known before)")}
 
 
 def screen_features(table: pd.DataFrame, target: str, positive_label: Any, sensitive: list[str],
@@ -153,26 +161,36 @@ def screen_features(table: pd.DataFrame, target: str, positive_label: Any, sensi
     sample = table.iloc[rows]
     y = encode_labels(sample[target], positive_label).astype(float)
     first = rng.random(len(sample)) < 0.5
-    kept, notes = [], []
+    notes: dict[str, dict[str, Any]] = {}  # column -> its note (excluded or flagged)
+    candidates: dict[str, np.ndarray] = {}  # columns still kept -> their codes
+    alone: dict[str, float] = {}
+    protected = set(sensitive)
     for column in table.columns:  # one vectorised pass per column
         if column == target:
             continue
-        note = None if column in sensitive else _shape_note(stats[column], sample[column])
+        note = None if column in protected else _shape_note(stats[column], sample[column])
         if note is None:
-            codes = _codes(sample[column])
-            auc = _held_out_auc(codes, y, first)
-            levels = int(codes.max()) + 1
-            if auc >= LEAK_AUC and column not in sensitive:
-                reason = "near_duplicate" if levels <= DUPLICATE_LEVELS else "leakage"
-                what = "a recoding of the target" if reason == "near_duplicate" else "leaks the target"
-                note = {"reason": reason, "detail": f"predicts {target!r} alone with AUC {auc:.3f} on held-out rows: "
-                                                    f"{what}, probably known only after the outcome"}
-            elif auc >= FLAG_AUC:
-                notes.append({"column": column, "action": "flagged", "reason": "leakage",
-                              "detail": f"predicts {target!r} alone with AUC {auc:.3f} on held-out rows: check it is "
-                                        "known before the outcome"})
-        if note is None:
-            kept.append(column)
-        else:
-            notes.append({"column": column, "action": "excluded", **note})
-    return FeatureScreen(kept, notes)
+            c = codes(sample[column])
+            alone[column] = auc = held_out_auc(c, y, first)
+            if column in protected:
+                pass
+            elif auc >= LEAK_AUC:
+                note = _leak_note(column, target, auc, int(c.max()) + 1)
+            elif (found := outcome_only(sample[column], y)) is not None:
+                note = _outcome_note(target, found)
+            elif (stem := shares_stem(column, target)) is not None and auc >= STEM_AUC:
+                note = _stem_note(target, stem, auc)
+            if note is None:
+                candidates[column] = c
+        if note is not None:
+            notes[column] = {"column": column, "action": "excluded", **note}
+    for found in dominant(candidates, alone, y, first, protected):
+        notes[found["column"]] = {"column": found["column"], "action": "excluded", **_dominant_note(target, found)}
+    for column in candidates:
+        if column not in notes and alone[column] >= FLAG_AUC:
+            notes[column] = {"column": column, "action": "flagged", "reason": "leakage",
+                             "detail": f"predicts {target!r} alone with AUC {alone[column]:.3f} on held-out rows: "
+                                       "check it is known before the outcome"}
+    columns = [c for c in table.columns if c != target]
+    return FeatureScreen([c for c in columns if c not in notes or notes[c]["action"] != "excluded"],
+                         [notes[c] for c in columns if c in notes])

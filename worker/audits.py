@@ -121,8 +121,11 @@ def _model(inputs: dict[str, Any]):
     if inputs["uploaded"] is not None:
         path = model_file(inputs["uploaded"])
         if inputs["uploaded"].stored_name.endswith(".onnx"):  # an uploaded ONNX model: scored by onnxruntime
+            from app.onnx_models.raw_values import file_text
             from app.onnx_models.scorer import OnnxModel
-            return OnnxModel.from_file(path, inputs["uploaded"].spec, settings.max_onnx_bytes)
+            dataset = inputs["dataset"]  # its text as written feeds a model from elsewhere (raw_values)
+            text = file_text(dataset_file(dataset), dataset.format, dataset.read_options) if dataset else None
+            return OnnxModel.from_file(path, inputs["uploaded"].spec, settings.max_onnx_bytes, text)
         return AuditModel.from_file(path)
     job, weights = inputs["job"], inputs["weights"]
     if job.status != "succeeded" or weights is None:

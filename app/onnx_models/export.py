@@ -7,8 +7,10 @@ no torch, so the API builds it on request (``GET /api/v1/jobs/{id}/model.onnx``)
 
 * categorical column → ``tensor(string)``: the value as FairSolve normalises it
   (:func:`solvers.encoding.normalise_values`: text stripped of surrounding whitespace, integral numbers
-  written as integers, booleans as ``True``/``False``, missing as ``__missing__``); one-hot over the train
-  categories (``Equal`` against them, broadcast), an unseen value encodes as all zeros — as the encoder;
+  written as integers, booleans as ``True``/``False``, missing as ``__missing__``) or the cell as the training
+  file holds it: its missing-value markers (``?``, ``NA``, empty, ... from the dataset's reading options) are read
+  as ``__missing__`` inside the graph; one-hot over the train categories (``Equal`` against them, broadcast), an
+  unseen value encodes as all zeros — as the encoder;
 * numeric column → ``tensor(double)``, NaN for missing: ``x̃ = (Where(IsNaN(x), median, x) − mean) / std``
   in float64, then float32 (the encoder's own operations), followed by the ``IsNaN`` 0/1 indicator when the
   encoder added one; binary integer columns are passed on as they are.
@@ -38,11 +40,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from solvers.encoding import MISSING
 
 OPSET = 19  # Equal on strings (opset 19) is the newest operator the graph uses
 IR_VERSION = 9  # the IR version of opset 19: runtimes from onnxruntime 1.15 on read the file
@@ -57,7 +61,8 @@ THRESHOLD_HASH = 43758.5453   # group_thresholds._HASH: u(x) = frac(HASH · sin(
 RANDOMIZED_CLIP = 1e-6        # solvers.randomized.CLIP: f_Q = logit(clip(p_Q, δ, 1 − δ))
 MODEL_DOC = ("A FairSolve job's pipeline (encoder, model, post-processing, threshold). Inputs: one per raw column, "
              "[N, 1]; string columns hold the value stripped of surrounding whitespace, integral numbers written "
-             "as integers, booleans as True/False, missing as __missing__; double columns NaN for missing. "
+             "as integers, booleans as True/False, missing as __missing__ or as the training file's own missing-value "
+             "markers; double columns NaN for missing. "
              "Outputs [N]: logit f(x), score = sigmoid(f) = P(y = 1), decision = 1{score > 0.5}.")
 
 
@@ -94,16 +99,31 @@ class _Graph:
         return out
 
 
-def _encode(g: _Graph, plan: list[dict]) -> tuple[list[onnx.ValueInfoProto], list[str]]:
+def _onehot(g: _Graph, col: str, categories: list[str], markers: Sequence[str]) -> str:
+    """float32 [N, k]: 1 where the value is the category; the file's missing-value markers count as ``__missing__``
+    when that is a category (``Equal`` against the markers, then a [T, k] matrix of ones in its column)."""
+    cats = [str(c) for c in categories]
+    hit = g.op("Cast", [g.op("Equal", [col, g.const(np.array([cats], dtype=object), f"{col}_categories")],
+                             f"{col}_onehot")], f"{col}_onehot_f", to=TensorProto.FLOAT)
+    markers = [m for m in dict.fromkeys(markers) if m not in cats]
+    if MISSING not in cats or not markers:
+        return hit
+    to_missing = np.zeros((len(markers), len(cats)), dtype=np.float32)
+    to_missing[:, cats.index(MISSING)] = 1.0
+    marked = g.op("Cast", [g.op("Equal", [col, g.const(np.array([markers], dtype=object), f"{col}_markers")],
+                                f"{col}_marked")], f"{col}_marked_f", to=TensorProto.FLOAT)
+    return g.op("Add", [hit, g.op("MatMul", [marked, g.const(to_missing, f"{col}_to_missing")], f"{col}_m")],
+                f"{col}_onehot_m")
+
+
+def _encode(g: _Graph, plan: list[dict], markers: Sequence[str] = ()) -> tuple[list[onnx.ValueInfoProto], list[str]]:
     """Graph inputs (one per column) and the float32 [N, k] blocks of X, in the encoder's order."""
     inputs, blocks = [], []
     for p in plan:
         col = p["column"]
         if p["kind"] == "categorical":
             inputs.append(helper.make_tensor_value_info(col, TensorProto.STRING, ["N", 1]))
-            cats = g.const(np.array([[str(c) for c in p["categories"]]], dtype=object), f"{col}_categories")
-            hit = g.op("Equal", [col, cats], f"{col}_onehot")
-            blocks.append(g.op("Cast", [hit], f"{col}_onehot_f", to=TensorProto.FLOAT))
+            blocks.append(_onehot(g, col, p["categories"], markers))
             continue
         inputs.append(helper.make_tensor_value_info(col, TensorProto.DOUBLE, ["N", 1]))
         if p["kind"] == "binary":
@@ -293,12 +313,14 @@ def _group_thresholds(g: _Graph, X: str, h: str, state: dict[str, np.ndarray], p
     return g.op("Cast", [moved], "thresholded", to=TensorProto.FLOAT)
 
 
-def pipeline_model(encoder: dict, state: dict[str, np.ndarray], model: dict, audit: dict[str, Any]) -> onnx.ModelProto:
+def pipeline_model(encoder: dict, state: dict[str, np.ndarray], model: dict, audit: dict[str, Any],
+                   missing_values: Sequence[str] = ()) -> onnx.ModelProto:
     """The ONNX model of the whole pipeline (module docstring). ``encoder`` is :meth:`TableEncoder.to_dict`,
     ``state`` the weights (numpy), ``model`` the spec's model dict, ``audit`` what an audit of the file needs
-    (target, positive_label, sensitive, group_rules, groups, job_id), stored in the metadata."""
+    (target, positive_label, sensitive, group_rules, groups, job_id), stored in the metadata; ``missing_values``
+    the training file's markers, read inside the graph as ``__missing__``."""
     g = _Graph()
-    inputs, blocks = _encode(g, encoder["plan"])
+    inputs, blocks = _encode(g, encoder["plan"], missing_values)
     if not blocks:
         raise ExportError("the model reads no feature column")
     X = g.op("Concat", blocks, "X", axis=1) if len(blocks) > 1 else blocks[0]
@@ -323,10 +345,10 @@ def pipeline_model(encoder: dict, state: dict[str, np.ndarray], model: dict, aud
     return out
 
 
-def job_model(job_id: str, job_spec: dict, weights: Path) -> onnx.ModelProto:
+def job_model(job_id: str, job_spec: dict, weights: Path, missing_values: Sequence[str] = ()) -> onnx.ModelProto:
     """The ONNX pipeline of a job from its weights artifact alone (the worker stores the fitted encoder and
     the group names in its safetensors metadata); ExportError when it lacks them (weights written before the
-    worker stored the encoder)."""
+    worker stored the encoder). ``missing_values``: the markers of the job's dataset (its reading options)."""
     from safetensors import safe_open
 
     from app.audits.model_file import problem_spec
@@ -341,4 +363,5 @@ def job_model(job_id: str, job_spec: dict, weights: Path) -> onnx.ModelProto:
     audit = {"target": spec.target, "positive_label": spec.positive_label, "sensitive": spec.sensitive,
              "group_rules": {k: v.model_dump(mode="json") for k, v in (spec.group_rules or {}).items()},
              "groups": json.loads(meta.get("groups", "[]")), "job_id": job_id}
-    return pipeline_model(json.loads(meta["encoder"]), state, spec.model.model_dump(mode="json"), audit)
+    return pipeline_model(json.loads(meta["encoder"]), state, spec.model.model_dump(mode="json"), audit,
+                          missing_values)

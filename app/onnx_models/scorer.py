@@ -3,9 +3,10 @@ positive label, sensitive columns, group rules: the same :func:`~solvers.spec.la
 :func:`~solvers.encoding.build_groups` as :class:`~app.audits.model.AuditModel`), scores from an
 onnxruntime session fed one column per input, by name (:mod:`.check` says which output is read and how).
 
-String inputs get the values as FairSolve normalises them (:func:`~solvers.encoding.normalise_values`),
-numeric inputs the column as numbers (NaN for missing in float inputs). Rows are scored in blocks of
-``BLOCK_ROWS``, so the feeds of one block are all that is held besides the table.
+String inputs get the file's own text (:mod:`.raw_values`: as written for a model from elsewhere, FairSolve's
+normalised values only for a model FairSolve exported), numeric inputs the column as numbers (NaN for missing in
+float inputs). Rows are scored in blocks of ``BLOCK_ROWS``, so the feeds of one block are all that is held besides
+the table (and, for a model from elsewhere, its text columns as written).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from solvers.encoding import normalise_scalar, normalise_values
 
 from . import AUDIT_FIELDS
 from .check import describe, input_problems, load_checked
+from .raw_values import FileText, as_written, speaks_fairsolve
 
 BLOCK_ROWS = 65_536
 _NUMPY = {"float": np.float32, "double": np.float64, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
@@ -40,9 +42,10 @@ def column_kinds(table: pd.DataFrame) -> dict[str, str]:
     return {str(c): kind(table[c].dtype) for c in table.columns}
 
 
-def _feed(series: pd.Series, spec: dict[str, Any]) -> np.ndarray:
+def _feed(series: pd.Series, spec: dict[str, Any], own_tokens: bool = True) -> np.ndarray:
+    """One input's values; a string input's as FairSolve normalises them (``own_tokens``) or as written."""
     if spec["type"] == "string":
-        values = normalise_values(series).astype(object)
+        values = normalise_values(series).astype(object) if own_tokens else as_written(series)
     elif spec["type"] in ("float", "double"):
         values = series.to_numpy(dtype=_NUMPY[spec["type"]], na_value=np.nan)
     else:
@@ -58,18 +61,22 @@ class OnnxModel:
     spec: ProblemSpec          # the audit fields (target, positive label, sensitive columns, group rules)
     graph: dict[str, Any]      # what :func:`.check.describe` found: inputs, the output used
     session: Any               # onnxruntime.InferenceSession
+    own_tokens: bool = False   # exported by FairSolve: string inputs take its normalised values (.raw_values)
+    file_text: FileText | None = None  # the audited file's text columns as written, when it can be read again
 
     @classmethod
-    def from_file(cls, path: Path, stored: dict[str, Any], max_bytes: int) -> "OnnxModel":
+    def from_file(cls, path: Path, stored: dict[str, Any], max_bytes: int,
+                  file_text: FileText | None = None) -> "OnnxModel":
         """The uploaded model in ``path`` (checked again before its session is made); ``stored`` is the
-        upload's ``spec`` (the audit fields)."""
+        upload's ``spec`` (the audit fields); ``file_text`` reads the audited file's cells as written."""
         import onnxruntime as ort
 
         model = load_checked(path, max_bytes)
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1  # a worker process per core
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        return cls(audit_spec(stored), describe(model), session)
+        return cls(audit_spec(stored), describe(model), session,
+                   speaks_fairsolve(model.producer_name, model.doc_string), file_text)
 
     def required_columns(self) -> list[str]:
         return list(dict.fromkeys([self.spec.target, *self.spec.sensitive, *(i["name"] for i in self.graph["inputs"])]))
@@ -79,16 +86,24 @@ class OnnxModel:
         inputs, out = self.graph["inputs"], self.graph["output"]
         if (problem := input_problems(inputs, column_kinds(table))) is not None:
             raise ModelError(problem)
+        columns = {i["name"]: table[i["name"]] for i in inputs}
+        texts = [i["name"] for i in inputs if i["type"] == "string"]
+        if texts and not self.own_tokens and self.file_text is not None:
+            written = self.file_text(texts)
+            if len(written) != len(table):
+                raise ModelError(f"the file's text columns have {len(written)} rows, the table {len(table)}")
+            columns.update({c: written[c] for c in texts})
         parts = []
         for start in range(0, len(table), BLOCK_ROWS):
-            block = table.iloc[start:start + BLOCK_ROWS]
-            feeds = {i["name"]: _feed(block[i["name"]], i) for i in inputs}
+            feeds = {i["name"]: _feed(columns[i["name"]].iloc[start:start + BLOCK_ROWS], i, self.own_tokens)
+                     for i in inputs}
             try:
                 (value,) = self.session.run([out["name"]], feeds)
             except Exception as exc:  # onnxruntime's errors: the graph failed on these values
                 raise ModelError(f"the ONNX model failed on the data: {exc}"[:400]) from exc
             value = np.asarray(value)
-            value = value[:, out["column"]] if out["column"] is not None else value.reshape(len(block), -1)[:, 0]
+            rows = min(BLOCK_ROWS, len(table) - start)
+            value = value[:, out["column"]] if out["column"] is not None else value.reshape(rows, -1)[:, 0]
             parts.append(value)
         value = np.concatenate(parts)
         if out["kind"] == "logit":

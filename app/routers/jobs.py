@@ -16,7 +16,7 @@ from app.admission import check_active_jobs, check_caps
 from app.artifacts import artifact_file
 from app.auth import Caller
 from app.base_jobs import check_base_jobs
-from app.baselines import baselines_for
+from app.baselines import baseline_warnings, baselines_for
 from app.deps import DB, KEEP, AppSettings, CurrentCaller, Offset, get_or_404, owned
 from app.feature_screening import screened
 from app.job_wait import MAX_WAIT_S, notify_ended, wait_for_end
@@ -47,6 +47,8 @@ def job_models(db: Session, jobs: list[Job]) -> list[JobOut]:
     for job, baseline in zip(jobs, baselines_for(db, [dict(j.spec, dataset_id=j.dataset_id) for j in jobs])):
         model = JobOut.model_validate(job)
         model.baseline = BaselineOut.model_validate(baseline) if baseline is not None else None
+        if model.result is not None:  # the baseline's warnings are the job's too (issue 30: leaks)
+            model.result.warnings += [w for w in baseline_warnings(baseline) if w not in model.result.warnings]
         model.artifacts = [{"id": a.id, "kind": a.kind, "media_type": a.media_type, "size_bytes": a.size_bytes,
                             "sha256": a.sha256, "url": f"/api/v1/jobs/{job.id}/artifacts/{a.kind}"}
                            for a in arts[job.id]]

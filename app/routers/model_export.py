@@ -9,7 +9,8 @@ from fastapi import APIRouter, HTTPException, Response
 
 from app.artifacts import artifact_file
 from app.deps import DB, CurrentCaller, get_or_404
-from app.models import Job
+from app.models import Dataset, Job
+from app.read_options import DEFAULT_MISSING
 from app.routers.audits import weights_of
 
 router = APIRouter(tags=["models"])
@@ -28,7 +29,10 @@ def download_onnx(job_id: str, db: DB, caller: CurrentCaller) -> Response:
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no model to export")
     try:
-        model = job_model(job.id, job.spec, artifact_file(art))
+        dataset = db.get(Dataset, job.dataset_id)  # its missing-value markers are read inside the graph
+        markers = ((dataset.read_options if dataset is not None else None) or {}).get("missing_values",
+                                                                                      DEFAULT_MISSING)
+        model = job_model(job.id, job.spec, artifact_file(art), markers)
     except ExportError as exc:
         raise HTTPException(status_code=409, detail=f"job {job_id!r}: {exc}") from exc
     return Response(model.SerializeToString(), media_type="application/octet-stream",

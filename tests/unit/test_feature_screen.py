@@ -56,12 +56,85 @@ def test_propublica_compas_as_published():
     assert got["is_recid"][0] == "excluded" and got["is_recid"][1] in ("near_duplicate", "leakage")
     assert got["type_of_assessment"] == ("excluded", "constant") and got["c_charge_desc"][1] == "free_text"
     assert {"sex", "age", "race", "priors_count", "juv_fel_count", "c_charge_degree"} <= set(screen.kept)
+    # issue 30 item 2: the columns recorded after the outcome, each with a reason drawn from the data
+    for column in ("r_days_from_arrest", "is_violent_recid", "vr_charge_degree", "vr_charge_desc", "event"):
+        assert got[column] == ("excluded", "outcome_only"), column
+    assert got["end"] == ("excluded", "dominant")
+    assert {"decile_score", "c_days_from_compas", "days_b_screening_arrest", "start"} <= set(screen.kept)
+
+
+@pytest.mark.skipif(not (data_dir() / "bank-full.csv").exists(), reason="the shared bank file is not there")
+@pytest.mark.parametrize("file", ["bank-full.csv", "bank-additional-full.csv"])
+def test_bank_duration_is_excluded_and_nothing_else(file):
+    table = pd.read_csv(data_dir() / file, sep=";")
+    screen = screen_features(table, "y", "yes", ["marital"])
+    assert reasons(screen) == {"duration": ("excluded", "dominant")}
+    assert "as well as all other columns together" in screen.notes[0]["detail"]
+
+
+@pytest.mark.skipif(not (data_dir() / "adult.data").exists(), reason="the shared Adult file is not there")
+def test_adult_keeps_every_column():
+    from bench.datasets import adult
+
+    table = adult()
+    for seed in range(3):  # its strong legitimate predictors (relationship, capital gain) are not leaks
+        assert screen_features(table, "income", ">50K", ["sex"], seed=seed).excluded == []
+
+
+def test_a_column_defined_only_for_positives_is_excluded():
+    rng = np.random.default_rng(3)
+    n = 4000
+    x = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-x))).astype(int)
+    later = np.where((y == 1) & (rng.random(n) < 0.4), rng.integers(1, 300, n), np.nan)  # days to the event
+    table = pd.DataFrame({"x": x, "s": rng.integers(0, 2, n), "days_to_event": later,
+                          "sometimes": np.where(rng.random(n) < 0.3, rng.normal(size=n), np.nan), "y": y})
+    screen = screen_features(table, "y", 1, ["s"])
+    assert reasons(screen) == {"days_to_event": ("excluded", "outcome_only")}
+    assert "100 % of them with y = 1" in screen.notes[0]["detail"]
+
+
+def test_a_column_named_like_the_target_is_excluded_when_it_predicts_it():
+    rng = np.random.default_rng(4)
+    n = 4000
+    x = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-x))).astype(int)
+    table = pd.DataFrame({"x": x, "s": rng.integers(0, 2, n),
+                          "defaultFlag": np.where(rng.random(n) < 0.3, y, rng.integers(0, 2, n)),  # predicts it
+                          "default_branch": rng.integers(0, 5, n),  # shares the word, predicts nothing
+                          "loan_default": y})
+    got = reasons(screen_features(table, "loan_default", 1, ["s"]))
+    assert got == {"defaultFlag": ("excluded", "target_stem")}
+
+
+def test_a_dominant_column_is_excluded_and_a_strong_shared_one_is_not():
+    rng = np.random.default_rng(5)
+    n = 5000
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(a + b)))).astype(int)
+    table = pd.DataFrame({"a": a, "a_copy": a + 0.3 * rng.normal(size=n), "b": b, "s": rng.integers(0, 2, n),
+                          "call_seconds": rng.gamma(2, 60, n) * np.where(y == 1, 4.0, 1.0), "y": y})
+    screen = screen_features(table, "y", 1, ["s"])
+    assert reasons(screen) == {"call_seconds": ("excluded", "dominant")}
+    # without the leak, the strongest column (carried also by its noisy copy) stays
+    assert screen_features(table.drop(columns="call_seconds"), "y", 1, ["s"]).excluded == []
+
+
+def test_implausible_accuracy_warns_only_beyond_plausible():
+    from solvers.leakage import implausible_accuracy
+
+    assert implausible_accuracy({"roc_auc": 0.977, "balanced_accuracy": 0.91}).startswith(
+        "the unconstrained model is implausibly accurate for this table (test AUC 0.977, balanced accuracy 0.910)")
+    assert implausible_accuracy({"roc_auc": 0.9, "balanced_accuracy": 0.92}) is not None
+    assert implausible_accuracy({"roc_auc": 0.90, "balanced_accuracy": 0.78}) is None  # Adult's
+    assert implausible_accuracy({"roc_auc": None, "balanced_accuracy": None}) is None
+    assert implausible_accuracy(None) is None
 
 
 def test_held_out_auc_is_roc_auc():
     from sklearn.metrics import roc_auc_score
 
-    from solvers.feature_screen import _held_out_auc
+    from solvers.leakage import held_out_auc as _held_out_auc
 
     rng = np.random.default_rng(1)
     codes = rng.integers(0, 7, 400)
