@@ -21,7 +21,7 @@ from app.models import Dataset, Job, Sweep, new_id
 from app.queue import dispatch, queue_for
 from app.routers.charts import figure_response
 from app.routers.jobs import owned_dataset, spec_error
-from app.spec_table import spec_table
+from app.spec_table import counts_of, spec_table
 from app.strict_json import StrictJSONRoute
 from app.sweeps import report
 from app.sweeps.grid import GridError, SweepCreate, expand, grid_size
@@ -46,7 +46,7 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
         raise spec_error(exc.loc, exc.msg) from exc
     dataset = owned_dataset(db, body.base.dataset_id, caller, ("base", "dataset_id"))
     try:
-        check_spec_against_table(body.base, spec_table(settings, dataset, body.base))
+        check_spec_against_table(body.base, spec_table(settings, dataset, body.base), counts_of(settings, dataset))
         screen = screened(settings, dataset, body.base)
         if screen is not None:
             body.base = body.base.model_copy(update={"features": screen.kept})
