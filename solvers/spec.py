@@ -282,6 +282,11 @@ class GuaranteeSpec(Strict):
         "tolerance itself, as without a guarantee.")
 
 
+#: continued solves exact enforcement may run (:data:`solvers.fairness.enforce.MAX_TIGHTEN_ROUNDS`, kept equal by
+#: a test): the default ``enforcement_iterations`` is theirs
+PROMISE_ROUNDS = 3
+
+
 class ProblemSpec(Strict):
     """A whole job. ``features=None`` means every column except ``target``; the
     sensitive columns ARE then used as model inputs too (list ``features``
@@ -309,7 +314,13 @@ class ProblemSpec(Strict):
     solver: SolverSpec = SolverSpec()
     split: SplitSpec = SplitSpec()
     seed: int = 0
-    max_iterations: int = Field(2000, ge=1)
+    max_iterations: int = Field(2000, ge=1, description="Most iterations of the solve: a named solver's run, or "
+                                "all of auto's candidates and their refinements together.")
+    enforcement_iterations: int | None = Field(
+        None, ge=0, description="Most iterations keeping the promise may add after the solve, in all: exact "
+        "enforcement's continued solves and threshold correction, the guarantee's candidates. None: what exact "
+        "enforcement may take, 3 continued solves of max_iterations // 2 and a threshold correction. A job's "
+        "progress counts against max_iterations plus this.")
     time_limit_s: float = Field(600, gt=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
     guarantee: GuaranteeSpec | None = Field(
@@ -342,6 +353,23 @@ class ProblemSpec(Strict):
             raise ValueError(f"objective: gbdt models boost the logistic loss ({', '.join(GBDT_OBJECTIVES)}), "
                              f"not {self.objective!r}")
         return self
+
+    def promise_iterations(self) -> int:
+        """The iterations keeping the promise may add after the solve (``enforcement_iterations``, default
+        :data:`PROMISE_ROUNDS` continued solves of ``max_iterations // 2`` and one threshold correction), 0 when
+        nothing runs after it (:func:`solvers.api.keep_promise`: no constraints, ``erm``, or neither a guarantee
+        nor exact enforcement of a solver that does not keep it by itself)."""
+        entry = self.solver.entry
+        if not self.constraints or entry.name == "erm" or (
+                self.guarantee is None and (not self.exact_enforcement or entry.keeps_exact)):
+            return 0
+        if self.enforcement_iterations is None:
+            return PROMISE_ROUNDS * max(1, self.max_iterations // 2) + 1
+        return self.enforcement_iterations
+
+    def iteration_total(self) -> int:
+        """The most iterations a run of this spec makes, every phase counted: its progress' total."""
+        return self.max_iterations + self.promise_iterations()
 
     def feature_columns(self, columns) -> list[str]:
         if self.features is not None:

@@ -89,7 +89,7 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
     spec = payload if screen is None else {**payload, "features": screen.kept, "feature_screen": screen.notes}
     check_base_jobs(db, caller, dataset.id, [spec])
     job = Job(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=spec, status="queued",
-              queue=queue_for(body.device), progress={"iteration": 0, "max_iterations": body.max_iterations})
+              queue=queue_for(body.device), progress={"iteration": 0, "max_iterations": body.iteration_total()})
     response = {"id": job.id, "status": job.status, "queue": job.queue}
     if screen is not None:
         response["feature_screen"] = screen.notes

@@ -67,7 +67,7 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
                   spec=plan.spec.model_dump(mode="json"), status="waiting" if previous else "queued",
                   queue=queue_for(plan.spec.device),
                   warm_start_from=previous.id if previous else None,
-                  progress={"iteration": 0, "max_iterations": plan.spec.max_iterations})
+                  progress={"iteration": 0, "max_iterations": plan.spec.iteration_total()})
         db.add(job)
         chains[plan.chain].append(job)
     response = {"id": sweep.id, "n_jobs": len(planned), "status": "running"}
