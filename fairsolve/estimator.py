@@ -36,7 +36,10 @@ metrics of any data as a DataFrame (a MetricFrame-like view).
 """
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -49,6 +52,24 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from solvers.spec import ProblemSpec, SpecError, check_solver_supports
 
 SINGLE_GROUP = "all"
+
+
+@contextmanager
+def torch_threads(n_jobs: int | None) -> Iterator[None]:
+    """Within: torch on ``n_jobs`` intra-op threads (None: 1; negative: cores + 1 + n_jobs, scikit-learn's
+    convention, so -1 is every core); the process's count is restored after."""
+    import torch
+
+    if n_jobs == 0:
+        raise ValueError("n_jobs: 0 threads; give None (1), a positive count or -1 (every core)")
+    cores = os.cpu_count() or 1
+    wanted = 1 if n_jobs is None else n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(wanted))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _as_frame(X: Any, columns: list[str] | None) -> pd.DataFrame:
@@ -118,6 +139,11 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
     sensitive_columns : str or list of str, optional
         The sensitive columns of X by name (an array's columns are ``x0``, ``x1``, ...), used when ``fit`` gets
         no ``sensitive_features``.
+    n_jobs : int, optional
+        Torch's intra-op threads while fitting and predicting (restored after): None = 1, as a worker process
+        on a machine whose cores its pool shares; -1 = every core; k = k threads. More threads only help large
+        tensor operations on an idle machine: on a busy one they wait on each other (Adult, 24k rows, SSG:
+        ``bench/results/estimator_speed.md``).
     max_iter, time_limit_s, random_state, device, exact_enforcement
         The job's ``max_iterations``, ``time_limit_s``, ``seed``, ``device`` and ``exact_enforcement`` (after
         the solve, the exact constraint enforced on the training data as the service does).
@@ -130,7 +156,8 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
                  model: str | dict = "linear", objective: str = "logistic", tolerance: float | None = None,
                  group_rules: dict | None = None, max_iter: int = 2000, time_limit_s: float = 600.0,
                  random_state: int = 0, device: str = "cpu", exact_enforcement: bool = True,
-                 overlapping_groups: dict | None = None, sensitive_columns: str | list[str] | None = None) -> None:
+                 overlapping_groups: dict | None = None, sensitive_columns: str | list[str] | None = None,
+                 n_jobs: int | None = None) -> None:
         self.constraints = constraints
         self.solver = solver
         self.solver_params = solver_params
@@ -145,6 +172,7 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         self.exact_enforcement = exact_enforcement
         self.overlapping_groups = overlapping_groups
         self.sensitive_columns = sensitive_columns
+        self.n_jobs = n_jobs
 
     def problem_spec(self, sensitive: list[str]) -> ProblemSpec:
         """The parameters as the service's job spec (ValueError naming the bad field, with the API's message)."""
@@ -228,7 +256,13 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit(self, X: pd.DataFrame, y01: np.ndarray, spec: ProblemSpec, group, group_names: list[str]
              ) -> "FairClassifier":
-        """The solve of :meth:`fit` once the groups are built (``group`` an index or a Membership)."""
+        """The solve of :meth:`fit` once the groups are built (``group`` an index or a Membership), on
+        ``n_jobs`` torch threads."""
+        with torch_threads(self.n_jobs):
+            return self._solve(X, y01, spec, group, group_names)
+
+    def _solve(self, X: pd.DataFrame, y01: np.ndarray, spec: ProblemSpec, group, group_names: list[str]
+               ) -> "FairClassifier":
         from solvers.api import Prepared, _train_problem, continuation_of, keep_promise, solve
         from solvers.encoding import TableEncoder
         from solvers.membership import Membership
@@ -249,6 +283,7 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         self.model_ = FairModel(encoder, trained.cpu().eval(), classes=self.classes_, spec=spec,
                                 groups=list(group_names))
         self.n_iter_ = int(continuation.iterations)
+        self.solver_time_s_ = float(continuation.solver_time_s)  # the job's result.solver_time_s for these rows
         self.status_, self.stop_reason_ = result.status, result.stop_reason
         self.tried_ = list(result.tried)  # auto's portfolio: every solve it ran
         self.constraint_names_, self.tolerances_ = problem.constraint_names, problem.tolerances
@@ -287,16 +322,19 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X: Any) -> np.ndarray:
         """f_θ(x) per row; > 0 predicts ``classes_[1]``."""
         X = self._check_X(X)
-        return self.model_.decision_function(X)
+        with torch_threads(self.n_jobs):
+            return self.model_.decision_function(X)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(n, 2) class probabilities [1 − σ(f), σ(f)] in the order of ``classes_``."""
         X = self._check_X(X)
-        return self.model_.predict_proba(X)
+        with torch_threads(self.n_jobs):
+            return self.model_.predict_proba(X)
 
     def predict(self, X: Any) -> np.ndarray:
         X = self._check_X(X)
-        return self.model_.predict(X)
+        with torch_threads(self.n_jobs):
+            return self.model_.predict(X)
 
     def metric_frame(self, X: Any, y: Any, sensitive_features: Any = None) -> pd.DataFrame:
         """Per-group metrics of the fitted model on (X, y): one row per group, columns n,

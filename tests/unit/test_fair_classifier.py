@@ -196,3 +196,34 @@ def test_sensitive_features_under_metadata_routing(planted_frame):
         assert pipe[-1].fairness_[0]["train"]["value"] <= 0.02 + 1e-9
         with pytest.raises(ValueError, match="sensitive_features"):  # a request turned off: groups never arrive
             cross_val_score(clone(clf).set_fit_request(sensitive_features=False), X, y, cv=2, error_score="raise")
+
+
+def test_n_jobs_sets_torch_threads_while_fitting_and_restores_them(planted_frame, monkeypatch):
+    """Issue 30 item 10: fit ran on torch's default threads (every core): 137.9 s on 24k rows against the service's
+    19.6 s on a busy machine (bench/results/estimator_speed.md); by default it now runs on one, like a worker."""
+    import os
+
+    import torch
+
+    import solvers.api
+    from fairsolve.estimator import torch_threads
+
+    X, y, s = planted_frame
+    seen = []
+    solve = solvers.api.solve
+    monkeypatch.setattr(solvers.api, "solve", lambda *a, **k: seen.append(torch.get_num_threads()) or solve(*a, **k))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for n_jobs, threads in ((None, 1), (2, 2), (-1, os.cpu_count())):
+            clf = FairClassifier(constraints=[DP], solver="ssg", max_iter=20, n_jobs=n_jobs)
+            clf.fit(X, y, sensitive_features=s)
+            assert seen[-1] == threads and torch.get_num_threads() == 2  # restored after
+            assert clf.solver_time_s_ > 0
+            with torch_threads(n_jobs):
+                assert torch.get_num_threads() == threads
+        with pytest.raises(ValueError, match="^n_jobs"):
+            FairClassifier(constraints=[DP], solver="ssg", max_iter=20, n_jobs=0).fit(X, y, sensitive_features=s)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
