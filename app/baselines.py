@@ -54,7 +54,7 @@ def baseline_spec(job_spec: dict[str, Any]) -> dict[str, Any]:
 
 #: fields of an ``erm`` job that do not change its solve: exact enforcement and the guarantee are not applied after
 #: ``erm`` (``solvers.api.keep_promise``), and the caps change it only for a run that reaches them
-ERM_INERT = frozenset({"exact_enforcement", "guarantee", "max_iterations", "time_limit_s"})
+ERM_INERT = frozenset({"exact_enforcement", "enforcement_iterations", "guarantee", "max_iterations", "time_limit_s"})
 
 
 def solves_as_baseline(job_spec: dict[str, Any]) -> bool:

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
 from app.models import Dataset
 from app.routers.datasets import dataset_path
 from app.settings import Settings
-from app.storage import read_table
+from app.storage import iter_chunks, read_table
 from solvers import ProblemSpec
+from solvers.spec import most_frequent_first, value_counts
 
 DTYPES = {"integer": "int64", "float": "float64", "boolean": "bool", "string": "str"}
 CACHED = 256
@@ -54,6 +55,18 @@ def distinct_value_table(columns: list[dict[str, Any]], read: list[str]) -> pd.D
             dtype = "object"  # text mixed with numbers: pandas keeps such a column as objects
         frame[name] = pd.Series([values[i % len(values)] for i in range(rows)], dtype=dtype)
     return pd.DataFrame(frame)
+
+
+def counts_of(settings: Settings, dataset: Dataset) -> Callable[[str], pd.Series]:
+    """column ↦ its :func:`solvers.spec.value_counts` over the stored file, one chunk of rows at a time: what the
+    check shows when it refuses a target of more than two values (the stand-in's counts are not the data's)."""
+    def counts(column: str) -> pd.Series:
+        total = pd.Series(dtype="int64")
+        for chunk in iter_chunks(dataset_path(settings, dataset), dataset.format, dataset.read_options):
+            total = total.add(value_counts(chunk[column]), fill_value=0)
+        return most_frequent_first(total)
+
+    return counts
 
 
 def spec_table(settings: Settings, dataset: Dataset, spec: ProblemSpec) -> pd.DataFrame:

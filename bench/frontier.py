@@ -338,7 +338,7 @@ def cell_stats(jobs: dict[str, dict]) -> dict[tuple[str, str], dict[str, dict[st
     """Per (dataset, constraint), per method: seeds, errors, mean test accuracy and gap each with a 95 %
     interval over seeds (Student t, :func:`app.sweeps.summary.mean_ci`), the share of seeds whose test gap
     is ≤ the tolerance, median CPU and wall seconds."""
-    from app.sweeps.summary import mean_ci
+    from app.sweeps.summary import mean_ci, metric_range
 
     rows: dict[tuple[str, str], dict[str, list[dict]]] = {}
     for job in jobs.values():
@@ -352,8 +352,8 @@ def cell_stats(jobs: dict[str, dict]) -> dict[tuple[str, str], dict[str, dict[st
                 "role": "reference" if method in REFERENCES else ("ours" if method in OURS else "peer"),
                 "runs_as": runs[0]["runs_as"], "seeds": len(done), "errors": len(runs) - len(done),
                 "seed_list": [r["seed"] for r in done],
-                "accuracy": mean_ci([r["test_accuracy"] for r in done]),
-                "gap": mean_ci([r["test_gap"] for r in done]),
+                "accuracy": mean_ci([r["test_accuracy"] for r in done], metric_range("accuracy")),
+                "gap": mean_ci([r["test_gap"] for r in done], (0.0, 1.0)),
                 "kept_share": (sum(r["test_gap"] <= TOLERANCE for r in done) / len(done)) if done else None,
                 "time_limited": sum(r.get("stop_reason") == "time_limit" for r in done),
                 "cpu_s": statistics.median(r["cpu_s"] for r in done) if done else None,
@@ -427,8 +427,10 @@ def _num(value: float | None, digits: int = 4) -> str:
 
 
 def _interval(stat: dict[str, Any], job_ci: list | None) -> str:
-    lo, hi = (job_ci if job_ci is not None else (stat["ci_low"], stat["ci_high"]))
-    return f"{_num(stat['mean'])} [{_num(lo)}, {_num(hi)}]" if stat["mean"] is not None else ""
+    lo, hi = (job_ci if job_ci is not None else (stat.get("ci_low"), stat.get("ci_high")))
+    if stat["mean"] is None:
+        return ""
+    return f"{_num(stat['mean'])} [{_num(lo)}, {_num(hi)}]" if lo is not None else f"{_num(stat['mean'])} (n < 3)"
 
 
 def write_report(store: dict[str, Any]) -> None:

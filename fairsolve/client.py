@@ -296,8 +296,8 @@ class _Resource:
             self.data = answer
             if bar is not None:
                 bar.n = self._done(answer)
-                if bar.total is not None and bar.n > bar.total:  # a job continued past max_iterations (enforcement)
-                    bar.total = bar.n
+                if bar.total is not None and (bar.n > bar.total or answer["status"] == "succeeded"):
+                    bar.total = bar.n  # done in fewer than its total (an older server's job: in more), the bar full
                 bar.set_postfix_str(answer["status"], refresh=False)
                 bar.refresh()
 

@@ -25,7 +25,7 @@ from .fairness.report import fairness_entries, warnings_for
 from .membership import Membership, overlapping_membership, rows_of
 from .metrics import classification_metrics, rate_deviation
 from .models import ball_domain, model_factory, scores_in_blocks
-from .observer import Observer, StoppedInSetup
+from .observer import Observer, RunTotal, StoppedInSetup
 from .problem import Problem
 from .spec import ProblemSpec, SolverSpec, SpecError, check_spec_against_table
 from .splitting import split_indices
@@ -271,7 +271,7 @@ def continuation_of(result: SolveResult, data: Prepared, spec: ProblemSpec, prob
                                                          time_limit_s=limit, seed=spec.seed, validation=seen, model=m),
         max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
         describe=_describer(problem, traced, observer), iterations=result.iterations,
-        solver_time_s=result.solver_time_s)
+        solver_time_s=result.solver_time_s, limit=spec.iteration_total())
 
 
 def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continuation: Continuation,
@@ -352,6 +352,8 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     stop request: :class:`~solvers.observer.StoppedInSetup` is raised before the first iteration."""
     started = time.perf_counter()
     deadline = time.monotonic() + spec.time_limit_s  # the whole run's, set-up included
+    if observer is not None:  # progress counts against every phase's iterations
+        observer = RunTotal(observer, spec.iteration_total())
     data = (prepare_with or prepare)(table, spec)
     setup_check(observer, started, spec.time_limit_s)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X

@@ -67,6 +67,10 @@ solvers dedicated to the spec's constraint types — each within what is left of
    above uses the training split, so the chosen model depends on the training rows only: what the Seldonian
    test of :mod:`solvers.fairness.guarantee` needs of its candidates when a guarantee is asked.
 
+``max_iterations`` bounds the portfolio's solves together, each candidate's first solve and refinements counted:
+a solve is cut to what is left of it, and the portfolio ends (status "completed", the best row so far) when
+nothing is; the observer's ``max_iterations`` is at most it.
+
 The families' tolerances are the user's again when :func:`solve_auto` returns. The observer sees one
 continuous run: iterations, seconds and samples are counted across candidates (``on_start`` once), each
 record's constraint values are G_j = surrogate_j − ε_j against the USER's tolerance (not the tightened one),
@@ -234,7 +238,8 @@ class _Portfolio:
         generic = problem.membership is not None or any(
             getattr(f.config, "reference", "groups") == "overall" for f in self.families)
         self.candidates = portfolio(config, problem.model_type, [f.name for f in self.families], generic)
-        total = len(self.candidates) * (self.first + config.refinements * self.more)
+        self.budget = max_iterations  # every solve of the portfolio counts against it (issue 30 item 5)
+        total = min(len(self.candidates) * (self.first + config.refinements * self.more), max_iterations)
         self.observer = _Continuous(observer, total)
         self.stop_reason: str | None = None
 
@@ -248,6 +253,7 @@ class _Portfolio:
         shift = [float(eps - user) for family, eps, user in zip(self.families, tolerance, self.user_tolerance)
                  for _ in family.names]
         self.observer.begin(shift)
+        iterations = min(iterations, self.iterations_left())
         entry = ALGORITHMS.entry(name)
         return run_algorithm(entry.load(), self.problem, entry.Config(**params), self.observer,
                              max_iterations=iterations, time_limit_s=max(self.deadline - time.perf_counter(), 0.0),
@@ -320,11 +326,16 @@ class _Portfolio:
         return self._record(name, params, tolerance, result, time.perf_counter() - began)
 
     # ---------------------------------------------------------------- the portfolio
+    def iterations_left(self) -> int:
+        """What is left of ``max_iterations`` after the portfolio's solves so far."""
+        last = self.observer.last
+        return self.budget - (last.iteration if last is not None else 0)
+
     def _out_of_budget(self) -> bool:
         reason = self.observer.should_stop()
         if reason is not None:
             self.stop_reason = str(reason)
-        return reason is not None or time.perf_counter() >= self.deadline
+        return reason is not None or time.perf_counter() >= self.deadline or self.iterations_left() < 1
 
     def _over(self, row: _Row) -> tuple[np.ndarray, np.ndarray] | None:
         """(families to refine, their worst exact values), or None (none / an undefined value)."""

@@ -87,3 +87,33 @@ class RecordingObserver(Observer):
 
     def on_iteration(self, record: IterationRecord) -> None:
         self.records.append(record)
+
+
+class RunTotal(Observer):
+    """Forwards everything to ``inner`` (other attributes too, e.g. ``last``) but tells it, in ``on_start``, the
+    whole run's iteration total (:meth:`~solvers.spec.ProblemSpec.iteration_total`: the solve and what keeping
+    the promise may add) as ``max_iterations``, so that a progress read against it never exceeds it."""
+
+    def __init__(self, inner: Observer, total: int) -> None:
+        self.inner, self.total = inner, int(total)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def on_start(self, info: dict) -> None:
+        self.inner.on_start({**info, "max_iterations": self.total})
+
+    def on_iteration(self, record: IterationRecord) -> None:
+        self.inner.on_iteration(record)
+
+    def exact_trace_every(self) -> int:
+        return self.inner.exact_trace_every()
+
+    def should_stop(self) -> str | None:
+        return self.inner.should_stop()
+
+    def checkpoint_due(self) -> bool:
+        return self.inner.checkpoint_due()
+
+    def on_checkpoint(self, checkpoint) -> None:
+        self.inner.on_checkpoint(checkpoint)

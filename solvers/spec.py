@@ -9,8 +9,9 @@ raises :class:`SpecError` with a ``loc`` path into the spec.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -281,6 +282,11 @@ class GuaranteeSpec(Strict):
         "tolerance itself, as without a guarantee.")
 
 
+#: continued solves exact enforcement may run (:data:`solvers.fairness.enforce.MAX_TIGHTEN_ROUNDS`, kept equal by
+#: a test): the default ``enforcement_iterations`` is theirs
+PROMISE_ROUNDS = 3
+
+
 class ProblemSpec(Strict):
     """A whole job. ``features=None`` means every column except ``target``; the
     sensitive columns ARE then used as model inputs too (list ``features``
@@ -292,6 +298,10 @@ class ProblemSpec(Strict):
 
     target: Name
     positive_label: Scalar
+    binarize: bool = Field(
+        False, description="The target has more than two values: train positive_label against all the others "
+        "(y = 1 where the target equals positive_label). Without it such a target is refused (422 naming "
+        "positive_label with the column's value counts).")
     overlapping_groups: OverlappingGroups | None = Field(
         None, description="Groups that overlap (threshold groups, or one group per value of several columns), "
         "instead of `sensitive`: {\"thresholds\": {\"col\": [cuts...]}, \"min_group_fraction\": 0.01}.")
@@ -304,7 +314,13 @@ class ProblemSpec(Strict):
     solver: SolverSpec = SolverSpec()
     split: SplitSpec = SplitSpec()
     seed: int = 0
-    max_iterations: int = Field(2000, ge=1)
+    max_iterations: int = Field(2000, ge=1, description="Most iterations of the solve: a named solver's run, or "
+                                "all of auto's candidates and their refinements together.")
+    enforcement_iterations: int | None = Field(
+        None, ge=0, description="Most iterations keeping the promise may add after the solve, in all: exact "
+        "enforcement's continued solves and threshold correction, the guarantee's candidates. None: what exact "
+        "enforcement may take, 3 continued solves of max_iterations // 2 and a threshold correction. A job's "
+        "progress counts against max_iterations plus this.")
     time_limit_s: float = Field(600, gt=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
     guarantee: GuaranteeSpec | None = Field(
@@ -337,6 +353,23 @@ class ProblemSpec(Strict):
             raise ValueError(f"objective: gbdt models boost the logistic loss ({', '.join(GBDT_OBJECTIVES)}), "
                              f"not {self.objective!r}")
         return self
+
+    def promise_iterations(self) -> int:
+        """The iterations keeping the promise may add after the solve (``enforcement_iterations``, default
+        :data:`PROMISE_ROUNDS` continued solves of ``max_iterations // 2`` and one threshold correction), 0 when
+        nothing runs after it (:func:`solvers.api.keep_promise`: no constraints, ``erm``, or neither a guarantee
+        nor exact enforcement of a solver that does not keep it by itself)."""
+        entry = self.solver.entry
+        if not self.constraints or entry.name == "erm" or (
+                self.guarantee is None and (not self.exact_enforcement or entry.keeps_exact)):
+            return 0
+        if self.enforcement_iterations is None:
+            return PROMISE_ROUNDS * max(1, self.max_iterations // 2) + 1
+        return self.enforcement_iterations
+
+    def iteration_total(self) -> int:
+        """The most iterations a run of this spec makes, every phase counted: its progress' total."""
+        return self.max_iterations + self.promise_iterations()
 
     def feature_columns(self, columns) -> list[str]:
         if self.features is not None:
@@ -433,6 +466,36 @@ def positive_label_error(spec: ProblemSpec, distinct) -> SpecError:
                                           f"(its values include {shown})")
 
 
+#: value counts a refusal of a many-valued target shows
+SHOWN_COUNTS = 10
+
+
+def value_counts(series: pd.Series) -> pd.Series:
+    """Occurrences of each normalised value (:func:`~solvers.encoding.normalise_values`; missing ones left out),
+    in :func:`most_frequent_first` order."""
+    from .encoding import MISSING, normalise_values
+
+    values = pd.Series(normalise_values(series), dtype=object)
+    return most_frequent_first(values[values != MISSING].value_counts())
+
+
+def most_frequent_first(counts: pd.Series) -> pd.Series:
+    """``counts`` (value ↦ occurrences) as int64, largest first, ties in the order of the values' text."""
+    counts = counts.astype("int64").rename(None)
+    return counts.iloc[np.lexsort((counts.index.astype(str), -counts.to_numpy()))]
+
+
+def binarize_error(spec: ProblemSpec, counts: pd.Series) -> SpecError:
+    """The refusal of a target with more than two values without ``binarize: true``, naming ``positive_label``
+    with the column's value counts (the most frequent :data:`SHOWN_COUNTS`): binarising silently made
+    ``target: "age", positive_label: 40`` a model of "is 40 years old"."""
+    shown = ", ".join(f"{value!s}: {int(n)}" for value, n in counts.head(SHOWN_COUNTS).items())
+    more = f", ... ({len(counts) - SHOWN_COUNTS} more)" if len(counts) > SHOWN_COUNTS else ""
+    return SpecError(("positive_label",), f"column {spec.target!r} has {len(counts)} distinct values, not 2 "
+                                          f"(value counts: {shown}{more}); set \"binarize\": true to train "
+                                          f"{spec.positive_label!r} against all the others")
+
+
 def labels_of(spec: ProblemSpec, table: pd.DataFrame):
     """y_i = 1 where the row's target equals the positive label (:func:`encode_labels`); :class:`SpecError` when
     no row does. The one check shared by the jobs' spec check, the audit runs and ``fairsolve audit run``."""
@@ -445,8 +508,11 @@ def labels_of(spec: ProblemSpec, table: pd.DataFrame):
     return y
 
 
-def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
-    """Raise :class:`SpecError` when the spec cannot run on ``table``."""
+def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame,
+                             counts: Callable[[str], pd.Series] | None = None) -> None:
+    """Raise :class:`SpecError` when the spec cannot run on ``table``. ``counts(column)``: the column's
+    :func:`value_counts` in the whole dataset when ``table`` stands in for it (default: ``table``'s own), read
+    only for the refusal of a many-valued target."""
     from .encoding import MISSING, build_groups, normalise_scalar, normalise_values
 
     check_solver_supports(spec)
@@ -483,6 +549,8 @@ def check_spec_against_table(spec: ProblemSpec, table: pd.DataFrame) -> None:
         raise SpecError(("target",), f"column {spec.target!r} has fewer than 2 distinct values")
     if normalise_scalar(spec.positive_label) not in set(distinct):
         raise positive_label_error(spec, distinct)
+    if len(distinct) > 2 and not spec.binarize:
+        raise binarize_error(spec, (counts or (lambda col: value_counts(table[col])))(spec.target))
     for i, col in enumerate(spec.sensitive):
         _, names = build_groups(table, [col], spec.group_rules)
         if len(names) < 2:

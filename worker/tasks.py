@@ -354,7 +354,7 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
               **promise_fields(out)}
     if out.stop_reason == "time_limit":  # a model and its metrics exist: usable, audited and charted like any other
         result["message"] = (f"time limit of {spec.time_limit_s:g} s reached after {out.iterations} of "
-                             f"{spec.max_iterations} iterations; the model is the last iterate")
+                             f"{spec.iteration_total()} iterations; the model is the last iterate")
     with session_scope() as s:  # the guarded update first: a superseded start adds no artifact rows
         if s.execute(update(Job).where(held(job_id, fence)).values(
                 status=status, error=None, metrics=out.metrics, result=result, device=out.device,

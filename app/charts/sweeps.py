@@ -48,10 +48,7 @@ def pareto(summary: dict, x: str, y: str, split: str = "test") -> go.Figure:
             x=[s["mean"] for s in xs], y=[s["mean"] for s in ys], name="unconstrained (erm)" if unconstrained else label,
             mode="markers" if unconstrained else "lines+markers",
             marker={"symbol": "star", "size": 14} if unconstrained else {"size": 8},
-            error_x={"type": "data", "symmetric": False, "array": [s["ci_high"] - s["mean"] for s in xs],
-                     "arrayminus": [s["mean"] - s["ci_low"] for s in xs]},
-            error_y={"type": "data", "symmetric": False, "array": [s["ci_high"] - s["mean"] for s in ys],
-                     "arrayminus": [s["mean"] - s["ci_low"] for s in ys]},
+            error_x=_error_bars(xs), error_y=_error_bars(ys),
             customdata=[[p["job_ids"][0], p["tolerance"]] for p in pts],
             hovertemplate="tolerance %{customdata[1]}<br>x %{x:.4f}<br>y %{y:.4f}<br>job %{customdata[0]}"))
     fig.update_layout(title=f"Pareto front ({split}): {y} ({direction(y)}) vs {x} ({direction(x)})",
@@ -147,3 +144,13 @@ def groups(jobs: list[Job], metric: str, tolerance: float | None = None, split: 
     fig.update_layout(title=f"{key} ({split}) at tolerance {tolerance}", barmode="group", template="plotly_white",
                       yaxis_title=metric)
     return fig
+
+
+def _error_bars(stats: list[dict]) -> dict:
+    """Asymmetric error bars from each mean's interval (cut to the metric's range); none where there is no
+    interval (too few seeds)."""
+    def side(s: dict, end: str) -> float | None:
+        return None if s.get(end) is None or s.get("mean") is None else abs(s[end] - s["mean"])
+
+    return {"type": "data", "symmetric": False, "array": [side(s, "ci_high") for s in stats],
+            "arrayminus": [side(s, "ci_low") for s in stats]}

@@ -23,7 +23,7 @@ from app.job_wait import MAX_WAIT_S, notify_ended, wait_for_end
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, new_id, utcnow
 from app.queue import dispatch, queue_for
 from app.schemas import BaselineOut, JobCreate, JobOut, TrajectoryOut, json_response
-from app.spec_table import spec_table
+from app.spec_table import counts_of, spec_table
 from app.strict_json import StrictJSONRoute
 from solvers import SpecError, check_spec_against_table
 
@@ -83,7 +83,7 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
     check_caps(body, settings)
     dataset = owned_dataset(db, body.dataset_id, caller, ("dataset_id",))
     try:
-        check_spec_against_table(body, spec_table(settings, dataset, body))
+        check_spec_against_table(body, spec_table(settings, dataset, body), counts_of(settings, dataset))
         screen = screened(settings, dataset, body)
     except SpecError as exc:
         raise spec_error(exc.loc, exc.msg) from exc
@@ -91,7 +91,7 @@ def submit_job(body: JobCreate, db: DB, settings: AppSettings, caller: CurrentCa
     spec = payload if screen is None else {**payload, "features": screen.kept, "feature_screen": screen.notes}
     check_base_jobs(db, caller, dataset.id, [spec])
     job = Job(id=new_id(), owner=caller.owner, dataset_id=dataset.id, spec=spec, status="queued",
-              queue=queue_for(body.device), progress={"iteration": 0, "max_iterations": body.max_iterations})
+              queue=queue_for(body.device), progress={"iteration": 0, "max_iterations": body.iteration_total()})
     response = {"id": job.id, "status": job.status, "queue": job.queue}
     if screen is not None:
         response["feature_screen"] = screen.notes

@@ -2,7 +2,10 @@
 
 A job's report audits its stored test predictions as a prediction log (:mod:`app.audits.logs`: score σ(f),
 label, group), so it is the same computation as an audit; its metrics are the performance and group-fairness
-metrics, with the job's constraint tolerances as thresholds where a constraint type is an audit metric.
+metrics, with the job's constraint tolerances as thresholds where a constraint type is an audit metric. A metric
+that is one of the job's constraints, with the job's own test value, gets the job's own 95 % interval (its
+fairness report's, :mod:`solvers.fairness.intervals`: Clopper–Pearson for rate gaps), the one the job page shows:
+one interval per metric for the same predictions (:func:`with_job_intervals`).
 """
 from __future__ import annotations
 
@@ -82,6 +85,20 @@ def job_metrics(spec: dict) -> list[MetricSpec]:
     return [MetricSpec(type=m, threshold=tolerances.get(m)) for m in JOB_METRICS]
 
 
+def with_job_intervals(report: dict, fairness: list[dict] | None) -> dict:
+    """``report`` with each result of a job constraint's type whose value is the job's exact test value (the
+    same predictions, the same definition) given that constraint's test interval from the job's fairness report
+    (``ci_method``: ``job``), instead of a second method's bootstrap interval of the same number."""
+    tests = {e.get("type"): e.get("test") or {} for e in fairness or []}
+    for result in report["results"]:
+        test = tests.get(result.get("type")) or {}
+        value, ci = test.get("value"), test.get("ci")
+        if value is not None and ci and None not in ci and result.get("value") is not None \
+                and abs(result["value"] - value) <= 1e-9:
+            result["ci"], result["ci_method"] = list(ci), "job"
+    return report
+
+
 @router.get("/api/v1/jobs/{job_id}/report", responses=REPORT_RESPONSES)
 def job_report(job_id: str, db: DB, caller: CurrentCaller, format: Format = "html",
                reference: str | None = Query(None, max_length=255,
@@ -94,7 +111,8 @@ def job_report(job_id: str, db: DB, caller: CurrentCaller, format: Format = "htm
     if job.status != "succeeded" or art is None:
         raise HTTPException(status_code=409, detail=f"job {job_id!r} has {job.status}; no predictions to report on")
     frame = read_predictions(art)
-    report = evaluate(job_metrics(job.spec), JOB_PREDICTIONS.score(frame))
+    report = with_job_intervals(evaluate(job_metrics(job.spec), JOB_PREDICTIONS.score(frame)),
+                                (job.result or {}).get("fairness"))
     dataset = db.get(Dataset, job.dataset_id)
     doc = build(reference, subject={"kind": "job", "id": job.id, "name": f"job {job.id}",
                                     "detail": f"solver {job.spec.get('solver', {}).get('name', 'auto')}, test split"},

@@ -21,7 +21,7 @@ from app.models import Dataset, Job, Sweep, new_id
 from app.queue import dispatch, queue_for
 from app.routers.charts import figure_response
 from app.routers.jobs import owned_dataset, spec_error
-from app.spec_table import spec_table
+from app.spec_table import counts_of, spec_table
 from app.strict_json import StrictJSONRoute
 from app.sweeps import report
 from app.sweeps.grid import GridError, SweepCreate, expand, grid_size
@@ -46,7 +46,7 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
         raise spec_error(exc.loc, exc.msg) from exc
     dataset = owned_dataset(db, body.base.dataset_id, caller, ("base", "dataset_id"))
     try:
-        check_spec_against_table(body.base, spec_table(settings, dataset, body.base))
+        check_spec_against_table(body.base, spec_table(settings, dataset, body.base), counts_of(settings, dataset))
         screen = screened(settings, dataset, body.base)
         if screen is not None:
             body.base = body.base.model_copy(update={"features": screen.kept})
@@ -67,7 +67,7 @@ def submit_sweep(body: SweepCreate, db: DB, settings: AppSettings, caller: Curre
                   spec=plan.spec.model_dump(mode="json"), status="waiting" if previous else "queued",
                   queue=queue_for(plan.spec.device),
                   warm_start_from=previous.id if previous else None,
-                  progress={"iteration": 0, "max_iterations": plan.spec.max_iterations})
+                  progress={"iteration": 0, "max_iterations": plan.spec.iteration_total()})
         db.add(job)
         chains[plan.chain].append(job)
     response = {"id": sweep.id, "n_jobs": len(planned), "status": "running"}

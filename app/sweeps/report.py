@@ -108,4 +108,6 @@ Code version <code>{code_version()}</code>. Devices: {', '.join(devices) or 'n/a
 def _fmt(stat: dict) -> str:
     if not stat or stat.get("mean") is None:
         return "—"
+    if stat.get("ci_low") is None:  # too few seeds: the mean alone, and why
+        return f"{stat['mean']:.4g} ({html.escape(stat.get('ci_note') or 'no interval')})"
     return f"{stat['mean']:.4g} [{stat['ci_low']:.4g}, {stat['ci_high']:.4g}]"

@@ -1,8 +1,12 @@
 """A sweep's state and results, computed on read from its jobs (nothing to lose if a process dies).
 
 Per sweep point (solver, params, tolerance) the mean and a 95% confidence interval
-over seeds (Student t: mean ± t₀.₉₇₅,ₙ₋₁ · s/√n) of every numeric metric on test
-and validation, of the solver time and of the iterations; the share of its succeeded jobs that keep every
+over seeds (Student t: mean ± t₀.₉₇₅,ₙ₋₁ · s/√n, cut to the quantity's range: rates, gaps and AUCs in [0, 1],
+losses, seconds and iterations ≥ 0, :func:`metric_range`) of every numeric metric on test
+and validation, of the solver time and of the iterations. With fewer than :data:`MIN_SEEDS` values there is no
+interval (``ci_low`` / ``ci_high`` None, ``ci_note`` says why): from 2 seeds t₀.₉₇₅,₁ = 12.7 makes the
+half-width 9 standard deviations, intervals like a solver time of [−546, 718] s. The share of its succeeded jobs
+that keep every
 tolerance on the test split (exact metric ≤ tolerance for each constraint of the job's fairness report;
 None when no job has a report); and the Pareto front
 (non-dominated points by their means) for a pair of metrics whose directions are
@@ -29,18 +33,39 @@ def direction(metric: str) -> str:
     return "max" if metric in MAXIMISE or metric.endswith("_auc") or metric.startswith("auc") else "min"
 
 
-def mean_ci(values: list[float]) -> dict[str, float | int | None]:
+#: fewest values (seeds) a mean's interval is given for
+MIN_SEEDS = 3
+#: quantities in [0, 1] (rates, gaps of rates, accuracies, AUCs, distances between score distributions)
+UNIT = {"accuracy", "balanced_accuracy", "roc_auc", "auc", "inaccuracy", "demographic_parity", "equal_opportunity",
+        "equalized_odds", "independence", "separation", "sufficiency", "wasserstein", "minority_rate",
+        "kept_on_test", "zero_gap_keeps"}
+
+
+def metric_range(name: str) -> tuple[float, float]:
+    """The values a metric can take: [0, 1] for rates, gaps of rates, accuracies and AUCs (:data:`UNIT`, names
+    ending in ``_rate`` or ``_auc``, AUC and partial-fairness gaps), else [0, ∞) (losses, loss gaps, seconds,
+    iterations: every other quantity the jobs report is a non-negative size)."""
+    unit = (name in UNIT or name.endswith(("_rate", "_auc", "_parity")) or name.startswith(("auc", "partial_")))
+    return (0.0, 1.0) if unit else (0.0, math.inf)
+
+
+def mean_ci(values: list[float], bounds: tuple[float, float] = (-math.inf, math.inf)) -> dict[str, Any]:
+    """Mean, its Student-t 95 % interval cut to ``bounds`` (None with a ``ci_note`` below :data:`MIN_SEEDS`
+    values), standard deviation and count of the finite ``values``."""
     arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
     if arr.size == 0:
         return {"mean": None, "ci_low": None, "ci_high": None, "std": None, "n": 0}
     mean = float(arr.mean())
-    if arr.size == 1:
-        return {"mean": mean, "ci_low": mean, "ci_high": mean, "std": 0.0, "n": 1}
+    std = float(arr.std(ddof=1)) if arr.size > 1 else None
+    if arr.size < MIN_SEEDS:
+        return {"mean": mean, "ci_low": None, "ci_high": None, "std": std, "n": int(arr.size),
+                "ci_note": f"too few seeds for an interval ({arr.size}; {MIN_SEEDS} needed)"}
     from scipy.special import stdtrit  # t quantile (= scipy.stats.t.ppf); scipy.special costs the API 14 MiB on first use
 
-    std = float(arr.std(ddof=1))
     half = float(stdtrit(arr.size - 1, 0.975) * std / math.sqrt(arr.size))
-    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "std": std, "n": int(arr.size)}
+    low, high = bounds
+    return {"mean": mean, "ci_low": max(mean - half, low), "ci_high": min(mean + half, high), "std": std,
+            "n": int(arr.size)}
 
 
 def sweep_status(counts: Counter) -> str:
@@ -85,16 +110,16 @@ def _aggregate(members: list[Job]) -> dict[str, Any]:
         names = sorted({k for j in done for k, v in (j.metrics.get(split) or {}).items()
                         if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "n"})
         if names:
-            metrics[split] = {m: mean_ci([(j.metrics.get(split) or {}).get(m) for j in done]) for m in names}
+            metrics[split] = {m: mean_ci([(j.metrics.get(split) or {}).get(m) for j in done], metric_range(m))
+                              for m in names}
     return {
         "solver": point.get("solver"), "params": point.get("params") or {}, "tolerance": point.get("tolerance"),
         "job_ids": [j.id for j in sorted(members, key=lambda j: (j.sweep_point or {}).get("seed", 0))],
         "seeds": sorted((j.sweep_point or {}).get("seed", 0) for j in members),
         "succeeded": len(done),
         "metrics": metrics,
-        "solver_time_s": mean_ci([(j.result or {}).get("solver_time_s") for j in done]),
-        "iterations": mean_ci([(j.result or {}).get("iterations") for j in done]),
-        "iterations_to_target": mean_ci([(j.result or {}).get("iterations_to_target") for j in done]),
+        **{key: mean_ci([(j.result or {}).get(key) for j in done], metric_range(key))
+           for key in ("solver_time_s", "iterations", "iterations_to_target")},
         "kept_on_test": kept_share(done),
         "zero_gap_keeps": zero_gap_share(done),
     }

@@ -6,9 +6,12 @@ Rules:
 * the families are copies of the job's families with only the tolerance changed (re-bound by the new
   :class:`~solvers.problem.Problem`, so every cached −ε is rebuilt); the model is warm-started (trained in place);
 * a continuation runs at most ``max(1, max_iterations // 2)`` iterations and never past the job's deadline
-  (``time_limit_s`` counted from the start of the job's solve). Decision: ``max_iterations`` bounds each solve
-  (the main one, each continuation, each of ``auto``'s candidates), not their sum; the job's ``iterations``
-  counts every stage, so it can exceed ``max_iterations``; ``time_limit_s`` is the budget of the whole job;
+  (``time_limit_s`` counted from the start of the job's solve), nor past the run's iteration total ``limit``
+  (:meth:`~solvers.spec.ProblemSpec.iteration_total`: ``max_iterations`` for the solve, ``enforcement_iterations``
+  for everything after it): the job's ``iterations`` counts every stage and never exceeds it (issue 30 item 5:
+  2,000 asked, 3,000–5,000 run). One iteration of the total is kept back for a threshold correction's record;
+  a model change with none left is listed in ``stages`` (``recorded: false``) without a trajectory point;
+  ``time_limit_s`` is the budget of the whole job;
 * the observer sees one trajectory: iteration numbers and elapsed seconds continue those of the previous
   stage, constraint rows read against the user's tolerances, exact traces continue, ``on_start`` is not repeated,
   checkpoints are not taken (a resumed job restarts from the main solve's checkpoint and enforces again), and
@@ -64,10 +67,15 @@ class Continuation:
     iterations: int = 0
     solver_time_s: float = 0.0
     stages: list[dict] = field(default_factory=list)
+    limit: int | None = None              # the run's iteration total, every stage counted (None: unbounded)
 
     @property
     def remaining_s(self) -> float:
         return self.deadline - time.monotonic()
+
+    @property
+    def iterations_left(self) -> float:
+        return float("inf") if self.limit is None else self.limit - self.iterations
 
     def families_at(self, tolerances: Sequence[float], temperatures: Sequence[float] | None = None) -> list:
         """Copies of the job's families with tolerances ``tolerances`` and, for families whose config has a
@@ -86,13 +94,14 @@ class Continuation:
         """Continue training ``model`` (in place) under surrogate tolerances ``tolerances`` (and temperatures,
         :meth:`families_at`); returns the SolveResult, or None when no time is left or the observer asked to stop."""
         remaining = self.remaining_s
-        if remaining <= 0 or (self.observer is not None and self.observer.should_stop()):
+        iterations = int(min(max(1, self.max_iterations // 2), self.iterations_left - 1))  # 1 kept for a change
+        if remaining <= 0 or iterations < 1 or (self.observer is not None and self.observer.should_stop()):
             return None
         shift = [t - f.tolerance for f, t in zip(self.families, tolerances) for _ in f.names]
         observer = None if self.observer is None else _ContinuedObserver(self.observer, self.iterations,
                                                                          self.solver_time_s, shift)
         result = self.solve(self.make_problem(self.families_at(tolerances, temperatures)), model, observer,
-                            max(1, self.max_iterations // 2), remaining)
+                            iterations, remaining)
         self.iterations += result.iterations
         self.solver_time_s += result.solver_time_s
         self.stages.append({"surrogate_tolerances": [float(t) for t in tolerances], "iterations": result.iterations,
@@ -101,7 +110,11 @@ class Continuation:
 
     def record_change(self, model, what: str) -> None:
         """Report a model change made outside a solver (``what``, e.g. a threshold correction) as one more
-        iterate of the trajectory, so its last point (and exact trace) is the returned model."""
+        iterate of the trajectory, so its last point (and exact trace) is the returned model; with no iteration
+        left of ``limit``, only a stage (module docstring)."""
+        if self.iterations_left < 1:
+            self.stages.append({"change": what, "iteration": self.iterations, "recorded": False})
+            return
         self.iterations += 1
         self.stages.append({"change": what, "iteration": self.iterations})
         if self.observer is None or self.describe is None:

@@ -7,9 +7,15 @@ import pandas as pd
 import pytest
 
 from app import storage
+from contextlib import contextmanager
+from types import SimpleNamespace
+from unittest import mock
+
+from app import spec_table as st
 from app.spec_table import distinct_value_table
 from app.table_profile import VALUES_CAP, TableProfile
 from solvers import ProblemSpec, SpecError, check_spec_against_table
+from solvers.spec import value_counts
 from tests.datagen import planted_table
 
 BASE = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"],
@@ -23,6 +29,9 @@ CASES = [
     {"target": "flag", "positive_label": "True"},
     {"target": "score", "positive_label": 1},
     {"target": "score", "positive_label": 1.0},
+    {"target": "score", "positive_label": 1, "binarize": True},  # three values: refused unless binarize (issue 30 #3)
+    {"target": "age", "positive_label": 40},
+    {"target": "age", "positive_label": 40, "binarize": True},
     {"sensitive": ["sex", "nope"]},
     {"sensitive": ["constant"]},
     {"sensitive": ["workclass"]},  # missing values are a group of their own
@@ -41,12 +50,20 @@ CASES = [
 ]
 
 
-def outcome(spec: ProblemSpec, table: pd.DataFrame) -> tuple | None:
+def outcome(spec: ProblemSpec, table: pd.DataFrame, counts=None) -> tuple | None:
     try:
-        check_spec_against_table(spec, table)
+        check_spec_against_table(spec, table, counts)
     except SpecError as exc:
         return exc.loc, exc.msg
     return None
+
+
+@contextmanager
+def mock_path(path):
+    """The stored file of a dataset stub is ``path`` (the routers' dataset_path needs settings and storage)."""
+    with mock.patch.object(st, "dataset_path", lambda settings, dataset: path), \
+            mock.patch.object(storage, "CHUNK_ROWS", 400):  # counted over several chunks
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +93,27 @@ def test_stand_in_table_gives_the_tables_answer(stored, change):
     spec = ProblemSpec(**{**BASE, **change})
     stand_in = distinct_value_table(columns, [spec.target, *spec.sensitive])
     assert stand_in is not None and len(stand_in) <= 63  # age: 62 distinct values, not 1,500 rows
-    assert outcome(spec, stand_in) == outcome(spec, table)
+    assert outcome(spec, stand_in, lambda column: value_counts(table[column])) == outcome(spec, table)
+
+
+def test_a_target_of_more_than_two_values_needs_binarize(stored, tmp_path):
+    """Issue 30 item 3: ``target: "age", positive_label: 40`` was trained as "is 40" without a word."""
+    columns, table = stored
+    spec = ProblemSpec(**{**BASE, "target": "age", "positive_label": 40})
+    stand_in = distinct_value_table(columns, [spec.target, *spec.sensitive])
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    dataset = SimpleNamespace(format="csv", read_options={}, stored_name="t.csv")
+    counts = st.counts_of(SimpleNamespace(), dataset)
+    with mock_path(path):
+        assert counts("age").equals(value_counts(table["age"]))  # chunk by chunk = the whole column's
+        with pytest.raises(SpecError) as err:
+            check_spec_against_table(spec, stand_in, counts)
+    top = table["age"].value_counts()
+    assert err.value.loc == ("positive_label",)
+    assert f"{len(top)} distinct values, not 2" in err.value.msg and '"binarize": true' in err.value.msg
+    assert f"{top.index[0]}: {top.iloc[0]}" in err.value.msg  # the most frequent value with its count
+    check_spec_against_table(spec.model_copy(update={"binarize": True}), stand_in, counts)
 
 
 def test_values_are_kept_only_when_few_and_exact():

@@ -9,7 +9,7 @@ from scipy import stats
 from app.models import Job
 from app.sweeps.grid import GridError, SweepCreate, expand
 from app.sweeps.report import safe_cell
-from app.sweeps.summary import mean_ci, pareto_front, summarize
+from app.sweeps.summary import mean_ci, metric_range, pareto_front, summarize
 
 BASE = {"dataset_id": "d", "target": "y", "positive_label": 1, "sensitive": ["s"],
         "constraints": [{"type": "demographic_parity", "tolerance": 0.1}], "solver": {"name": "plada"}}
@@ -47,7 +47,31 @@ def test_mean_ci_is_the_student_t_interval():
     out = mean_ci(values)
     half = stats.t.ppf(0.975, 3) * stats.tstd(values) / 2
     assert out["mean"] == pytest.approx(0.815) and out["ci_high"] - out["mean"] == pytest.approx(half)
-    assert mean_ci([None, float("nan")])["n"] == 0 and mean_ci([0.5])["ci_low"] == 0.5
+    assert mean_ci([None, float("nan")])["n"] == 0
+
+
+def test_intervals_keep_to_the_metrics_range_and_need_three_seeds():
+    """Issue 30 item 6: from 2 seeds the sweep report printed solver time [−546, 718] s and DP [−0.009, 0.061]."""
+    two = mean_ci([5.0, 90.0], metric_range("solver_time_s"))
+    assert two["mean"] == 47.5 and two["ci_low"] is None and two["ci_high"] is None
+    assert two["ci_note"] == "too few seeds for an interval (2; 3 needed)"
+    assert mean_ci([0.5])["ci_low"] is None and mean_ci([0.5])["ci_note"].startswith("too few seeds")
+    dp = mean_ci([0.001, 0.002, 0.05], metric_range("demographic_parity"))  # the t interval reaches below 0
+    assert dp["ci_low"] == 0.0 and 0.0 < dp["ci_high"] <= 1.0
+    acc = mean_ci([0.97, 0.999, 0.9999], metric_range("accuracy"))
+    assert acc["ci_high"] == 1.0 and acc["ci_low"] < acc["mean"]
+    seconds = mean_ci([1.0, 2.0, 60.0], metric_range("solver_time_s"))
+    assert seconds["ci_low"] == 0.0 and seconds["ci_high"] > 60.0
+    assert metric_range("roc_auc") == metric_range("equalized_odds") == metric_range("minority_rate") == (0.0, 1.0)
+    assert metric_range("log_loss") == metric_range("loss_gap") == metric_range("iterations") == (0.0, math.inf)
+
+
+def test_the_sweep_report_says_when_seeds_are_too_few():
+    from app.sweeps.report import _fmt
+
+    assert _fmt(mean_ci([5.0, 90.0], metric_range("solver_time_s"))) == \
+        "47.5 (too few seeds for an interval (2; 3 needed))"
+    assert _fmt(mean_ci([0.001, 0.002, 0.05], metric_range("demographic_parity"))).startswith("0.01767 [0, ")
 
 
 def _job(status, solver, tol, seed, acc=None, dp=None, error=None):

@@ -97,3 +97,22 @@ def test_audit_form_audits_a_prediction_log_and_links_its_report(web_stack, owne
     assert page.inner_text(".reference-group") == "Male"
     page.goto(web_stack.url + "/audits")  # the list names a log audit's output column (it had no job or model)
     assert "prediction log" in page.locator("#audits-table tr", has_text="log audit").inner_text()
+
+
+def test_the_job_page_and_the_job_report_give_one_interval_for_the_test_gap(web_stack, owner_key, succeeded_job,
+                                                                            page):
+    """Issue 30 item 6: the job page (Clopper–Pearson, the job's fairness report) and the bias report (a bootstrap
+    of the same predictions) gave different 95 % intervals for the same test DP."""
+    from app.dashboard.pages import fmt_num
+
+    [entry] = succeeded_job["result"]["fairness"]
+    low, high = entry["test"]["ci"]
+    with web_stack.client(owner_key) as client:
+        doc = client.get(f"/api/v1/jobs/{succeeded_job['id']}/report", params={"format": "json"}).json()
+        html = client.get(f"/api/v1/jobs/{succeeded_job['id']}/report").text
+    [dp] = [s for s in doc["summary"] if s["key"] == "demographic_parity"]
+    assert dp["value"] == pytest.approx(entry["test"]["value"], abs=1e-12) and dp["ci"] == [low, high]
+    assert f'data-low="{low}" data-high="{high}"' in html
+    sign_in(page, web_stack, owner_key, f"/jobs/{succeeded_job['id']}")
+    shown = page.inner_text('#fairness-table tr[data-constraint="demographic_parity"] td[data-split="test"]')
+    assert f"[{fmt_num(low)}, {fmt_num(high)}]" in shown

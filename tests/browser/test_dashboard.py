@@ -204,6 +204,23 @@ def test_bad_tolerance_is_shown_next_to_its_field(web_stack, owner_key, dataset,
     assert page.locator(".field-error").count() == 1
 
 
+def test_a_many_valued_target_needs_the_binarize_box(web_stack, owner_key, dataset, page, tmp_path):
+    """Issue 30 item 3: the form's 422 names positive_label with the value counts; ticking binarize submits."""
+    sign_in(page, web_stack, owner_key, "/jobs/new")
+    fill_job_form(page, dataset["id"], max_iterations=10)
+    page.select_option("#f-target", "age")
+    page.wait_for_function("document.getElementById('f-features').dataset.state !== 'loading'")  # onTarget ran
+    page.fill("#f-positive", "40")
+    page.click("#submit-job")
+    error = page.locator('.field[data-loc="positive_label"] .field-error')
+    error.wait_for()
+    assert "distinct values, not 2 (value counts: " in error.inner_text() and "binarize" in error.inner_text()
+    page.check("#f-binarize")
+    page.click("#submit-job")
+    page.wait_for_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
+    assert '"binarize": true' in page.inner_text("#job-spec")
+
+
 def test_another_owners_pages_are_404(web_stack, owner_key, other_key, dataset, page, tmp_path):
     with web_stack.client(owner_key) as client:
         resp = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=5))

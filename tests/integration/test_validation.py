@@ -130,3 +130,32 @@ def test_dataset_summary_and_delete(embedded_stack):
         assert detail["summary"]["g"]["top"] == {"a": 2, "b": 1}
         assert client.delete(f"/api/v1/datasets/{ds['id']}").status_code == 204
         assert client.get(f"/api/v1/datasets/{ds['id']}").status_code == 404
+
+
+def test_a_target_of_more_than_two_values_needs_binarize(embedded_stack, dataset_id):
+    """Issue 30 item 3: ``target: "age", positive_label: 40`` was binarised silently (202, a model of "is 40")."""
+    from fairsolve import Client, FairSolveError
+    from solvers.spec import value_counts
+
+    age = job_spec(dataset_id, target="age", positive_label=40, max_iterations=30)
+    sweep = {"base": age, "grid": {"tolerances": [0.1]}}
+    with embedded_stack.client() as client:
+        top = value_counts(planted_table(500)["age"])  # normalised values, most frequent first
+        for path, body, loc in (("jobs", age, ["body", "positive_label"]),
+                                ("sweeps", sweep, ["body", "base", "positive_label"])):
+            resp = client.post(f"/api/v1/{path}", json=body)
+            assert resp.status_code == 422, resp.text
+            [detail] = [d for d in resp.json()["detail"] if d["loc"] == loc]
+            assert f"column 'age' has {len(top)} distinct values, not 2" in detail["msg"]
+            assert '"binarize": true' in detail["msg"]
+            assert f"(value counts: {top.index[0]}: {top.iloc[0]}, {top.index[1]}: {top.iloc[1]}," in detail["msg"]
+        resp = client.post("/api/v1/sweeps", json={**sweep, "base": {**age, "binarize": True}})
+        assert resp.status_code == 202, resp.text
+        job = client.post("/api/v1/jobs", json={**age, "binarize": True}).json()
+        done = embedded_stack.wait_job(client, job["id"], {"succeeded", "failed"})
+        assert done["status"] == "succeeded", done["error"]
+        assert done["spec"]["binarize"] is True
+    with Client(embedded_stack.url, embedded_stack.admin_key, poll_s=0.2) as fs:  # the client passes binarize on
+        with pytest.raises(FairSolveError, match=r"body\.positive_label: column 'age' has"):
+            fs.submit(dataset_id, **{k: v for k, v in age.items() if k != "dataset_id"})
+        assert fs.submit(dataset_id, **{k: v for k, v in age.items() if k != "dataset_id"}, binarize=True).id

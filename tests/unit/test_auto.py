@@ -15,6 +15,9 @@ from solvers.problem import Problem
 from tests.unit.conftest import planted_problem_data
 
 TOL = 0.05
+#: max_iterations bounds the whole portfolio: tests of the portfolio's logic give each candidate ``iterations`` and
+#: leave the total out of the way
+BUDGET = 100_000
 
 
 def _problems(n: int = 3000, tolerance: float = TOL):
@@ -46,8 +49,8 @@ def test_auto_is_the_default_solver_and_named_solvers_keep_their_defaults():
 def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validation():
     train, val, (Xv, yv, sv) = _problems()
     obs = RecordingObserver()
-    result = solve(train, {"name": "auto", "params": {"exhaustive": True}}, obs, max_iterations=300, seed=0,
-                   validation=val)
+    result = solve(train, {"name": "auto", "params": {"exhaustive": True, "iterations": 300}}, obs,
+                   max_iterations=BUDGET, seed=0, validation=val)
     tried = result.tried
     # the general-purpose four, then the dedicated solvers of DP (reductions, group_thresholds)
     assert {t["solver"] for t in tried} == {"ssg", "plada", "lagrangian", "penalty", "reductions", "group_thresholds"}
@@ -83,7 +86,8 @@ def test_the_portfolio_ends_once_a_strong_candidate_keeps_every_tolerance_with_m
 
     train, val, _ = _problems()
     def rows(params: dict) -> list[dict]:
-        tried = solve(train, {"name": "auto", "params": params}, max_iterations=300, seed=0, validation=val).tried
+        tried = solve(train, {"name": "auto", "params": params | {"iterations": 300}}, max_iterations=BUDGET, seed=0,
+                      validation=val).tried
         return [{k: v for k, v in t.items() if k not in ("seconds", "selected")} for t in tried]
 
     short, full = rows({}), rows({"exhaustive": True})
@@ -100,8 +104,8 @@ def test_the_portfolio_ends_once_a_strong_candidate_keeps_every_tolerance_with_m
 def test_the_exact_traces_reach_the_caller_through_the_portfolio():
     train, val, _ = _problems(1500)
     obs = RecordingObserver(exact_every=50)
-    solve(train, {"name": "auto", "params": {"portfolio": ["ssg", "penalty"]}}, obs, max_iterations=150,
-          validation=val)
+    solve(train, {"name": "auto", "params": {"portfolio": ["ssg", "penalty"], "iterations": 150}}, obs,
+          max_iterations=BUDGET, validation=val)
     traced = [r for r in obs.records if r.exact is not None]
     assert len(traced) >= 4 and all(set(r.exact) == {"train", "validation"} for r in traced)
 
@@ -151,7 +155,7 @@ def test_a_cancel_request_stops_the_whole_portfolio():
 
 def test_without_a_validation_split_it_judges_on_train_and_keeps_the_exact_train_gap():
     train, _, _ = _problems(2000, tolerance=0.03)
-    result = solve(train, "auto", max_iterations=300)
+    result = solve(train, {"name": "auto", "params": {"iterations": 300}}, max_iterations=BUDGET)
     chosen = next(t for t in result.tried if t.get("selected"))
     assert chosen["judged_on"] == "train" and chosen["outcome"] == "meets"
     X, y, s = (t.numpy() for t in (train.X, train.y.long(), train.group))
@@ -199,8 +203,8 @@ def test_where_the_surrogate_is_loose_auto_sharpens_it_until_the_exact_gap_is_ke
                     device="cpu")
     val = Problem(X=X[2800:], y=y[2800:], group=s[2800:], group_names=["a", "b"], device="cpu")
     # 200 iterations per continued solve: the cooled surrogate needs more than the default 100 on this data
-    params = {"portfolio": ["plada"], "refine_iterations": 200}
-    result = solve(train, {"name": "auto", "params": params}, max_iterations=300, validation=val)
+    params = {"portfolio": ["plada"], "refine_iterations": 200, "iterations": 300}
+    result = solve(train, {"name": "auto", "params": params}, max_iterations=BUDGET, validation=val)
     rows = result.tried
     # the tolerance alone stalls (the exact gap stays ~0.1 while the surrogate is met), a cooler σ(f/T) does not
     assert rows[-2]["temperatures"] == [1.0] and rows[-2]["train_gaps"][0] > 0.05
@@ -339,3 +343,17 @@ def test_auto_over_gbdt_cross_fits_group_thresholds_and_stops_on_its_population_
     assert out.enforcement["method"] == "group_thresholds" and margin["met"] and margin["about"] == "population"
     assert out.enforcement["cross_fit"] == {"folds": 3, "model": "refit"}
     assert out.promise["kind"] == "estimate" and "population" in out.promise["sentence"]
+
+
+def test_max_iterations_bounds_the_whole_portfolio_and_its_progress():
+    """Issue 30 item 5: 2,000 asked, 3,000-5,000 run (each candidate had max_iterations); progress "3000 / 2000"."""
+    train, val, _ = _problems(1500)
+    obs = RecordingObserver()
+    params = {"exhaustive": True, "iterations": 120, "refine_iterations": 60}
+    result = solve(train, {"name": "auto", "params": params}, obs, max_iterations=400, validation=val)
+    assert result.iterations == len(obs.records) == sum(t["iterations"] for t in result.tried) == 400
+    assert obs.info["max_iterations"] == 400 and obs.records[-1].iteration == 400
+    assert result.tried[0]["iterations"] == 120  # a first solve as configured, the last one cut to what was left
+    assert result.status == "completed" and sum(t.get("selected", False) for t in result.tried) == 1
+    unbounded = solve(train, {"name": "auto", "params": params}, max_iterations=BUDGET, validation=val)
+    assert len(unbounded.tried) > len(result.tried) and unbounded.iterations > 400  # the budget cut the portfolio

@@ -70,7 +70,7 @@ def test_auto_gives_its_candidates_minibatches_above_the_full_batch_limit():
 
     config = {"portfolio": ["ssg", "plada"], "iterations": 3, "refinements": 0, "exhaustive": True,
               "settings": {"plada": [{"eta": 0.5, "batch_size": 256}]}}
-    tried = solve(_rows(FULL_BATCH_MAX_ROWS + 1), {"name": "auto", "params": config}, max_iterations=3).tried
+    tried = solve(_rows(FULL_BATCH_MAX_ROWS + 1), {"name": "auto", "params": config}, max_iterations=6).tried
     assert [t["params"].get("batch_size") for t in tried] == [SCALE_BATCH, 256]  # a setting's own batch_size is kept
     small = solve(_rows(2000), {"name": "auto", "params": config}, max_iterations=3).tried
     assert "batch_size" not in small[0]["params"]

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -22,7 +23,12 @@ DP = {"type": "demographic_parity", "tolerance": 0.02}
 ESTIMATOR_CHECK_SKIPS = {"check_array_api_input"}
 
 
-@parametrize_with_checks([FairClassifier(constraints=[DP], solver="ssg", max_iter=500)])
+#: groups by name in the constructor (an array's first column, split at 0), so every check's fit has groups
+BY_NAME = FairClassifier(constraints=[DP], solver="ssg", max_iter=500, sensitive_columns=["x0"],
+                         group_rules={"x0": {"ranges": {"low": [None, 0.0], "high": [0.0, None]}}})
+
+
+@parametrize_with_checks([BY_NAME])
 def test_sklearn_estimator_checks(estimator, check):
     if check.func.__name__ in ESTIMATOR_CHECK_SKIPS:
         pytest.skip("array API input is not supported (see ESTIMATOR_CHECK_SKIPS)")
@@ -139,3 +145,85 @@ def test_overlapping_groups_from_the_columns_of_X(planted_frame):
         FairClassifier(overlapping_groups={"thresholds": {"zz": [0.0]}}, solver="ssg", max_iter=5).fit(X, y)
     with pytest.raises(ValueError, match="needs a partition"):
         FairClassifier(constraints=[DP], overlapping_groups=groups, solver="reductions").fit(X, y)
+
+
+def test_constraints_without_groups_are_refused(planted_frame):
+    """Issue 30 item 1: a constrained fit with no groups trained an unconstrained model and reported it kept."""
+    X, y, _ = planted_frame
+    with pytest.raises(ValueError, match="^sensitive_features: the constraints need groups"):
+        FairClassifier(constraints=[DP], solver="ssg", max_iter=50).fit(X, y)
+    with pytest.raises(ValueError, match="sensitive_features"):
+        cross_val_score(FairClassifier(constraints=[DP], solver="ssg", max_iter=50), X, y, cv=2, error_score="raise")
+    free = FairClassifier(solver="ssg", max_iter=50).fit(X, y)  # no constraints: one group is fine
+    assert free.model_.groups == ["all"]
+    with pytest.raises(ValueError, match="^sensitive_columns: unknown column"):
+        FairClassifier(constraints=[DP], solver="ssg", max_iter=50, sensitive_columns=["sex"]).fit(X, y)
+    with pytest.raises(ValueError, match="^sensitive_features: given to fit while sensitive_columns"):
+        FairClassifier(constraints=[DP], solver="ssg", max_iter=50, sensitive_columns="s").fit(
+            X.assign(s=0), y, sensitive_features=np.zeros(len(X)))
+
+
+def test_group_columns_by_name_in_cross_val_score_and_grid_search(planted_frame):
+    X, y, s = planted_frame
+    Xs = X.assign(s=s)
+    by_name = FairClassifier(constraints=[DP], solver="ssg", max_iter=300, sensitive_columns=["s"])
+    by_fit = FairClassifier(constraints=[DP], solver="ssg", max_iter=300).fit(Xs, y, sensitive_features="s")
+    fitted = clone(by_name).fit(Xs, y)
+    assert fitted.model_.groups == ["0", "1"] and fitted.fairness_[0]["train"]["value"] <= 0.02 + 1e-9
+    assert np.array_equal(fitted.decision_function(Xs), by_fit.decision_function(Xs))
+    assert fitted.metric_frame(Xs, y)["n"].sum() == len(Xs)
+    scores = cross_val_score(by_name, Xs, y, cv=3)
+    assert scores.shape == (3,) and (scores > 0.6).all()
+    search = GridSearchCV(by_name, {"tolerance": [0.01, 0.3]}, cv=3).fit(Xs, y)
+    assert search.best_estimator_.model_.groups == ["0", "1"]
+    scale = ColumnTransformer([("scale", StandardScaler(), list(X.columns))], remainder="passthrough",
+                              verbose_feature_names_out=False).set_output(transform="pandas")  # s passes through
+    pipe = make_pipeline(scale, by_name).fit(Xs, y)
+    assert pipe[-1].model_.groups == ["0", "1"] and pipe.score(Xs, y) > 0.6
+
+
+def test_sensitive_features_under_metadata_routing(planted_frame):
+    import sklearn
+
+    X, y, s = planted_frame
+    clf = FairClassifier(constraints=[DP], solver="ssg", max_iter=300)
+    with sklearn.config_context(enable_metadata_routing=True):
+        scores = cross_val_score(clf, X, y, cv=3, params={"sensitive_features": s})  # requested by default
+        assert scores.shape == (3,) and (scores > 0.6).all()
+        search = GridSearchCV(clf, {"tolerance": [0.01, 0.3]}, cv=3).fit(X, y, sensitive_features=s)
+        assert search.best_estimator_.model_.groups == ["0", "1"]
+        pipe = make_pipeline(StandardScaler(), clone(clf)).fit(X, y, sensitive_features=s)
+        assert pipe[-1].fairness_[0]["train"]["value"] <= 0.02 + 1e-9
+        with pytest.raises(ValueError, match="sensitive_features"):  # a request turned off: groups never arrive
+            cross_val_score(clone(clf).set_fit_request(sensitive_features=False), X, y, cv=2, error_score="raise")
+
+
+def test_n_jobs_sets_torch_threads_while_fitting_and_restores_them(planted_frame, monkeypatch):
+    """Issue 30 item 10: fit ran on torch's default threads (every core): 137.9 s on 24k rows against the service's
+    19.6 s on a busy machine (bench/results/estimator_speed.md); by default it now runs on one, like a worker."""
+    import os
+
+    import torch
+
+    import solvers.api
+    from fairsolve.estimator import torch_threads
+
+    X, y, s = planted_frame
+    seen = []
+    solve = solvers.api.solve
+    monkeypatch.setattr(solvers.api, "solve", lambda *a, **k: seen.append(torch.get_num_threads()) or solve(*a, **k))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for n_jobs, threads in ((None, 1), (2, 2), (-1, os.cpu_count())):
+            clf = FairClassifier(constraints=[DP], solver="ssg", max_iter=20, n_jobs=n_jobs)
+            clf.fit(X, y, sensitive_features=s)
+            assert seen[-1] == threads and torch.get_num_threads() == 2  # restored after
+            assert clf.solver_time_s_ > 0
+            with torch_threads(n_jobs):
+                assert torch.get_num_threads() == threads
+        with pytest.raises(ValueError, match="^n_jobs"):
+            FairClassifier(constraints=[DP], solver="ssg", max_iter=20, n_jobs=0).fit(X, y, sensitive_features=s)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

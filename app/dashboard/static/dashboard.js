@@ -653,6 +653,7 @@
         dataset_id: datasetSel.value,
         target: targetSel.value,
         positive_label: positive.value,
+        binarize: $("#f-binarize").checked,
         sensitive: sensitive,
         objective: $("#f-objective").value,
         model: { type: modelType.value },
