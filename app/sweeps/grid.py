@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, ValidationE
 
 from app.schemas import JobCreate
 from solvers import ALGORITHMS, SolverSpec, SpecError
-from solvers.spec import check_generic_groups
+from solvers.spec import Seed, check_generic_groups
 
 MAX_JOBS = 500          # without allow_large
 HARD_MAX_JOBS = 5000    # even with allow_large
@@ -38,8 +38,8 @@ class SweepGrid(BaseModel):
                                                       description="Replace every constraint's tolerance.")
     solvers: list[SolverSpec] | None = Field(None, min_length=1, max_length=MAX_SOLVERS,
                                              description="Default: the base spec's solver.")
-    seeds: list[int] | None = Field(None, min_length=1, max_length=MAX_VALUES,
-                                    description="Default: the base spec's seed.")
+    seeds: list[Seed] | None = Field(None, min_length=1, max_length=MAX_VALUES,
+                                     description="Default: the base spec's seed.")
     params: dict[str, Annotated[list[Any], Field(min_length=1, max_length=MAX_VALUES)]] = Field(
         default_factory=dict, max_length=MAX_PARAMS,
         description="Solver parameter → values, applied to solvers that have it.")
