@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import IntegrityError
@@ -24,6 +25,7 @@ from app.static_assets import PLOTLY_JS_DIR
 from app.storage import clear_stale
 from app.unavailable import UNAVAILABLE, unavailable_answer
 from app.upload_route import RequireMultipart
+from app.validation_answer import validation_answer
 from app.url_guard import RefuseNul
 from app.routers import audits, charts, datasets, health, jobs, keys, model_export, models, reports, solvers, sweeps
 
@@ -92,6 +94,7 @@ def create_app() -> FastAPI:
         """An exhausted pool or a database outage: a 503 the client may retry (:mod:`app.unavailable`)."""
         return unavailable_answer(exc, request.method, request.url.path)
 
+    app.add_exception_handler(RequestValidationError, validation_answer)  # its echo of the input bounded
     for kind in UNAVAILABLE:
         app.add_exception_handler(kind, database_unavailable)
 
