@@ -37,6 +37,7 @@ from app.routers.sweeps import default_axes, sweep_jobs
 from app.sessions import (clear_session_cookies, close_session, cookie_credential, from_this_origin,
                           has_session_cookie, is_session_token, open_session, set_session_cookies)
 from app.sweeps.summary import direction, pareto_front, summarize
+from app.unavailable import UNAVAILABLE, unavailable_answer
 
 log = logging.getLogger("fairsolve.dashboard")
 
@@ -55,7 +56,8 @@ def render(request: Request, name: str, status_code: int = 200, **context: Any) 
 
 
 def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:
-    titles = {404: "Not found", 403: "Forbidden", 422: "Invalid request", 429: "Too many requests"}
+    titles = {404: "Not found", 403: "Forbidden", 422: "Invalid request", 429: "Too many requests",
+              503: "Unavailable"}
     return render(request, "error.html", status_code=status_code, title=titles.get(status_code, "Error"),
                   message=message, status_code_=status_code)
 
@@ -87,6 +89,11 @@ class PageRoute(APIRoute):
             except RequestValidationError as exc:
                 fields = ", ".join(".".join(str(p) for p in e["loc"][1:]) for e in exc.errors())
                 return error_page(request, 422, f"invalid parameter: {fields}")
+            except UNAVAILABLE as exc:  # an exhausted pool or a database outage: retry, not a fault
+                answer = unavailable_answer(exc, request.method, request.url.path)
+                page = error_page(request, 503, "The service is briefly unavailable; retry in a moment.")
+                page.headers["Retry-After"] = answer.headers["Retry-After"]
+                return page
             except Exception:
                 log.exception("dashboard error on %s %s", request.method, request.url.path)
                 return error_page(request, 500, "Something went wrong on the server; the server log has the details.")

@@ -150,13 +150,13 @@ def _refuse_repeats(grid: SweepGrid, combos: list[tuple[int, SolverSpec, dict[st
         if len(set(keys)) != len(keys):
             twice = next(values[j] for j, k in enumerate(keys) if k in keys[:j])
             loc = ("grid", *field) if isinstance(field, tuple) else ("grid", field)
-            raise GridError(loc, f"{twice!r} is listed twice: each point of a sweep is one job")
+            raise GridError(loc, f"{repr(twice)[:100]} is listed twice: each point of a sweep is one job")
     seen: dict[str, int] = {}
     for i, solver, params in combos:
         key = json.dumps([solver.name, params], sort_keys=True)
         if key in seen and seen[key] != i:
-            raise GridError(("grid", "solvers", i), f"solver {solver.name!r} with {params} is also solver "
-                            f"{seen[key]} of the sweep: each point of a sweep is one job")
+            raise GridError(("grid", "solvers", i), f"solver {solver.name!r} with {str(params)[:200]} is also "
+                            f"solver {seen[key]} of the sweep: each point of a sweep is one job")
         seen.setdefault(key, i)
 
 

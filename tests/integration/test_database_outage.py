@@ -2,7 +2,7 @@
 test's own (``tests.socket_relay``), which the test stops: every connection, pooled or new, is cut or refused.
 Each request is then answered 503 with ``Retry-After`` (an outage answered 500 before: 47 in 21 s), whether it
 needed the database for its key (an uncached key, read before the body) or for its route, and the API serves
-again once the relay is back."""
+again once the relay is back. A dashboard page answers its error page with the same 503."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.datagen import planted_table
@@ -55,10 +56,14 @@ def relayed(tmp_path):
 def test_database_outage_answers_503_with_retry_after(relayed):
     stack, relay = relayed
     fresh_key = stack.new_key("outage-fresh")  # never used before the outage: its lookup needs the database
+    signed_in = httpx.post(stack.url + "/signin", data={"api_key": stack.admin_key, "next": "/"},
+                           headers={"origin": stack.url}, follow_redirects=False).cookies
     with stack.client() as client, stack.client(fresh_key) as fresh:
         dataset = upload(client, planted_table(300, seed=3))
         assert client.get("/api/v1/jobs").status_code == 200
         relay.stop()
+        page = httpx.get(stack.url + "/datasets", cookies=signed_in)  # a dashboard page: the error page, 503
+        assert page.status_code == 503 and page.headers["retry-after"] == "2" and "unavailable" in page.text
         answers = [client.get("/api/v1/jobs"), client.get(f"/api/v1/datasets/{dataset['id']}"),
                    client.post("/api/v1/jobs", json=job_spec(dataset["id"])),
                    fresh.get("/api/v1/jobs"), fresh.post("/api/v1/jobs", json=job_spec(dataset["id"])),
