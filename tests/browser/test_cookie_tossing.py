@@ -3,8 +3,8 @@
 browser. The victim's dashboard used to become the attacker's account (the victim's upload landed in the
 attacker's datasets); now the session is bound to the browser that signed in, so the victim is signed out instead
 and nothing lands anywhere. A tossed copy beside the real cookie (another ``Path``) signs out too; when the
-attacker tosses both values of their pair, every page names the account signed in; and a session id is no API
-key."""
+attacker tosses both values of their pair, every page names the account signed in and the page itself notices
+that this browser did not sign in as that account; and a session id is no API key."""
 
 from __future__ import annotations
 
@@ -92,19 +92,31 @@ def test_a_tossed_session_id_signs_the_victim_out_not_in_as_the_attacker(web_sta
     assert "victims-private-data" not in names(web_stack, other_key) + names(web_stack, owner_key)
 
 
-def test_a_tossed_pair_shows_the_attackers_account_and_a_session_id_is_no_api_key(web_stack, owner_key, other_key,
-                                                                                   page, tossing_site):
+def test_a_tossed_pair_is_caught_by_the_page_and_a_session_id_is_no_api_key(web_stack, owner_key, other_key,
+                                                                            page, tossing_site):
+    """Both values of the attacker's own pair tossed: the server cannot tell, but the page names the account and
+    this origin's record of the account it signed in as (out of another port's reach) does not match, so the page
+    signs out, revoking the tossed session. Signing in as another account through the form is not flagged."""
     site, tossed = tossing_site
     attacker = attacker_session(web_stack, other_key)
     sign_in(page, web_stack, owner_key, "/")
     tossed.extend(f"{name}={value}; Path=/; HttpOnly" for name, value in attacker.items())
     page.goto(site)
     page.goto(web_stack.url + "/datasets")
-    assert "browser-mallory" in page.inner_text("#signed-in-as")  # the victim can see whose account this is
+    page.wait_for_url(re.compile(r"/signin\?next=%2Fdatasets$"))
+    assert httpx.get(web_stack.url + "/api/v1/datasets", cookies=attacker).status_code == 401  # revoked
+    assert "victims-private-data" not in names(web_stack, other_key)
 
-    for headers in ({"authorization": f"Bearer {attacker['fairsolve_session']}"},
-                    {"x-api-key": attacker["fairsolve_session"]},
-                    {"authorization": f"Bearer {attacker['fairsolve_session']}.{attacker['fairsolve_bind']}"}):
+    page.fill("#api_key", other_key)  # a real second sign-in, as another account, in the same browser
+    page.click("#signin-form button[type=submit]")
+    page.wait_for_url(web_stack.url + "/datasets")
+    page.wait_for_load_state("load")
+    assert "browser-mallory" in page.inner_text("#signed-in-as") and page.locator("#session-mismatch").count() == 0
+
+    fresh = attacker_session(web_stack, other_key)
+    assert "Signed in as <strong>browser-mallory</strong>" in httpx.get(web_stack.url + "/datasets", cookies=fresh).text
+    for headers in ({"authorization": f"Bearer {fresh['fairsolve_session']}"}, {"x-api-key": fresh["fairsolve_session"]},
+                    {"authorization": f"Bearer {fresh['fairsolve_session']}.{fresh['fairsolve_bind']}"}):
         answer = httpx.get(web_stack.url + "/api/v1/datasets", headers=headers)
         assert answer.status_code == 401 and "not an API key" in answer.json()["detail"]
-    assert httpx.get(web_stack.url + "/api/v1/datasets", cookies=attacker).status_code == 200
+    assert httpx.get(web_stack.url + "/api/v1/datasets", cookies=fresh).status_code == 200
