@@ -6,8 +6,8 @@ and a hash lookup keeps authentication to one indexed read. A request names its 
 ``Authorization: Bearer <key>``, ``X-API-Key: <key>`` or the dashboard's session cookies, a session id and
 its binding mapped to a key, never the key (:mod:`app.sessions`: HttpOnly, SameSite=Strict, bound to the browser
 that signed in, expiring, revocable; state changes they authenticate must come from this origin); no key, an
-unknown key or a revoked one is 401, and so is a session id sent as a key. Every stored resource carries the ``owner`` of the key that created it,
-and another owner's resource is answered as if it did not exist (404).
+unknown key or a revoked one is 401, and so is a session id sent as a key. Every stored resource carries the
+``owner`` of the key that created it, and another owner's resource is answered as if it did not exist (404).
 
 Admin keys (the bootstrap key of ``FAIRSOLVE_BOOTSTRAP_API_KEY``, or one created with
 ``admin: true``) may also create and revoke keys; they see only their own resources.

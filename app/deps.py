@@ -32,7 +32,7 @@ from app.sessions import check_same_origin
 from app.settings import Settings, get_settings
 
 
-def close_session(session: Session) -> None:
+def close_quietly(session: Session) -> None:
     """Close ``session``, returning its connection; a connection the database dropped (an outage, a restart) is
     discarded instead of raising after the answer was sent (uvicorn then reset the client's next request)."""
     try:
@@ -54,7 +54,7 @@ async def get_db() -> AsyncIterator[Session]:
     try:
         yield session
     finally:
-        await asyncio.get_running_loop().run_in_executor(session_closer(), close_session, session)
+        await asyncio.get_running_loop().run_in_executor(session_closer(), close_quietly, session)
 
 
 async def app_settings() -> Settings:
@@ -117,7 +117,7 @@ async def caller_before_body(request: Request) -> Caller:
     try:
         return await current_caller(request, session)
     finally:
-        await asyncio.get_running_loop().run_in_executor(session_closer(), close_session, session)
+        await asyncio.get_running_loop().run_in_executor(session_closer(), close_quietly, session)
 
 
 async def admin_caller(caller: Annotated[Caller, Depends(current_caller)]) -> Caller:

@@ -28,7 +28,8 @@ def test_cancel_answers_from_its_updates(dataset_db):
     app.dependency_overrides[get_db] = db
     app.dependency_overrides[current_caller] = lambda: Caller(owner="t", key_id="k", admin=False)
     client = TestClient(app)
-    answers = {job_id: client.post(f"/api/v1/jobs/{job_id}/cancel") for job_id in ("q", "q", "w", "r", "s", "x", "none")}
+    answers = {job_id: client.post(f"/api/v1/jobs/{job_id}/cancel")
+               for job_id in ("q", "q", "w", "r", "s", "x", "none")}
     assert answers["q"].status_code == 202 and answers["q"].json()["status"] == "cancelled"
     assert answers["w"].json()["status"] == "cancelled" and answers["r"].json()["status"] == "running"
     assert answers["s"].status_code == 409 and answers["x"].status_code == answers["none"].status_code == 404

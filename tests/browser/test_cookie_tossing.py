@@ -115,7 +115,8 @@ def test_a_tossed_pair_is_caught_by_the_page_and_a_session_id_is_no_api_key(web_
 
     fresh = attacker_session(web_stack, other_key)
     assert "Signed in as <strong>browser-mallory</strong>" in httpx.get(web_stack.url + "/datasets", cookies=fresh).text
-    for headers in ({"authorization": f"Bearer {fresh['fairsolve_session']}"}, {"x-api-key": fresh["fairsolve_session"]},
+    for headers in ({"authorization": f"Bearer {fresh['fairsolve_session']}"},
+                    {"x-api-key": fresh["fairsolve_session"]},
                     {"authorization": f"Bearer {fresh['fairsolve_session']}.{fresh['fairsolve_bind']}"}):
         answer = httpx.get(web_stack.url + "/api/v1/datasets", headers=headers)
         assert answer.status_code == 401 and "not an API key" in answer.json()["detail"]
