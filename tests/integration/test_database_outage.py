@@ -67,7 +67,8 @@ def test_database_outage_answers_503_with_retry_after(relayed):
         answers = [client.get("/api/v1/jobs"), client.get(f"/api/v1/datasets/{dataset['id']}"),
                    client.post("/api/v1/jobs", json=job_spec(dataset["id"])),
                    fresh.get("/api/v1/jobs"), fresh.post("/api/v1/jobs", json=job_spec(dataset["id"])),
-                   client.post("/api/v1/datasets", files={"file": ("x.csv", b"a,b\n1,2\n", "text/csv")})]
+                   client.post("/api/v1/datasets", files={"file": ("x.csv", b"a,b\n1,2\n", "text/csv")}),
+                   client.get("/metrics")]
         for response in answers:
             assert response.status_code == 503, (response.request.method, response.request.url, response.text)
             assert response.headers["retry-after"] == "2" and "unavailable" in response.json()["detail"]
