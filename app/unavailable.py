@@ -22,12 +22,18 @@ log = logging.getLogger("fairsolve.api")
 UNAVAILABLE = (PoolTimeout, OperationalError, InterfaceError)
 
 
-def unavailable_answer(exc: BaseException, method: str, path: str) -> JSONResponse:
-    """The 503 for one of :data:`UNAVAILABLE`, logged as a warning (a line, not a traceback)."""
+def retry_after(exc: BaseException, method: str, path: str) -> str:
+    """The ``Retry-After`` seconds for one of :data:`UNAVAILABLE`, the cause logged as a warning (a line, not a
+    traceback)."""
     if isinstance(exc, PoolTimeout):
         log.warning("database connection pool exhausted on %s %s", method, path)
-        return JSONResponse({"detail": "the service is overloaded; retry shortly"}, status_code=503,
-                            headers={"Retry-After": "1"})
+        return "1"
     log.warning("database unavailable on %s %s: %s", method, path, str(exc).splitlines()[0][:300])
-    return JSONResponse({"detail": "the database is unavailable; retry shortly"}, status_code=503,
-                        headers={"Retry-After": "2"})
+    return "2"
+
+
+def unavailable_answer(exc: BaseException, method: str, path: str) -> JSONResponse:
+    """The API's 503 for one of :data:`UNAVAILABLE`."""
+    after = retry_after(exc, method, path)
+    detail = "the service is overloaded" if isinstance(exc, PoolTimeout) else "the database is unavailable"
+    return JSONResponse({"detail": f"{detail}; retry shortly"}, status_code=503, headers={"Retry-After": after})

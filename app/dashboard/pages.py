@@ -37,7 +37,7 @@ from app.routers.sweeps import default_axes, sweep_jobs
 from app.sessions import (clear_session_cookies, close_session, cookie_credential, from_this_origin,
                           has_session_cookie, is_session_token, open_session, set_session_cookies)
 from app.sweeps.summary import direction, pareto_front, summarize
-from app.unavailable import UNAVAILABLE, unavailable_answer
+from app.unavailable import UNAVAILABLE, retry_after
 
 log = logging.getLogger("fairsolve.dashboard")
 
@@ -90,9 +90,8 @@ class PageRoute(APIRoute):
                 fields = ", ".join(".".join(str(p) for p in e["loc"][1:]) for e in exc.errors())
                 return error_page(request, 422, f"invalid parameter: {fields}")
             except UNAVAILABLE as exc:  # an exhausted pool or a database outage: retry, not a fault
-                answer = unavailable_answer(exc, request.method, request.url.path)
                 page = error_page(request, 503, "The service is briefly unavailable; retry in a moment.")
-                page.headers["Retry-After"] = answer.headers["Retry-After"]
+                page.headers["Retry-After"] = retry_after(exc, request.method, request.url.path)
                 return page
             except Exception:
                 log.exception("dashboard error on %s %s", request.method, request.url.path)
