@@ -108,3 +108,39 @@ def test_cookie_authenticated_state_changes_must_come_from_this_origin(method, h
         with pytest.raises(HTTPException) as exc:
             check_same_origin(req)
         assert exc.value.status_code == 403
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_sign_in_sets_the_pair_with_host_prefixed_secure_names_over_https(tmp_path, scheme):
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from app.dashboard import install
+    from app.deps import app_settings, get_db
+    from app.settings import get_settings
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'signin.db'}")
+    Base.metadata.create_all(engine)
+    with Session(engine) as db:
+        key = create_key(db, "alice")[1]
+
+    def sessions():
+        with Session(engine) as db:
+            yield db
+
+    app = FastAPI()
+    install(app)
+    app.dependency_overrides[get_db] = sessions
+    app.dependency_overrides[app_settings] = get_settings
+    origin = f"{scheme}://testserver"
+    client = TestClient(app, base_url=origin, follow_redirects=False)
+    answer = client.post("/signin", data={"api_key": key, "next": "/"}, headers={"origin": origin})
+    assert answer.status_code == 303, answer.text
+    prefix = "__Host-" if scheme == "https" else ""
+    cookies = {c.split("=", 1)[0]: c for c in answer.headers.get_list("set-cookie")}
+    assert set(cookies) == {prefix + SESSION_COOKIE, prefix + BIND_COOKIE}
+    for line in cookies.values():
+        attributes = line.lower()
+        assert "httponly" in attributes and "path=/" in attributes and "samesite=strict" in attributes
+        assert ("secure" in attributes) == (scheme == "https") and "domain=" not in attributes
+    engine.dispose()
