@@ -68,3 +68,26 @@ def test_a_cancel_storm_is_answered_like_reads(storm_stack):
         statuses = {j["id"]: j["status"] for j in client.get("/api/v1/jobs", params={"limit": 1000}).json()}
     assert {statuses[i] for i in ids} == {"cancelled"}
     assert "pool exhausted" not in (storm_stack.home / "api.log").read_text()
+
+
+def test_a_cancel_behind_a_held_row_lock_is_a_503_to_retry(storm_stack):
+    """A transaction holding the job's row (as a worker's start or final write does) delays a cancel by at most
+    ``CANCEL_LOCK_WAIT_S``; the answer is then a 503 with ``Retry-After``, and the retry is accepted."""
+    import time
+
+    import psycopg
+
+    key = storm_stack.new_key("storm-lock")
+    with storm_stack.client(key) as client:
+        dataset = upload(client, planted_table(400, seed=8))
+        job_id = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=2_000_000,
+                                                           time_limit_s=600)).json()["id"]
+        with psycopg.connect(storm_stack.env["DATABASE_URL"].replace("+psycopg", "")) as holder:
+            holder.execute("SELECT 1 FROM jobs WHERE id = %s FOR UPDATE", (job_id,))
+            sent = time.monotonic()
+            answer = client.post(f"/api/v1/jobs/{job_id}/cancel")
+            waited = time.monotonic() - sent
+            assert answer.status_code == 503 and answer.headers["retry-after"] == "2", answer.text
+            assert waited < 20  # the 2 s lock wait, on a loaded machine (the pool's 30 s timeout would be > 30)
+        assert client.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 202  # the retry, the row free
+        storm_stack.wait_job(client, job_id, {"cancelled"}, timeout=60)
