@@ -3,11 +3,11 @@
 A key is ``fsk_`` followed by 32 random bytes (URL-safe base64), drawn from ``secrets``.
 Only ``sha256(key)`` is stored: with 256 bits of entropy a slow password hash buys nothing,
 and a hash lookup keeps authentication to one indexed read. A request names its key in
-``Authorization: Bearer <key>``, ``X-API-Key: <key>`` or the dashboard's session cookie
-``fairsolve_session``, which holds a session id mapped to a key, never the key (:mod:`app.sessions`: HttpOnly,
-SameSite=Strict, expiring, revocable; state changes it authenticates must come from this origin); no key, an
-unknown key or a revoked one is 401. Every stored resource carries the ``owner`` of the key that created it,
-and another owner's resource is answered as if it did not exist (404).
+``Authorization: Bearer <key>``, ``X-API-Key: <key>`` or the dashboard's session cookies, a session id and
+its binding mapped to a key, never the key (:mod:`app.sessions`: HttpOnly, SameSite=Strict, bound to the browser
+that signed in, expiring, revocable; state changes they authenticate must come from this origin); no key, an
+unknown key or a revoked one is 401, and so is a session id sent as a key. Every stored resource carries the
+``owner`` of the key that created it, and another owner's resource is answered as if it did not exist (404).
 
 Admin keys (the bootstrap key of ``FAIRSOLVE_BOOTSTRAP_API_KEY``, or one created with
 ``admin: true``) may also create and revoke keys; they see only their own resources.
@@ -26,7 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import ApiKey, utcnow
-from app.sessions import SESSION_COOKIE, is_session_token, session_key
+from app.sessions import cookie_credential, is_session_token, session_key
 
 KEY_PREFIX = "fsk_"
 
@@ -92,10 +92,13 @@ def ensure_key(db: Session, key: str, owner: str, admin: bool) -> ApiKey:
 def presented_key(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    cookie = request.cookies.get(SESSION_COOKIE)
-    return request.headers.get("x-api-key") or (cookie if is_session_token(cookie) else None)
+    key = token.strip() if scheme.lower() == "bearer" and token.strip() else request.headers.get("x-api-key")
+    if not key:
+        return cookie_credential(request)
+    if is_session_token(key):  # a dashboard session (stolen, or tossed) is no API key
+        raise HTTPException(status_code=401, detail="a dashboard session id is not an API key: send an API key",
+                            headers={"WWW-Authenticate": "Bearer"})
+    return key
 
 
 def authenticate(db: Session, key: str | None) -> Caller:

@@ -4,18 +4,19 @@ FastAPI reads and parses a request's body before it resolves the route's depende
 without a key could make the API read (and parse) a body up to the body limit before its 401
 (issue 19: 104 MiB of JSON took an API process from 772 to 1,649 MiB). This ASGI middleware runs
 the route's own authentication (:func:`app.deps.current_caller`: key or session cookie, then the
-rate limit) from the headers alone; a refusal (401, 429, 503) is answered without reading the body,
-and an accepted caller is kept on the request so that the route's dependency does not look it up again.
+rate limit) from the headers alone; a refusal (401, 429, 503 of :mod:`app.unavailable`) is answered without
+reading the body, and an accepted caller is kept on the request so that the route's dependency does not look it up
+again.
 """
 
 from __future__ import annotations
 
 from fastapi import HTTPException
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.requests import Request
 
 from app.deps import caller_before_body
+from app.unavailable import UNAVAILABLE, unavailable_answer
 
 PREFIX = "/api/v1/"
 
@@ -38,7 +39,6 @@ class AuthBeforeBody:
             await caller_before_body(Request(scope))  # headers and cookies only: no receive, no body
         except HTTPException as exc:
             return await JSONResponse({"detail": exc.detail}, exc.status_code, exc.headers)(scope, receive, send)
-        except PoolTimeout:
-            return await JSONResponse({"detail": "the service is overloaded; retry shortly"}, 503,
-                                      {"Retry-After": "1"})(scope, receive, send)
+        except UNAVAILABLE as exc:
+            return await unavailable_answer(exc, scope["method"], scope["path"])(scope, receive, send)
         await self.app(scope, receive, send)

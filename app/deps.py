@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Annotated, TypeVar
 
 from fastapi import Depends, HTTPException, Query, Request
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -29,6 +30,15 @@ from app.models import Base
 from app.ratelimit import SharedBuckets, TokenBuckets
 from app.sessions import check_same_origin
 from app.settings import Settings, get_settings
+
+
+def close_quietly(session: Session) -> None:
+    """Close ``session``, returning its connection; a connection the database dropped (an outage, a restart) is
+    discarded instead of raising after the answer was sent (uvicorn then reset the client's next request)."""
+    try:
+        session.close()
+    except (OperationalError, InterfaceError):
+        session.invalidate()
 
 
 @lru_cache
@@ -44,7 +54,7 @@ async def get_db() -> AsyncIterator[Session]:
     try:
         yield session
     finally:
-        await asyncio.get_running_loop().run_in_executor(session_closer(), session.close)
+        await asyncio.get_running_loop().run_in_executor(session_closer(), close_quietly, session)
 
 
 async def app_settings() -> Settings:
@@ -107,7 +117,7 @@ async def caller_before_body(request: Request) -> Caller:
     try:
         return await current_caller(request, session)
     finally:
-        await asyncio.get_running_loop().run_in_executor(session_closer(), session.close)
+        await asyncio.get_running_loop().run_in_executor(session_closer(), close_quietly, session)
 
 
 async def admin_caller(caller: Annotated[Caller, Depends(current_caller)]) -> Caller:

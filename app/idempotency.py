@@ -7,13 +7,17 @@ queues nothing; the same key with a different body is a 422. Two concurrent firs
 race on the unique ``(owner, key)``: the loser rolls back and replays the winner's response. Any other
 integrity error at commit (a row the request refers to was deleted meanwhile) is a 409, never a replay: a
 request is answered from a record only when that record exists.
+
+Any other POST of the API that carries the header is refused with a 400 naming it (:class:`RefuseUnhonoured`),
+before authentication or its body is read: a retried upload, audit or model was created once per retry while
+the client believed the key protected it. Cancels are idempotent by themselves and accept it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-
+import re
 from typing import Annotated
 
 from fastapi import Header, HTTPException
@@ -29,6 +33,27 @@ MAX_KEY_LENGTH = 255
 KEY_CONSTRAINT = "uq_idempotency_owner_key"
 IdempotencyKey = Annotated[str | None, Header(description="Retries with this key return the first response and "
                                                           "queue nothing new.")]
+
+
+#: POST paths that honour the key (:class:`Submission`), or that are idempotent without it (a cancel).
+HONOURED = re.compile(r"/api/v1/(jobs|sweeps)(/[^/]+/cancel)?/?")
+
+
+class RefuseUnhonoured:
+    """ASGI middleware: 400 for a POST under ``/api/v1/`` carrying ``Idempotency-Key`` where it is not honoured."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if (scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].startswith("/api/v1/")
+                or HONOURED.fullmatch(scope["path"])
+                or not any(name.lower() == b"idempotency-key" for name, _ in scope.get("headers") or ())):
+            return await self.app(scope, receive, send)
+        await JSONResponse({"detail": [{
+            "loc": ["header", "Idempotency-Key"], "type": "value_error",
+            "msg": "not honoured on this route (only POST /api/v1/jobs and /api/v1/sweeps replay a retry); "
+                   "send the request without it"}]}, status_code=400)(scope, receive, send)
 
 
 def request_digest(body: dict) -> str:

@@ -75,6 +75,19 @@ def notify_ended(session: Session, job_id: str) -> None:
         session.execute(text("SELECT pg_notify(:channel, :job)"), {"channel": CHANNEL, "job": job_id})
 
 
+def announce_ended(session: Session, job_id: str) -> None:
+    """After the commit that ended job ``job_id``: wake its waiters in a transaction of its own (PostgreSQL).
+
+    PostgreSQL takes one lock on its notification queue at the commit of every notifying transaction and holds it
+    until the commit is durable, so NOTIFY inside a writing transaction serialises all such commits over their WAL
+    flushes (50 threads updating one row each: 672 commits/s with the NOTIFY inside, 3,288/s with it in a
+    transaction of its own, 3,820/s without). A transaction that only notifies writes nothing to flush. Used where
+    many jobs end at once (cancels); a crash between the two commits leaves waiters to their next status check."""
+    if session.get_bind().dialect.name == "postgresql":
+        notify_ended(session, job_id)
+        session.commit()
+
+
 class EndListener:
     """This process's LISTEN on :data:`CHANNEL` (a daemon thread with a connection of its own, listening again a
     second after any error): each notification sets the events its job's waiters registered. ``listening`` is

@@ -7,10 +7,10 @@ from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.blobstore import blobs
 from app.auth import bootstrap_key_problem, ensure_key
@@ -18,11 +18,14 @@ from app.auth_gate import AuthBeforeBody
 from app.body_limit import BodyLimit
 from app.dashboard import install as install_dashboard
 from app.db import session_factory, session_scope
+from app.idempotency import RefuseUnhonoured
 from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
 from app.static_assets import PLOTLY_JS_DIR
 from app.storage import clear_stale
+from app.unavailable import UNAVAILABLE, unavailable_answer
 from app.upload_route import RequireMultipart
+from app.validation_answer import validation_answer
 from app.url_guard import RefuseNul
 from app.routers import audits, charts, datasets, health, jobs, keys, model_export, models, reports, solvers, sweeps
 
@@ -81,18 +84,19 @@ def create_app() -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(RequireMultipart)  # an upload that is not multipart is told so, not its size
     app.add_middleware(AuthBeforeBody)  # no byte of a body is read (nor its size judged) for an unknown caller
+    app.add_middleware(RefuseUnhonoured)  # a retry it would not protect: 400 before anything is read
     app.add_middleware(RefuseNul)  # before authentication: nothing is read for a URL no route can take
     app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
     install_dashboard(app)  # the browser dashboard at / and its assets at /assets
 
-    @app.exception_handler(PoolTimeout)
-    async def pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
-        """Every database connection of this process stayed busy for the pool's timeout: an overload the
-        client may retry, not a fault of the request."""
-        log.warning("database connection pool exhausted on %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "the service is overloaded; retry shortly"}, status_code=503,
-                            headers={"Retry-After": "1"})
+    async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        """An exhausted pool or a database outage: a 503 the client may retry (:mod:`app.unavailable`)."""
+        return unavailable_answer(exc, request.method, request.url.path)
+
+    app.add_exception_handler(RequestValidationError, validation_answer)  # its echo of the input bounded
+    for kind in UNAVAILABLE:
+        app.add_exception_handler(kind, database_unavailable)
 
     @app.exception_handler(Exception)
     async def unhandled(request: Request, exc: Exception) -> JSONResponse:

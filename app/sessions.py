@@ -1,10 +1,24 @@
-"""Dashboard sign-in sessions, and the same-origin rule for state changes a session cookie authenticates.
+"""Dashboard sign-in sessions, bound to the browser that signed in, and the same-origin rule for state changes a
+session cookie authenticates.
 
-Signing in with an API key creates a session: a random id ``fss_`` + 32 random bytes (URL-safe
-base64) kept in the HttpOnly cookie ``fairsolve_session``, of which only ``sha256(id)`` is stored,
-mapped to the key's id. The cookie never holds the key. A session is valid while it is not revoked
-(sign-out revokes it), has not expired (``FAIRSOLVE_SESSION_TTL_S`` after sign-in) and its key is not
-revoked (revoking a key ends its sessions).
+Signing in with an API key creates a session: a random id ``fss_`` + 32 random bytes (URL-safe base64) in the
+HttpOnly cookie ``fairsolve_session``, and a second random value (32 bytes) in the HttpOnly cookie
+``fairsolve_bind``, both set by the sign-in's answer. Only ``sha256(id + "." + binding)`` is stored, mapped to the
+key's id, so the session is the *pair*: one value alone authenticates nothing. The cookies never hold the key. A
+session is valid while it is not revoked (sign-out revokes it), has not expired (``FAIRSOLVE_SESSION_TTL_S`` after
+sign-in) and its key is not revoked (revoking a key ends its sessions). Over HTTPS the cookies are named
+``__Host-fairsolve_session`` and ``__Host-fairsolve_bind`` (Secure, ``Path=/``, no ``Domain``: a browser accepts
+them only from a secure page of this very host, never from a sibling domain or a plain-HTTP port), and an HTTPS
+request reads only those.
+
+Cookies are not separated by port: a server on another port of the same host can set ours (cookie tossing,
+issue 31). Tossing the attacker's own session id into the victim's browser used to sign the victim in as the
+attacker (the victim's upload landed in the attacker's datasets); now the victim's binding does not match it and
+the browser is signed out instead. A request carrying either cookie twice (a tossed copy with another ``Path``
+beside the real one) authenticates nothing. An attacker who tosses both values of a pair of their own is not
+detectable by the server (such a server also receives the victim's cookies: a host must not serve untrusted
+content on another port); every page then names the signed-in account beside its sign-out button. A session id
+is never an API key: sent as ``Authorization: Bearer`` or ``X-API-Key`` it is a 401.
 
 SameSite=Strict keeps the cookie from other *sites*, but a page on another port of the same host is
 the same site and gets it sent along. So a request authenticated by the cookie (no ``Authorization``
@@ -21,14 +35,14 @@ import secrets
 from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Request, Response
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.models import ApiKey, DashboardSession, utcnow
 
 SESSION_PREFIX = "fss_"
-SESSION_COOKIE = "fairsolve_session"
+SESSION_COOKIE, BIND_COOKIE, HOST_PREFIX = "fairsolve_session", "fairsolve_bind", "__Host-"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -40,22 +54,64 @@ def is_session_token(credential: str | None) -> bool:
     return bool(credential) and credential.startswith(SESSION_PREFIX)
 
 
-def open_session(db: Session, key_id: str, ttl_s: float) -> str:
-    """Store a new session of key ``key_id`` valid for ``ttl_s`` seconds; return its id (for the cookie only).
-    The key's ended sessions (expired or signed out) are deleted meanwhile, so the table stays small."""
-    token = SESSION_PREFIX + secrets.token_urlsafe(32)
+def credential(token: str, binding: str) -> str:
+    """What a session is stored (hashed) and looked up by: its id and its binding together."""
+    return f"{token}.{binding}"
+
+
+def open_session(db: Session, key_id: str, ttl_s: float) -> tuple[str, str]:
+    """Store a new session of key ``key_id`` valid for ``ttl_s`` seconds; return its id and binding (for the
+    cookies only). The key's ended sessions (expired or signed out) are deleted meanwhile, so the table stays small."""
+    token, binding = SESSION_PREFIX + secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = utcnow()
     db.execute(delete(DashboardSession).where(DashboardSession.key_id == key_id,
                                               or_(DashboardSession.expires_at <= now,
                                                   DashboardSession.revoked_at.is_not(None))))
-    db.add(DashboardSession(token_hash=token_hash(token), key_id=key_id, created_at=now,
+    db.add(DashboardSession(token_hash=token_hash(credential(token, binding)), key_id=key_id, created_at=now,
                             expires_at=now + timedelta(seconds=ttl_s)))
     db.commit()
-    return token
+    return token, binding
+
+
+def cookie_names(request: Request) -> tuple[str, str]:
+    """The session and binding cookies' names for this request: ``__Host-`` prefixed over HTTPS."""
+    prefix = HOST_PREFIX if request.url.scheme == "https" else ""
+    return prefix + SESSION_COOKIE, prefix + BIND_COOKIE
+
+
+def has_session_cookie(request: Request) -> bool:
+    return bool(request.cookies.get(cookie_names(request)[0]))
+
+
+def cookie_credential(request: Request) -> str | None:
+    """The session credential of the request's cookies; None without both, or with either sent twice (tossed)."""
+    session_name, bind_name = cookie_names(request)
+    token, binding = request.cookies.get(session_name), request.cookies.get(bind_name)
+    if not is_session_token(token) or not binding:
+        return None
+    sent = [part.split("=", 1)[0].strip() for part in request.headers.get("cookie", "").split(";")]
+    if sent.count(session_name) > 1 or sent.count(bind_name) > 1:
+        return None
+    return credential(token, binding)
+
+
+def set_session_cookies(response: Response, request: Request, token: str, binding: str) -> None:
+    """The sign-in's cookies: HttpOnly, SameSite=Strict, ``Path=/``, Secure over HTTPS, no ``max_age`` (they end
+    with the browser; the server ends the session at its expiry)."""
+    secure = request.url.scheme == "https"
+    for name, value in zip(cookie_names(request), (token, binding)):
+        response.set_cookie(name, value, httponly=True, samesite="strict", path="/", secure=secure)
+
+
+def clear_session_cookies(response: Response, request: Request) -> None:
+    secure = request.url.scheme == "https"
+    for name in cookie_names(request):
+        response.delete_cookie(name, path="/", httponly=True, samesite="strict", secure=secure)
 
 
 def session_key(db: Session, token: str) -> ApiKey | None:
-    """The key of a valid session (not revoked, not expired, its key not revoked), else None."""
+    """The key of a valid session (not revoked, not expired, its key not revoked), else None; ``token``: the
+    session's :func:`credential`."""
     row = db.execute(select(DashboardSession.expires_at, ApiKey)
                      .join(ApiKey, ApiKey.id == DashboardSession.key_id)
                      .where(DashboardSession.token_hash == token_hash(token), DashboardSession.revoked_at.is_(None),
@@ -67,7 +123,7 @@ def session_key(db: Session, token: str) -> ApiKey | None:
 
 
 def close_session(db: Session, token: str) -> None:
-    """Revoke the session ``token`` (sign-out); unknown tokens are ignored."""
+    """Revoke the session of :func:`credential` ``token`` (sign-out); unknown ones are ignored."""
     db.execute(update(DashboardSession).where(DashboardSession.token_hash == token_hash(token),
                                               DashboardSession.revoked_at.is_(None)).values(revoked_at=utcnow()))
     db.commit()
@@ -77,7 +133,7 @@ def via_cookie(request: Request) -> bool:
     """Whether the request is authenticated by the session cookie (no key header takes precedence)."""
     headers = request.headers
     has_header = headers.get("authorization", "").lower().startswith("bearer ") or headers.get("x-api-key")
-    return not has_header and bool(request.cookies.get(SESSION_COOKIE))
+    return not has_header and has_session_cookie(request)
 
 
 def own_origin(request: Request) -> str:

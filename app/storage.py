@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from app.column_names import column_name_problem
 from app.read_options import cache_key, column_names, csv_kwargs, has_header
 from app.table_profile import TableProfile
 
@@ -409,6 +410,8 @@ def profile_upload(path: Path, limits: TableLimits = TableLimits(),
         profile = TableProfile.of(iter_chunks(path, fmt, options, max_decoded=limits.max_bytes * PARQUET_INFLATION))
     if profile.n_columns == 0 or profile.n_rows == 0:
         raise DatasetError("file: the table has no rows or no columns")
+    if (problem := column_name_problem(profile.columns)) is not None:
+        raise DatasetError(f"file: {problem}")
     return fmt, options, profile
 
 
@@ -419,6 +422,8 @@ def read_upload(path: Path, limits: TableLimits = TableLimits()) -> pd.DataFrame
         frame = read_table(path, fmt, options, max_decoded=limits.max_bytes * PARQUET_INFLATION)
     if frame.shape[1] == 0 or frame.shape[0] == 0:
         raise DatasetError("file: the table has no rows or no columns")
+    if (problem := column_name_problem(map(str, frame.columns))) is not None:
+        raise DatasetError(f"file: {problem}")
     return frame
 
 

@@ -13,12 +13,19 @@ Every request is validated by the service itself, so a bad keyword argument rais
 :class:`FairSolveError` with the API's own message (``body.constraints.0.tolerance: ...``).
 :meth:`Job.wait` shows the job's own progress (iterations of ``max_iterations``) with tqdm's
 ``auto`` bar: a widget in a notebook, a text bar in a terminal.
+
+An answer that asks to be retried (503 or 429 with ``Retry-After``: an overloaded or briefly unavailable
+database, the rate limit) is retried after the time it names (at most ``MAX_RETRY_AFTER_S``), up to
+``retries`` times, when repeating the request cannot do anything twice: reads, cancels, and submissions of jobs
+and sweeps, which carry an ``Idempotency-Key`` of their own. An answer that is not JSON where JSON was expected
+(a proxy's error page) raises :class:`FairSolveError` too.
 """
 from __future__ import annotations
 
 import io
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +41,8 @@ if TYPE_CHECKING:
 ACTIVE = {"waiting", "queued", "running", "cancelling"}  # statuses of jobs, sweeps and audit runs still going
 API = "/api/v1"
 SPLITS = ("train", "validation", "test")
+RETRIED_STATUS = frozenset({429, 503})
+MAX_RETRY_AFTER_S = 30.0
 
 
 class FairSolveError(RuntimeError):
@@ -64,6 +73,16 @@ def _message(detail: Any) -> str:
     return str(detail)
 
 
+def _retry_after(response: httpx.Response) -> float | None:
+    """Seconds the service asks to wait before a retry (a 503 or 429 with ``Retry-After`` in seconds), else None."""
+    if response.status_code not in RETRIED_STATUS:
+        return None
+    try:
+        return min(max(float(response.headers.get("retry-after", "")), 0.0), MAX_RETRY_AFTER_S)
+    except ValueError:
+        return None
+
+
 def _id(obj: Any) -> str:
     """An id from an id string, an answer dict or a Job / Sweep."""
     if isinstance(obj, str):
@@ -77,8 +96,8 @@ class Client:
     """A FairSolve service at ``url`` used with API key ``key``."""
 
     def __init__(self, url: str, key: str, *, timeout: float = 60.0, poll_s: float = 0.5,
-                 transport: httpx.BaseTransport | None = None) -> None:
-        self.poll_s = poll_s
+                 transport: httpx.BaseTransport | None = None, retries: int = 3) -> None:
+        self.poll_s, self.retries = poll_s, retries
         self._http = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, transport=transport,
                                   headers={"Authorization": f"Bearer {key}"})
 
@@ -92,8 +111,16 @@ class Client:
         self._http.close()
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """One call; a 4xx / 5xx answer raises :class:`FairSolveError` with the API's message."""
-        response = self._http.request(method, path, **kwargs)
+        """One call, retried while the service asks to (see the module's docstring); a 4xx / 5xx answer raises
+        :class:`FairSolveError` with the API's message."""
+        repeatable = method in ("GET", "HEAD") or path.endswith("/cancel") or "Idempotency-Key" in (
+            kwargs.get("headers") or {})
+        for attempt in range(self.retries + 1):
+            response = self._http.request(method, path, **kwargs)
+            wait = _retry_after(response)
+            if wait is None or not repeatable or attempt == self.retries:
+                break
+            time.sleep(wait)
         if response.status_code >= 400:
             try:
                 detail = response.json().get("detail", response.text)
@@ -103,7 +130,13 @@ class Client:
         return response
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        return self.request(method, path, **kwargs).json()
+        response = self.request(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError: not the service's answer
+            raise FairSolveError(response.status_code, "the answer is not JSON: "
+                                 f"{response.headers.get('content-type', 'no content type')}, "
+                                 f"{response.text[:200]!r}") from exc
 
     # datasets
     def upload(self, data: pd.DataFrame | str | Path, name: str | None = None, *, header: bool | None = None,
@@ -157,7 +190,8 @@ class Client:
         ``sensitive``, ``constraints``, ``solver`` as a name or ``{"name", "params"}``, ...)."""
         if isinstance(spec.get("solver"), str):
             spec["solver"] = {"name": spec["solver"]}
-        answer = self._json("POST", f"{API}/jobs", json={"dataset_id": _id(dataset), **spec})
+        answer = self._json("POST", f"{API}/jobs", json={"dataset_id": _id(dataset), **spec},
+                            headers={"Idempotency-Key": uuid.uuid4().hex})
         return self.job(answer["id"])
 
     def job(self, job_id: str) -> "Job":
@@ -178,7 +212,7 @@ class Client:
         if solvers is not None:
             grid["solvers"] = [{"name": s} if isinstance(s, str) else s for s in solvers]
         body = {"base": {"dataset_id": _id(dataset), **base}, "grid": grid, "warm_start": warm_start}
-        answer = self._json("POST", f"{API}/sweeps", json=body)
+        answer = self._json("POST", f"{API}/sweeps", json=body, headers={"Idempotency-Key": uuid.uuid4().hex})
         return self.get_sweep(answer["id"])
 
     def get_sweep(self, sweep_id: str) -> "Sweep":

@@ -42,6 +42,9 @@ GBDT_FIELDS = ("n_estimators", "learning_rate", "num_leaves", "max_depth", "min_
 
 Name = Annotated[str, Field(max_length=MAX_NAME)]
 Scalar = Annotated[str, Field(max_length=MAX_VALUE)] | int | float | bool
+#: A seed numpy's and torch's generators both take as given: 0 ≤ seed < 2³² (a negative one was accepted, then
+#: failed inside the split as "too few rows").
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 
 
 class Strict(BaseModel):
@@ -256,7 +259,7 @@ class SolverSpec(Strict):
 class SplitSpec(Strict):
     test: float = Field(0.2, gt=0, lt=1)
     validation: float = Field(0.2, ge=0, lt=1)
-    seed: int = 0
+    seed: Seed = 0
 
     @model_validator(mode="after")
     def _fractions(self) -> "SplitSpec":
@@ -313,7 +316,7 @@ class ProblemSpec(Strict):
     constraints: list[ConstraintSpec] = Field([], max_length=MAX_CONSTRAINTS)
     solver: SolverSpec = SolverSpec()
     split: SplitSpec = SplitSpec()
-    seed: int = 0
+    seed: Seed = 0
     max_iterations: int = Field(2000, ge=1, description="Most iterations of the solve: a named solver's run, or "
                                 "all of auto's candidates and their refinements together.")
     enforcement_iterations: int | None = Field(

@@ -1,8 +1,8 @@
 """The browser dashboard: server-rendered pages at ``/`` over the same database and rules as the API.
 
 Pages read through the caller's owner only (another owner's resource is the 404 page); the
-browser's scripts call the ``/api/v1`` routes with the ``fairsolve_session`` cookie (a session id) set at
-sign-in. Assets (one script, one stylesheet) are served from ``/assets``; plotly.js from ``/static``.
+browser's scripts call the ``/api/v1`` routes with the session cookies (a session id and its binding) set at
+sign-in. Assets (two scripts, one stylesheet) are served from ``/assets``; plotly.js from ``/static``.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from sqlalchemy import func, select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.audits.metrics import describe_metrics
-from app.auth import SESSION_COOKIE, Caller, authenticate
+from app.auth import Caller, authenticate
 from app.charts import CHARTS
 from app.charts.labels import figure_json
 from app.dashboard import promise, stats
@@ -34,8 +34,10 @@ from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
 from app.routers.datasets import dataset_path, dataset_summary
 from app.routers.jobs import job_out
 from app.routers.sweeps import default_axes, sweep_jobs
-from app.sessions import close_session, from_this_origin, is_session_token, open_session
+from app.sessions import (clear_session_cookies, close_session, cookie_credential, from_this_origin,
+                          has_session_cookie, is_session_token, open_session, set_session_cookies)
 from app.sweeps.summary import direction, pareto_front, summarize
+from app.unavailable import UNAVAILABLE, retry_after
 
 log = logging.getLogger("fairsolve.dashboard")
 
@@ -54,7 +56,8 @@ def render(request: Request, name: str, status_code: int = 200, **context: Any) 
 
 
 def error_page(request: Request, status_code: int, message: str) -> HTMLResponse:
-    titles = {404: "Not found", 403: "Forbidden", 422: "Invalid request", 429: "Too many requests"}
+    titles = {404: "Not found", 403: "Forbidden", 422: "Invalid request", 429: "Too many requests",
+              503: "Unavailable"}
     return render(request, "error.html", status_code=status_code, title=titles.get(status_code, "Error"),
                   message=message, status_code_=status_code)
 
@@ -62,8 +65,8 @@ def error_page(request: Request, status_code: int, message: str) -> HTMLResponse
 def sign_in_redirect(request: Request) -> RedirectResponse:
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     response = RedirectResponse(f"/signin?next={quote(target, safe='')}", status_code=303)
-    if request.cookies.get(SESSION_COOKIE):
-        response.delete_cookie(SESSION_COOKIE, path="/")
+    if has_session_cookie(request):
+        clear_session_cookies(response, request)
     return response
 
 
@@ -86,6 +89,10 @@ class PageRoute(APIRoute):
             except RequestValidationError as exc:
                 fields = ", ".join(".".join(str(p) for p in e["loc"][1:]) for e in exc.errors())
                 return error_page(request, 422, f"invalid parameter: {fields}")
+            except UNAVAILABLE as exc:  # an exhausted pool or a database outage: retry, not a fault
+                page = error_page(request, 503, "The service is briefly unavailable; retry in a moment.")
+                page.headers["Retry-After"] = retry_after(exc, request.method, request.url.path)
+                return page
             except Exception:
                 log.exception("dashboard error on %s %s", request.method, request.url.path)
                 return error_page(request, 500, "Something went wrong on the server; the server log has the details.")
@@ -98,7 +105,7 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False, default_respo
 
 async def page_caller(request: Request, db: DB) -> Caller:
     """The signed-in caller (the session cookie, checked like any API key and rate-limited)."""
-    if not request.cookies.get(SESSION_COOKIE):
+    if not has_session_cookie(request):
         raise SignInRequired()
     caller = await current_caller(request, db)
     request.state.caller = caller
@@ -168,7 +175,7 @@ def safe_next(target: str | None) -> str:
 
 @router.get("/signin")
 def signin_page(request: Request, db: DB, next: str | None = None) -> Response:
-    key = request.cookies.get(SESSION_COOKIE)
+    key = cookie_credential(request)
     if key:
         try:
             authenticate(db, key)
@@ -181,8 +188,8 @@ def signin_page(request: Request, db: DB, next: str | None = None) -> Response:
 @router.post("/signin")
 def signin(request: Request, db: DB, settings: AppSettings, api_key: str = Form("", max_length=512),
            next: str = Form("/", max_length=2048)) -> Response:
-    """Open a session for a valid API key; the cookie holds the session's id, never the key. A session an
-    earlier sign-in left in this browser is closed (no fixation)."""
+    """Open a session for a valid API key; the cookies hold the session's id and binding, never the key
+    (:mod:`app.sessions`). A session an earlier sign-in left in this browser is closed (no fixation)."""
     if not from_this_origin(request):
         return error_page(request, 403, "Sign-in must come from this site's own page.")
     key = api_key.strip()
@@ -195,15 +202,14 @@ def signin(request: Request, db: DB, settings: AppSettings, api_key: str = Form(
                       error="That API key is not valid (unknown or revoked)." if key else "Enter an API key.")
     end_session(request, db)
     response = RedirectResponse(safe_next(next), status_code=303)
-    response.set_cookie(SESSION_COOKIE, open_session(db, caller.key_id, settings.session_ttl_s), httponly=True,
-                        samesite="strict", path="/", secure=request.url.scheme == "https")  # no max_age: a session cookie
+    set_session_cookies(response, request, *open_session(db, caller.key_id, settings.session_ttl_s))
     return response
 
 
 def end_session(request: Request, db: DB) -> None:
     """Revoke the session of the request's cookie, if any, here and in this process's caller cache."""
-    token = request.cookies.get(SESSION_COOKIE)
-    if is_session_token(token):
+    token = cookie_credential(request)
+    if token is not None:
         close_session(db, token)
         caller_cache().forget_credential(token)
 
@@ -214,8 +220,7 @@ def signout(request: Request, db: DB) -> Response:
         return error_page(request, 403, "Sign-out must come from this site's own page.")
     end_session(request, db)
     response = RedirectResponse("/signin", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict",
-                           secure=request.url.scheme == "https")
+    clear_session_cookies(response, request)
     return response
 
 

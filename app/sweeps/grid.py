@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, ValidationE
 
 from app.schemas import JobCreate
 from solvers import ALGORITHMS, SolverSpec, SpecError
-from solvers.spec import check_generic_groups
+from solvers.spec import Seed, check_generic_groups
 
 MAX_JOBS = 500          # without allow_large
 HARD_MAX_JOBS = 5000    # even with allow_large
@@ -38,8 +38,8 @@ class SweepGrid(BaseModel):
                                                       description="Replace every constraint's tolerance.")
     solvers: list[SolverSpec] | None = Field(None, min_length=1, max_length=MAX_SOLVERS,
                                              description="Default: the base spec's solver.")
-    seeds: list[int] | None = Field(None, min_length=1, max_length=MAX_VALUES,
-                                    description="Default: the base spec's seed.")
+    seeds: list[Seed] | None = Field(None, min_length=1, max_length=MAX_VALUES,
+                                     description="Default: the base spec's seed.")
     params: dict[str, Annotated[list[Any], Field(min_length=1, max_length=MAX_VALUES)]] = Field(
         default_factory=dict, max_length=MAX_PARAMS,
         description="Solver parameter → values, applied to solvers that have it.")
@@ -111,6 +111,7 @@ def expand(request: SweepCreate) -> list[PlannedJob]:
     seeds = grid.seeds or [base.seed]
     combos = [(i, s, p) for i, s in enumerate(solvers) for p in _param_sets(s, grid.params)]
     raw = base.model_dump(mode="json")
+    _refuse_repeats(grid, combos)
     planned: list[PlannedJob] = []
     for (i, solver, params), seed in itertools.product(combos, seeds):
         chain = json.dumps([solver.name, params, seed], sort_keys=True) if request.warm_start else None
@@ -138,6 +139,25 @@ def expand(request: SweepCreate) -> list[PlannedJob]:
             planned.append(PlannedJob(JobCreate.model_validate(spec),
                                       {"solver": "erm", "params": {}, "seed": seed, "tolerance": None}))
     return planned
+
+
+def _refuse_repeats(grid: SweepGrid, combos: list[tuple[int, SolverSpec, dict[str, Any]]]) -> None:
+    """A value listed twice (a tolerance, a seed, a parameter's value), or two solvers that come out the same once
+    the ``params`` grid is applied, would make the same job twice: :class:`GridError` naming it."""
+    for field, values in (("tolerances", grid.tolerances or []), ("seeds", grid.seeds or []),
+                          *((("params", name), values) for name, values in grid.params.items())):
+        keys = [json.dumps(v, sort_keys=True) for v in values]
+        if len(set(keys)) != len(keys):
+            twice = next(values[j] for j, k in enumerate(keys) if k in keys[:j])
+            loc = ("grid", *field) if isinstance(field, tuple) else ("grid", field)
+            raise GridError(loc, f"{repr(twice)[:100]} is listed twice: each point of a sweep is one job")
+    seen: dict[str, int] = {}
+    for i, solver, params in combos:
+        key = json.dumps([solver.name, params], sort_keys=True)
+        if key in seen and seen[key] != i:
+            raise GridError(("grid", "solvers", i), f"solver {solver.name!r} with {str(params)[:200]} is also "
+                            f"solver {seen[key]} of the sweep: each point of a sweep is one job")
+        seen.setdefault(key, i)
 
 
 def _tolerance(raw_spec: dict) -> float | None:

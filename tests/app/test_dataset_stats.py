@@ -12,7 +12,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app import storage
-from app.auth import SESSION_COOKIE, Caller
+from app.auth import Caller
+from app.sessions import SESSION_COOKIE
 from app.dashboard import install, pages, stats
 from app.dashboard.pages import page_caller
 from app.deps import app_settings, get_db

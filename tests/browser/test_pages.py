@@ -7,7 +7,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.auth import SESSION_COOKIE, Caller
+from app.auth import Caller
+from app.sessions import SESSION_COOKIE
 from app.dashboard import install
 from app.dashboard.pages import page_caller, safe_next
 from app.deps import get_db
