@@ -103,7 +103,7 @@ def promise_sentence(constraints: Sequence[tuple[str, float]], guarantee: dict[s
         return {"kind": "not certified", "sentence": f"Not certified at {pct}: no candidate passed the test "
                                                      "(see the guarantee's message)."}
     margin = (enforcement or {}).get("margin")
-    if margin and margin.get("met") and margin.get("about") == "population" and enforcement.get("met"):
+    if margin and margin.get("met") and margin.get("about") == "population":
         return {"kind": "estimate", "sentence": f"Estimated: with probability ≥ {100 * (1 - margin['delta']):g} %, "
                                                 f"{what} on the population is ≤ {bound} (the thresholds keep a "
                                                 "margin for the sampling error of the rows they were fitted on)."}
