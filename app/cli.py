@@ -92,6 +92,12 @@ def add_audit(sub: argparse._SubParsersAction) -> None:
     model.add_argument("--predictions", help="prediction log columns: a JSON object, or a file holding it")
     run.add_argument("--data", required=True, help="CSV or Parquet file with the model's columns and the label")
     run.add_argument("--metrics", required=True, help="JSON list of {type, threshold, ...}, or a file holding it")
+    read = run.add_argument_group("reading --data (CSV), as the API's upload options")
+    read.add_argument("--header", choices=("true", "false"), help="whether the first line names the columns "
+                      "(default: it does, unless it looks like data)")
+    read.add_argument("--column-names", help="the columns' names: a JSON list or comma-separated")
+    read.add_argument("--missing-values", help="cells read as missing: a JSON list or comma-separated")
+    read.add_argument("--sep", "--delimiter", dest="delimiter", help="field separator (\\t for a tab; default: sniffed)")
     run.add_argument("--format", choices=("table", "json"), default="table")
     run.add_argument("--reference", help="an earlier --format json report: the drift metrics compare with it")
     run.set_defaults(run=audit_run)
@@ -107,6 +113,7 @@ def audit_run(args: argparse.Namespace) -> int:
     from app.audits.metrics import MetricSpec
     from app.audits.model import AuditModel, ModelError
     from app.audits.report import evaluate, format_table
+    from app.read_options import OptionError, upload_options
     from app.storage import DatasetError, read_upload
     from solvers import SpecError
 
@@ -123,11 +130,17 @@ def audit_run(args: argparse.Namespace) -> int:
         else:
             model = AuditModel.from_file(Path(args.model))
         reference = _reference(Path(args.reference)) if args.reference else None
-        table = read_upload(Path(args.data))
+        asked = upload_options(args.header, args.column_names, args.missing_values, delimiter=args.delimiter)
+        table = read_upload(Path(args.data), asked=asked)
+        for warning in table.attrs.get("warnings", []):
+            print(f"fairsolve audit run: --data: {warning['message']}", file=sys.stderr)
         scored = model.score(table)
         summary = summarise(scored)
         drift = compare(summary, reference, args.reference)
         report = evaluate(specs, scored, drift={"previous": drift, "baseline": drift})
+    except OptionError as exc:
+        print(f"--{exc.field.replace('_', '-').replace('delimiter', 'sep')}: {exc.msg}", file=sys.stderr)
+        return 2
     except ValidationError as exc:
         first = exc.errors()[0]
         print(f"{option}: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from tests.browser.test_dashboard import sign_in
+from tests.datagen import planted_table
 
 pytestmark = pytest.mark.integration
 
@@ -46,3 +47,23 @@ def test_dashboard_pages_name_their_favicon(web_stack, owner_key, page):
     sign_in(page, web_stack, owner_key, "/datasets")
     href = page.get_attribute("link[rel=icon]", "href")
     assert page.request.get(web_stack.url + href).status == 200
+
+
+def test_a_headerless_file_keeps_its_first_row_and_is_renamed_in_one_click(web_stack, owner_key, page, tmp_path):
+    frame = planted_table(300, seed=5)
+    raw = tmp_path / "raw-adult.csv"
+    frame.to_csv(raw, index=False, header=False)
+    sign_in(page, web_stack, owner_key, "/datasets")
+    page.fill("#upload-name", "raw-upload")
+    page.set_input_files("#file-input", str(raw))
+    page.wait_for_url(re.compile(r"/datasets/[0-9a-f]{32}$"))  # a warning: the dataset page shows it
+    warning = page.locator('#read-options .message.warning[data-field="header"]')
+    assert "read as the first data row" in warning.inner_text()
+    assert "300 rows" in page.inner_text(".meta")  # the first data row was not eaten
+    assert page.input_value("#rename-columns").startswith("column_1, column_2")
+    page.fill("#rename-columns", ", ".join(frame.columns))
+    page.click("#rename-submit")
+    page.locator("#rename-form").wait_for(state="detached")  # the page reloads without the warning and the form
+    assert page.locator("#read-options .message.warning").count() == 0
+    options = page.locator("#groups-form select[name=sensitive] option").all_inner_texts()
+    assert options == list(frame.columns)

@@ -604,16 +604,42 @@
       const binary = cols.filter((c) => c.n_distinct === 2);
       const guess = cols.find((c) => likely.includes(c.name.toLowerCase())) || binary[binary.length - 1] || cols[cols.length - 1];
       if (guess) targetSel.value = guess.name;
-      const usual = ["sex", "gender", "race"];
-      const first = cols.find((c) => usual.includes(c.name.toLowerCase()));
-      sensitiveBox.replaceChildren(...cols.map((c, i) => el("label", { class: "check" },
-        el("input", { type: "checkbox", value: c.name, name: "sensitive", id: "f-sensitive-" + i,
-                      checked: first !== undefined && c.name === first.name }), " " + c.name)));
+      fillSensitive(cols);
       positive.value = "";
       onTarget();
     }
+    /* Sensitive columns: every column but the target. Ticked: the user's last choice where this dataset has those
+       columns (remembered in the browser), else the usual attribute with the fewest groups (sex before race: big
+       groups give a model and a test verdict in seconds; several small ones need far more data and time). */
+    const SENSITIVE_KEY = "fairsolve.sensitive";
+    function fillSensitive(cols) {
+      const names = cols.map((c) => c.name).filter((n) => n !== targetSel.value);
+      let chosen = [];
+      try { chosen = JSON.parse(localStorage.getItem(SENSITIVE_KEY) || "[]"); } catch (err) { chosen = []; }
+      chosen = Array.isArray(chosen) ? chosen.filter((n) => names.includes(n)) : [];
+      if (!chosen.length) {
+        const usual = ["sex", "gender", "race", "ethnicity"];
+        const candidates = cols.filter((c) => names.includes(c.name) && usual.includes(c.name.toLowerCase()) &&
+                                              (c.n_distinct || 0) >= 2);
+        candidates.sort((a, b) => (a.n_distinct - b.n_distinct) ||
+                                  usual.indexOf(a.name.toLowerCase()) - usual.indexOf(b.name.toLowerCase()));
+        chosen = candidates.length ? [candidates[0].name] : [];
+      }
+      sensitiveBox.replaceChildren(...names.map((name, i) => el("label", { class: "check" },
+        el("input", { type: "checkbox", value: name, name: "sensitive", id: "f-sensitive-" + i,
+                      checked: chosen.includes(name) }), " " + name)));
+    }
+    sensitiveBox.addEventListener("change", () => {
+      const picked = $$("input[name=sensitive]:checked", sensitiveBox).map((c) => c.value);
+      try { localStorage.setItem(SENSITIVE_KEY, JSON.stringify(picked)); } catch (err) { /* storage off */ }
+    });
     datasetSel.addEventListener("change", onDataset);
-    targetSel.addEventListener("change", () => { positive.value = ""; onTarget(); });
+    targetSel.addEventListener("change", () => {
+      const ds = datasets.find((d) => d.id === datasetSel.value);
+      fillSensitive(ds ? ds.columns : []);
+      positive.value = "";
+      onTarget();
+    });
     onDataset();
 
     // solver → its config fields
@@ -826,12 +852,31 @@
     });
   }
 
+  /* ------------------------------------------------------------ dataset page */
+
+  function initDatasetPage() {
+    const form = $("#rename-form");  /* shown while the upload's column names were generated or renamed */
+    if (!form) return;
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const names = $("#rename-columns").value.split(",").map((n) => n.trim());
+      const button = $("#rename-submit");
+      button.disabled = true;
+      const res = await api("PUT", "/api/v1/datasets/" + encodeURIComponent(form.dataset.datasetId) + "/column-names",
+                            { column_names: names });
+      if (res.ok) { location.reload(); return; }
+      button.disabled = false;
+      showMessage(errorText(res.status, res.data));
+    });
+  }
+
   /* ------------------------------------------------------------ start */
 
   const pages = {
     jobs: initJobsList,
     job: initJobPage,
     datasets: initDatasets,
+    dataset: initDatasetPage,
     "job-new": () => initJobForm().catch(() => showMessage("The form could not be built.")),
     sweep: initSweepPage,
     audit: initAuditPage,
