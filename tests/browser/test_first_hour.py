@@ -9,6 +9,7 @@ import pytest
 
 from tests.browser.test_dashboard import sign_in
 from tests.datagen import planted_table
+from tests.integration.test_job_flow import job_spec, upload
 
 pytestmark = pytest.mark.integration
 
@@ -67,3 +68,47 @@ def test_a_headerless_file_keeps_its_first_row_and_is_renamed_in_one_click(web_s
     assert page.locator("#read-options .message.warning").count() == 0
     options = page.locator("#groups-form select[name=sensitive] option").all_inner_texts()
     assert options == list(frame.columns)
+
+
+@pytest.fixture(scope="module")
+def planted(web_stack, owner_key):
+    with web_stack.client(owner_key) as client:
+        return upload(client, planted_table(600, seed=1), name="planted-first-hour")
+
+
+def test_the_trajectory_chart_follows_a_running_job_without_a_reload(web_stack, owner_key, planted, page, tmp_path):
+    """The page opens before the job has a trajectory; its chart appears and grows while the job runs."""
+    with web_stack.client(owner_key) as client:
+        spec = job_spec(planted["id"], solver={"name": "plada", "params": {"eta": 0.05}}, max_iterations=1_000_000,
+                        time_limit_s=120)
+        job = client.post("/api/v1/jobs", json=spec).json()
+        try:
+            sign_in(page, web_stack, owner_key, f"/jobs/{job['id']}")
+            page.evaluate("window.__sameDocument = true")
+            chart = page.locator("#chart-trajectory")
+            page.wait_for_function("document.querySelector('#chart-trajectory').dataset.state === 'rendered'",
+                                   timeout=90_000)
+            first = chart.get_attribute("data-cursor")
+            page.wait_for_function(f"document.querySelector('#chart-trajectory').dataset.cursor !== {first!r}",
+                                   timeout=60_000)  # redrawn with more points
+            assert page.evaluate("window.__sameDocument === true")  # no reload
+            assert page.inner_text("#job-status") in ("running", "queued", "waiting")
+            plot, legend = _boxes(page, "#chart-trajectory")
+            assert all(not _overlap(legend, box) for box in plot)  # the legend does not sit on a panel
+            assert min(b["width"] for b in plot) > 300  # the panels are not squeezed beside the legend
+            shot = tmp_path / "live.png"
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            client.post(f"/api/v1/jobs/{job['id']}/cancel")
+            web_stack.wait_job(client, job["id"], {"cancelled", "succeeded", "failed"}, timeout=120)
+
+
+def _boxes(page, selector: str) -> tuple[list[dict], dict]:
+    plot = page.eval_on_selector_all(f"{selector} .nsewdrag", "els => els.map(e => e.getBoundingClientRect().toJSON())")
+    legend = page.eval_on_selector(f"{selector} .legend .bg", "e => e.getBoundingClientRect().toJSON()")
+    return plot, legend
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and \
+        a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]

@@ -5,6 +5,7 @@
 
   const ACTIVE = ["queued", "waiting", "running"];
   const POLL_MS = 1000;
+  const FOLLOW_MS = 2500;  // a running job's live charts are asked for at most this often
 
   const $ = (sel, root) => (root || document).querySelector(sel);
   const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
@@ -109,8 +110,46 @@
     }
   }
 
-  function renderCharts() {
+  /* A running job's live chart (data-live), fetched with the cursor (X-Chart-Cursor) of the figure it shows: the
+     route answers 204 while that is current, else the redrawn figure, drawn in place (Plotly.react), no reload. */
+  async function followChart(div) {
+    const cursor = div.dataset.cursor;
+    const url = div.dataset.chartUrl + (cursor ? "?cursor=" + encodeURIComponent(cursor) : "");
+    let response;
+    try {
+      response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    } catch (err) {
+      return;
+    }
+    const next = response.headers.get("X-Chart-Cursor") || "";
+    if (response.status === 204) return;
+    div.classList.remove("loading");
+    if (!response.ok) {  // nothing to draw yet: say why, and ask again with this cursor
+      if (div.dataset.state !== "rendered") {
+        let data = null;
+        try { data = await response.json(); } catch (err) { data = null; }
+        div.replaceChildren(el("p", { class: "chart-empty", text: errorText(response.status, data) }));
+        div.dataset.state = "empty";
+      }
+      div.dataset.cursor = next;
+      return;
+    }
+    const fig = await response.json();
+    if (typeof Plotly === "undefined" || !Array.isArray(fig.data) || fig.data.length === 0) return;
+    const layout = Object.assign({}, fig.layout || {}, { autosize: true });
+    if (div.dataset.state === "rendered") await Plotly.react(div, fig.data, layout, { responsive: true, displaylogo: false });
+    else {
+      div.replaceChildren();
+      await Plotly.newPlot(div, fig.data, layout, { responsive: true, displaylogo: false });
+    }
+    div.dataset.state = "rendered";
+    div.dataset.traces = String(fig.data.length);
+    div.dataset.cursor = next;
+  }
+
+  function renderCharts(skip) {
     $$(".chart[data-chart-url], .chart[data-figure]").forEach((div) => {
+      if (skip && skip(div)) return;
       div.classList.add("loading");
       renderChart(div).catch(() => {
         div.replaceChildren(el("p", { class: "chart-empty", text: "This chart could not be drawn." }));
@@ -166,7 +205,9 @@
 
   function initJobPage() {
     const box = $("#job");
-    renderCharts();
+    const following = box && ACTIVE.includes(box.dataset.status);
+    const live = following ? $$(".chart[data-live]") : [];
+    renderCharts((div) => live.includes(div));  // the live ones are drawn by the poll below
     if (!box) return;
     const jobId = box.dataset.jobId;
     const cancel = $("#cancel-job");
@@ -185,7 +226,7 @@
         }
       });
     }
-    if (!ACTIVE.includes(box.dataset.status)) return;
+    if (!following) return;
     async function poll() {
       const res = await api("GET", "/api/v1/jobs/" + encodeURIComponent(jobId));
       if (res.ok) {
@@ -199,9 +240,14 @@
           return;
         }
       }
+      if (Date.now() - followed >= FOLLOW_MS) {  // a redrawn figure costs the server a chart build: not every poll
+        followed = Date.now();
+        await Promise.all(live.map((div) => followChart(div).catch(() => null)));
+      }
       setTimeout(poll, POLL_MS);
     }
-    setTimeout(poll, POLL_MS);
+    let followed = Date.now();
+    Promise.all(live.map((div) => followChart(div).catch(() => null))).then(() => setTimeout(poll, POLL_MS));
   }
 
   function initSweepPage() {
