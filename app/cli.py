@@ -37,11 +37,42 @@ def add_keys(sub: argparse._SubParsersAction) -> None:
     create = keys.add_parser("create", help="create a key for an owner; the key is printed once")
     create.add_argument("--owner", required=True)
     create.add_argument("--admin", action="store_true", help="the key may manage keys")
-    create.set_defaults(run=keys_create)
-    keys.add_parser("list", help="list keys (never the keys themselves)").set_defaults(run=keys_list)
+    create.set_defaults(run=keys_create, database=True)
+    keys.add_parser("list", help="list keys (never the keys themselves)").set_defaults(run=keys_list, database=True)
     rev = keys.add_parser("revoke", help="revoke a key by id")
     rev.add_argument("key_id")
-    rev.set_defaults(run=keys_revoke)
+    rev.set_defaults(run=keys_revoke, database=True)
+
+
+HOME_HINT = ("set FAIRSOLVE_HOME to the service's home folder (the .fairsolve folder `make run` made, holding "
+             "fairsolve.db) or DATABASE_URL")
+
+
+def locate_database() -> str | None:
+    """Point the settings at the service's database; None when found, else what to set, in one line.
+
+    ``DATABASE_URL`` is used as given. Otherwise the embedded database ``fairsolve.db`` is looked for in
+    ``FAIRSOLVE_HOME`` when set, else in ``./.fairsolve``, the parent folders' ``.fairsolve`` and the project's
+    own (where ``make run`` keeps it); the first found becomes ``FAIRSOLVE_HOME``. Nothing is created: run outside
+    the project, the command used to make an empty ``.fairsolve`` there and fail on its missing tables."""
+    import os
+    from pathlib import Path
+
+    from app.settings import get_settings
+
+    if os.environ.get("DATABASE_URL"):
+        return None
+    if os.environ.get("FAIRSOLVE_HOME"):
+        home = Path(os.environ["FAIRSOLVE_HOME"]).expanduser()
+        return None if (home / "fairsolve.db").is_file() else f"FAIRSOLVE_HOME={home} holds no fairsolve.db; {HOME_HINT}"
+    here = Path.cwd().resolve()
+    project = Path(__file__).resolve().parent.parent
+    for folder in (here, *here.parents, project):
+        if (folder / ".fairsolve" / "fairsolve.db").is_file():
+            os.environ["FAIRSOLVE_HOME"] = str(folder / ".fairsolve")
+            get_settings.cache_clear()
+            return None
+    return f"no FairSolve database found in {here} or its parents: {HOME_HINT}"
 
 
 def keys_create(args: argparse.Namespace) -> int:
@@ -174,6 +205,19 @@ def main(argv: list[str] | None = None) -> int:
     for add in COMMANDS.values():
         add(sub)
     args = parser.parse_args(argv)
+    if getattr(args, "database", False):
+        from sqlalchemy.exc import DBAPIError
+
+        if (problem := locate_database()) is not None:
+            print(f"fairsolve: {problem}", file=sys.stderr)
+            return 2
+        try:
+            return args.run(args)
+        except DBAPIError as exc:  # unreachable, not migrated, ...: one line, not a traceback
+            reason = str(exc.orig).strip().splitlines()[0][:200] if exc.orig is not None else type(exc).__name__
+            print(f"fairsolve: the database cannot be used ({reason}); {HOME_HINT}, and run the migrations "
+                  "(alembic upgrade head)", file=sys.stderr)
+            return 2
     return args.run(args)
 
 
