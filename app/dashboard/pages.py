@@ -30,7 +30,7 @@ from app.charts import CHARTS
 from app.charts.labels import figure_json
 from app.dashboard import promise, stats
 from app.deps import DB, AppSettings, caller_cache, current_caller, get_or_404
-from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
+from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep, UploadedModel
 from app.routers.datasets import dataset_path, dataset_summary
 from app.routers.jobs import job_out
 from app.routers.sweeps import default_axes, sweep_jobs
@@ -463,7 +463,10 @@ def new_audit_page(request: Request, db: DB, caller: PageCaller,
     datasets = list(db.scalars(select(Dataset).where(Dataset.owner == caller.owner)
                                .order_by(Dataset.created_at.desc())))
     names = {d.id: d.name for d in datasets}
-    return render(request, "audit_new.html", jobs=jobs, datasets=datasets, dataset_names=names, selected=job_id)
+    models = list(db.scalars(select(UploadedModel).where(UploadedModel.owner == caller.owner)
+                             .order_by(UploadedModel.created_at.desc()).limit(200)))
+    return render(request, "audit_new.html", jobs=jobs, datasets=datasets, dataset_names=names, selected=job_id,
+                  models=models)
 
 
 @router.get("/audits/{audit_id}")

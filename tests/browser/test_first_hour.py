@@ -112,3 +112,25 @@ def _boxes(page, selector: str) -> tuple[list[dict], dict]:
 def _overlap(a: dict, b: dict) -> bool:
     return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and \
         a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+
+
+def test_the_audit_form_audits_an_uploaded_onnx_model(web_stack, owner_key, planted, page):
+    with web_stack.client(owner_key) as client:
+        job = client.post("/api/v1/jobs", json=job_spec(planted["id"], max_iterations=30)).json()
+        web_stack.wait_job(client, job["id"], {"succeeded"})
+        exported = client.get(f"/api/v1/jobs/{job['id']}/model.onnx")
+        assert exported.status_code == 200, exported.text
+        model = client.post("/api/v1/models", files={"file": ("m.onnx", exported.content)},
+                            data={"name": "portable-onnx", "dataset_id": planted["id"]})
+        assert model.status_code == 201, model.text
+    sign_in(page, web_stack, owner_key, "/audits/new")
+    page.wait_for_selector("#audit-form[data-ready=true]")
+    page.check("#a-kind-model")
+    assert page.is_hidden("#job-field") and page.is_visible("#model-field")
+    page.select_option("#a-model", model.json()["id"])
+    page.select_option("#a-dataset", planted["id"])
+    page.click("#submit-audit")
+    page.wait_for_url(re.compile(r"/audits/[0-9a-f]{32}$"))
+    with web_stack.client(owner_key) as client:
+        audit = client.get(f"/api/v1/audits/{page.url.rsplit('/', 1)[1]}").json()
+    assert audit["model_artifact_id"] == model.json()["id"] and audit["job_id"] is None

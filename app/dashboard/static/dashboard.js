@@ -796,8 +796,10 @@
     dsSel.addEventListener("change", () => { dsSel.dataset.touched = "1"; });
     syncDataset();
     const isLog = () => $("#a-kind-log").checked;
+    const isUploaded = () => $("#a-kind-model").checked;
     const syncKind = () => {
-      $("#job-field").hidden = isLog();
+      $("#job-field").hidden = isLog() || isUploaded();
+      $("#model-field").hidden = !isUploaded();
       $("#log-fields").hidden = !isLog();
     };
     for (const radio of $$('input[name="a-kind"]', form)) radio.addEventListener("change", syncKind);
@@ -839,6 +841,7 @@
                      schedule: text("#a-schedule"), webhook_url: text("#a-webhook"),
                      enabled: $("#a-enabled").checked, metrics: [] };
       if (isLog()) body.predictions = buildLog(text);
+      else if (isUploaded()) body.model_artifact_id = $("#a-model").value;
       else body.job_id = jobSel.value;
       const name = text("#a-name");
       if (name !== null) body.name = name;
