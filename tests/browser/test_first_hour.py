@@ -134,3 +134,25 @@ def test_the_audit_form_audits_an_uploaded_onnx_model(web_stack, owner_key, plan
     with web_stack.client(owner_key) as client:
         audit = client.get(f"/api/v1/audits/{page.url.rsplit('/', 1)[1]}").json()
     assert audit["model_artifact_id"] == model.json()["id"] and audit["job_id"] is None
+
+
+def test_the_default_job_form_never_offers_the_target_and_ticks_the_users_group(web_stack, owner_key, page):
+    """Before: ``race`` (5 groups) was ticked because it came first, and the target was offered as a sensitive
+    column."""
+    frame = planted_table(400, seed=6)  # race (4 groups) comes before sex (2)
+    with web_stack.client(owner_key) as client:
+        dataset = upload(client, frame, name="default-form")
+    sign_in(page, web_stack, owner_key, f"/jobs/new?dataset_id={dataset['id']}")
+    page.wait_for_selector("#job-form[data-ready=true]")
+    assert page.input_value("#f-target") == "income"
+    offered = page.eval_on_selector_all("#f-sensitive input", "els => els.map(e => e.value)")
+    ticked = page.eval_on_selector_all("#f-sensitive input:checked", "els => els.map(e => e.value)")
+    assert "income" not in offered and ticked == ["sex"]  # the usual attribute with the fewest groups
+    page.select_option("#f-target", "sex")  # another target: it leaves the sensitive list, the list is rebuilt
+    assert "sex" not in page.eval_on_selector_all("#f-sensitive input", "els => els.map(e => e.value)")
+    page.select_option("#f-target", "income")
+    page.check('#f-sensitive input[value="race"]')
+    page.uncheck('#f-sensitive input[value="sex"]')
+    page.reload()  # the user's choice of group is remembered
+    page.wait_for_selector("#job-form[data-ready=true]")
+    assert page.eval_on_selector_all("#f-sensitive input:checked", "els => els.map(e => e.value)") == ["race"]
