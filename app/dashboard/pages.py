@@ -305,7 +305,9 @@ def new_job_page(request: Request, db: DB, caller: PageCaller,
     rows = list(db.scalars(select(Dataset).where(Dataset.owner == caller.owner).order_by(Dataset.created_at.desc())))
     choices = [{"id": d.id, "name": d.name, "n_rows": d.n_rows,
                 "columns": [{"name": c["name"], "dtype": c["dtype"], "n_distinct": c["n_distinct"],
-                             "examples": c.get("examples", [])} for c in d.columns]} for d in rows]
+                             "examples": c.get("examples", []),
+                             **({"values": c["values"]} if c["n_distinct"] <= 2 and "values" in c else {})}
+                            for c in d.columns]} for d in rows]
     schema = JobCreate.model_json_schema()
     defs = schema.get("$defs", {})
     spec_form = {"objective": schema["properties"]["objective"],

@@ -596,14 +596,20 @@
         const res = await api("GET", "/api/v1/datasets/" + encodeURIComponent(datasetId));
         summaries.set(datasetId, res.ok ? res.data.summary || {} : {});
       }
+      /* A text column's values, most frequent first (by count: a JSONB summary does not keep the keys' order);
+         a numeric one's distinct values from the schema, ascending (0, 1). */
       const s = summaries.get(datasetId)[column] || {};
-      return s.top ? Object.keys(s.top) : [];
+      if (s.top) return Object.entries(s.top).sort((a, b) => b[1] - a[1]).map(([v]) => v);
+      const ds = datasets.find((d) => d.id === datasetId);
+      const col = ds ? ds.columns.find((c) => c.name === column) : null;
+      return col && Array.isArray(col.values) ? col.values.slice().sort((a, b) => a - b).map(String) : [];
     }
     async function onTarget() {
       const values = await labelValues(datasetSel.value, targetSel.value);
       const list = $("#f-positive-values");
       list.replaceChildren(...values.map((v) => el("option", { value: v })));
       if (!positive.value || !values.includes(positive.value)) {
+        // the rarer class of a text target (">50K"), the larger value of a numeric one (1)
         positive.value = values.length ? values[values.length - 1] : "";
       }
       onScreen();
