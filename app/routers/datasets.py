@@ -202,6 +202,9 @@ def rename_columns(dataset_id: str, body: ColumnNames, db: DB, caller: CurrentCa
     except OptionError as exc:
         raise HTTPException(status_code=422, detail=[{"loc": ["body", exc.field], "msg": exc.msg,
                                                       "type": "value_error"}]) from exc
+    if dataset.format != "csv":
+        raise HTTPException(status_code=422, detail=[{"loc": ["body", "column_names"], "type": "value_error",
+                                                      "msg": "a Parquet file names its own columns"}])
     if len(names) != dataset.n_columns:
         raise HTTPException(status_code=422, detail=[{"loc": ["body", "column_names"], "type": "value_error",
                                                       "msg": f"{len(names)} names; the dataset has "
