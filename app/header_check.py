@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 SAMPLE_ROWS = 200
+SAMPLE_CHARS = 1 << 20  # the sample stops after the line that passes this many characters
 
 
 def _number(text: str) -> bool:
@@ -54,12 +55,25 @@ def first_row_verdict(rows: list[list[str]], missing: set[str]) -> dict[str, Any
     return {"columns": [first[j].strip()[:40] for j in sorted(numeric_hits + value_hits)][:10], "reasons": reasons}
 
 
-def _first_rows(path: Path, delimiter: str, newline: str) -> list[list[str]]:
+def _first_rows(path: Path, delimiter: str, newline: str, max_chars: int = SAMPLE_CHARS) -> list[list[str]]:
+    """Up to :data:`SAMPLE_ROWS` + 1 non-blank rows, and no more once ``max_chars`` characters were read (this runs
+    before the upload's shape is checked: a hostile file of long lines must not be held 200 lines at a time)."""
     from app.storage import _text_lines  # the strict, bounded line reader of uploads
 
+    def bounded(lines):
+        read = 0
+        for line in lines:
+            read += len(line)
+            yield line
+            if read > max_chars:
+                return
+
     with open(path, "rb") as fh:
-        reader = csv.reader(_text_lines(fh, newline.encode()), delimiter=delimiter, skipinitialspace=True)
-        return [r for r in itertools.islice(reader, SAMPLE_ROWS + 1) if r and any(c.strip() for c in r)]
+        reader = csv.reader(bounded(_text_lines(fh, newline.encode())), delimiter=delimiter, skipinitialspace=True)
+        try:
+            return [r for r in itertools.islice(reader, SAMPLE_ROWS + 1) if r and any(c.strip() for c in r)]
+        except csv.Error:  # malformed: the shape check that follows names the line
+            return []
 
 
 def deduplicated(names: list[str]) -> list[str]:
