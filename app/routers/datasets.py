@@ -192,11 +192,14 @@ class ColumnNames(BaseModel):
 
 
 @router.put("/{dataset_id}/column-names", response_model=DatasetOut)
-def rename_columns(dataset_id: str, body: ColumnNames, db: DB, caller: CurrentCaller) -> Dataset:
+def rename_columns(dataset_id: str, db: DB, caller: CurrentCaller, body: ColumnNames | None = None) -> Dataset:
     """Name the dataset's columns (the generated ``column_1`` … of a file read without a header, or renamed
     repeats): stored in its ``read_options.column_names`` and applied to its schema and summary; the warnings
     about its names go. 409 while jobs or audits refer to the dataset (they name its columns)."""
-    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller, lock=True)
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller, lock=True)  # before the body: another's is 404
+    if body is None:
+        raise HTTPException(status_code=422, detail=[{"loc": ["body", "column_names"], "type": "missing",
+                                                      "msg": "column_names is required: one name per column"}])
     try:
         names = upload_options(column_names=body.column_names)["column_names"]
     except OptionError as exc:
