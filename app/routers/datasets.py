@@ -21,6 +21,7 @@ from app.models import Alert, Audit, AuditRun, Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut, json_response
 from app.read_options import MAX_NAME_CHARS, OptionError, upload_options
 from app.settings import Settings
+from app.strict_json import StrictJSONRoute
 from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, iter_chunks, profile_upload, remove_quietly,
                          stream_to_disk)
 from app.table_profile import TableProfile
@@ -191,7 +192,6 @@ class ColumnNames(BaseModel):
         max_length=10_000, description="One name per column of the file, in order (unique, non-empty).")
 
 
-@router.put("/{dataset_id}/column-names", response_model=DatasetOut)
 def rename_columns(dataset_id: str, db: DB, caller: CurrentCaller, body: ColumnNames | None = None) -> Dataset:
     """Name the dataset's columns (the generated ``column_1`` … of a file read without a header, or renamed
     repeats): stored in its ``read_options.column_names`` and applied to its schema and summary; the warnings
@@ -224,6 +224,10 @@ def rename_columns(dataset_id: str, db: DB, caller: CurrentCaller, body: ColumnN
     dataset.read_options = {**options, **({"warnings": warnings} if warnings else {})}
     db.commit()
     return dataset
+
+
+router.add_api_route("/{dataset_id}/column-names", rename_columns, methods=["PUT"], response_model=DatasetOut,
+                     route_class_override=StrictJSONRoute)  # a JSON body, read strictly as every JSON body is
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
