@@ -37,11 +37,42 @@ def add_keys(sub: argparse._SubParsersAction) -> None:
     create = keys.add_parser("create", help="create a key for an owner; the key is printed once")
     create.add_argument("--owner", required=True)
     create.add_argument("--admin", action="store_true", help="the key may manage keys")
-    create.set_defaults(run=keys_create)
-    keys.add_parser("list", help="list keys (never the keys themselves)").set_defaults(run=keys_list)
+    create.set_defaults(run=keys_create, database=True)
+    keys.add_parser("list", help="list keys (never the keys themselves)").set_defaults(run=keys_list, database=True)
     rev = keys.add_parser("revoke", help="revoke a key by id")
     rev.add_argument("key_id")
-    rev.set_defaults(run=keys_revoke)
+    rev.set_defaults(run=keys_revoke, database=True)
+
+
+HOME_HINT = ("set FAIRSOLVE_HOME to the service's home folder (the .fairsolve folder `make run` made, holding "
+             "fairsolve.db) or DATABASE_URL")
+
+
+def locate_database() -> str | None:
+    """Point the settings at the service's database; None when found, else what to set, in one line.
+
+    ``DATABASE_URL`` is used as given. Otherwise the embedded database ``fairsolve.db`` is looked for in
+    ``FAIRSOLVE_HOME`` when set, else in ``./.fairsolve``, the parent folders' ``.fairsolve`` and the project's
+    own (where ``make run`` keeps it); the first found becomes ``FAIRSOLVE_HOME``. Nothing is created: run outside
+    the project, the command used to make an empty ``.fairsolve`` there and fail on its missing tables."""
+    import os
+    from pathlib import Path
+
+    from app.settings import get_settings
+
+    if os.environ.get("DATABASE_URL"):
+        return None
+    if os.environ.get("FAIRSOLVE_HOME"):
+        home = Path(os.environ["FAIRSOLVE_HOME"]).expanduser()
+        return None if (home / "fairsolve.db").is_file() else f"FAIRSOLVE_HOME={home} holds no fairsolve.db; {HOME_HINT}"
+    here = Path.cwd().resolve()
+    project = Path(__file__).resolve().parent.parent
+    for folder in (here, *here.parents, project):
+        if (folder / ".fairsolve" / "fairsolve.db").is_file():
+            os.environ["FAIRSOLVE_HOME"] = str(folder / ".fairsolve")
+            get_settings.cache_clear()
+            return None
+    return f"no FairSolve database found in {here} or its parents: {HOME_HINT}"
 
 
 def keys_create(args: argparse.Namespace) -> int:
@@ -92,6 +123,12 @@ def add_audit(sub: argparse._SubParsersAction) -> None:
     model.add_argument("--predictions", help="prediction log columns: a JSON object, or a file holding it")
     run.add_argument("--data", required=True, help="CSV or Parquet file with the model's columns and the label")
     run.add_argument("--metrics", required=True, help="JSON list of {type, threshold, ...}, or a file holding it")
+    read = run.add_argument_group("reading --data (CSV), as the API's upload options")
+    read.add_argument("--header", choices=("true", "false"), help="whether the first line names the columns "
+                      "(default: it does, unless it looks like data)")
+    read.add_argument("--column-names", help="the columns' names: a JSON list or comma-separated")
+    read.add_argument("--missing-values", help="cells read as missing: a JSON list or comma-separated")
+    read.add_argument("--sep", "--delimiter", dest="delimiter", help="field separator (\\t for a tab; default: sniffed)")
     run.add_argument("--format", choices=("table", "json"), default="table")
     run.add_argument("--reference", help="an earlier --format json report: the drift metrics compare with it")
     run.set_defaults(run=audit_run)
@@ -107,6 +144,7 @@ def audit_run(args: argparse.Namespace) -> int:
     from app.audits.metrics import MetricSpec
     from app.audits.model import AuditModel, ModelError
     from app.audits.report import evaluate, format_table
+    from app.read_options import OptionError, upload_options
     from app.storage import DatasetError, read_upload
     from solvers import SpecError
 
@@ -123,11 +161,17 @@ def audit_run(args: argparse.Namespace) -> int:
         else:
             model = AuditModel.from_file(Path(args.model))
         reference = _reference(Path(args.reference)) if args.reference else None
-        table = read_upload(Path(args.data))
+        asked = upload_options(args.header, args.column_names, args.missing_values, delimiter=args.delimiter)
+        table = read_upload(Path(args.data), asked=asked)
+        for warning in table.attrs.get("warnings", []):
+            print(f"fairsolve audit run: --data: {warning['message']}", file=sys.stderr)
         scored = model.score(table)
         summary = summarise(scored)
         drift = compare(summary, reference, args.reference)
         report = evaluate(specs, scored, drift={"previous": drift, "baseline": drift})
+    except OptionError as exc:
+        print(f"--{exc.field.replace('_', '-').replace('delimiter', 'sep')}: {exc.msg}", file=sys.stderr)
+        return 2
     except ValidationError as exc:
         first = exc.errors()[0]
         print(f"{option}: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
@@ -161,6 +205,19 @@ def main(argv: list[str] | None = None) -> int:
     for add in COMMANDS.values():
         add(sub)
     args = parser.parse_args(argv)
+    if getattr(args, "database", False):
+        from sqlalchemy.exc import DBAPIError
+
+        if (problem := locate_database()) is not None:
+            print(f"fairsolve: {problem}", file=sys.stderr)
+            return 2
+        try:
+            return args.run(args)
+        except DBAPIError as exc:  # unreachable, not migrated, ...: one line, not a traceback
+            reason = str(exc.orig).strip().splitlines()[0][:200] if exc.orig is not None else type(exc).__name__
+            print(f"fairsolve: the database cannot be used ({reason}); {HOME_HINT}, and run the migrations "
+                  "(alembic upgrade head)", file=sys.stderr)
+            return 2
     return args.run(args)
 
 

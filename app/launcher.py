@@ -30,6 +30,12 @@ def migrate() -> None:
     command.upgrade(Config(str(ROOT / "alembic.ini")), "head")
 
 
+def worker_concurrency() -> int:
+    """Job processes of the embedded worker: ``FAIRSOLVE_WORKER_CONCURRENCY``, default 2, so one long job never
+    holds the queue (a second job starts beside it)."""
+    return max(1, int(os.environ.get("FAIRSOLVE_WORKER_CONCURRENCY", "2")))
+
+
 def commands(host: str, port: int, concurrency: int, home: Path) -> dict[str, list[str]]:
     py = sys.executable
     return {
@@ -65,7 +71,7 @@ def main() -> int:
     key = admin_key(settings)
     os.environ["FAIRSOLVE_BOOTSTRAP_API_KEY"] = key
     host = os.environ.get("HOST", "127.0.0.1")
-    concurrency = int(os.environ.get("FAIRSOLVE_WORKER_CONCURRENCY", "1"))
+    concurrency = worker_concurrency()
     procs = {name: subprocess.Popen(cmd, cwd=ROOT)
              for name, cmd in commands(host, settings.port, concurrency, settings.home.resolve()).items()}
     print(f"FairSolve on http://{host}:{settings.port}  (database {settings.database_url.split('://')[0]}, "

@@ -16,7 +16,8 @@ from app.blobstore import blobs
 from app.auth import bootstrap_key_problem, ensure_key
 from app.auth_gate import AuthBeforeBody
 from app.body_limit import BodyLimit
-from app.dashboard import install as install_dashboard
+from app.api_docs import install as install_api_docs
+from app.dashboard import FAVICON_URL, install as install_dashboard
 from app.db import session_factory, session_scope
 from app.idempotency import RefuseUnhonoured
 from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
@@ -76,7 +77,7 @@ async def lifespan(app: FastAPI):
 def create_app() -> FastAPI:
     settings = get_settings()
     configure_logging(settings.log_format, settings.log_level)
-    app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Train models under fairness constraints, as a service. Every `/api/v1` route "
                               "needs an API key: `Authorization: Bearer <key>`.")
     for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models, model_export, reports):
@@ -89,6 +90,7 @@ def create_app() -> FastAPI:
     app.add_middleware(RequestContext)  # outermost: refusals are logged and counted too
     app.mount("/static", StaticFiles(directory=PLOTLY_JS_DIR), name="static")
     install_dashboard(app)  # the browser dashboard at / and its assets at /assets
+    install_api_docs(app, FAVICON_URL)  # /docs with Swagger UI's assets served from the app (no CDN)
 
     async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
         """An exhausted pool or a database outage: a 503 the client may retry (:mod:`app.unavailable`)."""

@@ -7,6 +7,7 @@ every reader, so the profile, the spec check and the worker see the same table:
   line is data and the columns are named by ``column_names`` (else ``column_1`` … ``column_k``).
 * ``column_names``: the columns' names, one per column of the file (replaces the header row when there
   is one). Names are stripped, non-empty, unique, at most :data:`MAX_NAME_CHARS` characters.
+* ``delimiter``: the field separator; sniffed from the file when not given.
 * ``missing_values``: cells equal to one of these markers (after the blank space after a delimiter is
   skipped) are missing; default :data:`DEFAULT_MISSING` (``?`` as in the UCI files, ``NA``, ``N/A``,
   empty, ...). For Parquet they apply to text columns (the format has its own nulls).
@@ -63,10 +64,24 @@ def parse_header(raw: str | bool | None) -> bool | None:
     raise OptionError("header", f"must be true or false, not {raw[:20]!r}")
 
 
+def parse_delimiter(raw: str | None) -> str | None:
+    """One character separating a CSV file's fields (``\\t`` for a tab); None: sniffed from the file."""
+    if raw is None or raw == "":
+        return None
+    value = "\t" if raw in ("\\t", "tab") else raw
+    if len(value) != 1 or value in "\"\r\n\x00" or value.isalnum():
+        raise OptionError("delimiter", f"must be one character that is not a letter, digit, quote or line end, "
+                                       f"not {raw[:20]!r}")
+    return value
+
+
 def upload_options(header: str | bool | None = None, column_names: str | list | None = None,
-                   missing_values: str | list | None = None, max_columns: int = 2000) -> dict[str, Any]:
+                   missing_values: str | list | None = None, max_columns: int = 2000,
+                   delimiter: str | None = None) -> dict[str, Any]:
     """The reading options an upload asked for, checked (:class:`OptionError` names the field)."""
     options: dict[str, Any] = {}
+    if (sep := parse_delimiter(delimiter)) is not None:
+        options["delimiter"] = sep
     parsed_header = parse_header(header)
     if parsed_header is not None:
         options["header"] = parsed_header

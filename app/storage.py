@@ -373,19 +373,21 @@ def check_upload(path: Path, limits: TableLimits = TableLimits(),
     """Sniff an uploaded file and validate its shape; ``(format, read_options)`` or :class:`DatasetError`.
 
     ``asked``: the upload's reading options (:func:`app.read_options.upload_options`); when it does not
-    say whether there is a header and the first CSV line looks like data, ``read_options["warnings"]``
-    says so, with the options that would read the file (:mod:`app.header_check`)."""
+    say whether there is a header and the first CSV line looks like data, that line is read as data with generated
+    names, and a header's repeated names are renamed; ``read_options["warnings"]`` says so
+    (:func:`app.header_check.reading_fixes`)."""
     fmt, options = sniff_format(path)
     options.update(asked or {})
     if fmt == "csv":
         newline = options.get("lineterminator", "\n")
-        _check_csv_shape(path, options["delimiter"], limits, newline, options)
-        if asked is not None and "header" not in asked:
-            from app.header_check import header_warning
+        if asked is not None:
+            from app.header_check import reading_fixes
 
-            warning = header_warning(path, options["delimiter"], options.get("missing_values", []), newline)
-            if warning is not None:
-                options["warnings"] = [warning]
+            fixes, warnings = reading_fixes(path, options["delimiter"], options, newline)
+            options.update(fixes)
+            if warnings:
+                options["warnings"] = warnings
+        _check_csv_shape(path, options["delimiter"], limits, newline, options)
     else:
         _check_parquet_shape(path, limits)
     return fmt, options
@@ -415,15 +417,17 @@ def profile_upload(path: Path, limits: TableLimits = TableLimits(),
     return fmt, options, profile
 
 
-def read_upload(path: Path, limits: TableLimits = TableLimits()) -> pd.DataFrame:
-    """:func:`check_upload`, then the whole table, for callers that use it at once (audit sources, the CLI)."""
-    fmt, options = check_upload(path, limits)
+def read_upload(path: Path, limits: TableLimits = TableLimits(), asked: dict[str, Any] | None = None) -> pd.DataFrame:
+    """:func:`check_upload`, then the whole table, for callers that use it at once (audit sources, the CLI: its
+    reading options are ``asked``)."""
+    fmt, options = check_upload(path, limits, asked)
     with parse_errors(fmt):
         frame = read_table(path, fmt, options, max_decoded=limits.max_bytes * PARQUET_INFLATION)
     if frame.shape[1] == 0 or frame.shape[0] == 0:
         raise DatasetError("file: the table has no rows or no columns")
     if (problem := column_name_problem(map(str, frame.columns))) is not None:
         raise DatasetError(f"file: {problem}")
+    frame.attrs["warnings"] = options.get("warnings", [])  # how the file was read (a generated header, renames)
     return frame
 
 

@@ -67,6 +67,12 @@ solvers dedicated to the spec's constraint types — each within what is left of
    above uses the training split, so the chosen model depends on the training rows only: what the Seldonian
    test of :mod:`solvers.fairness.guarantee` needs of its candidates when a guarantee is asked.
 
+6. **Budget.** The portfolio spends at most ``budget_s`` (default :func:`default_budget_s`: :data:`BUDGET_BASE_S` +
+   :data:`BUDGET_PER_MCELL_S` per million training cells n·d, at most the job's ``time_limit_s``; ``exhaustive``:
+   the time limit), and each candidate
+   (its settings and refinements together) at most :data:`CANDIDATE_SHARE` of it, so no slow candidate (fairlearn's
+   reductions on Adult by race: 46 s for one solve) takes the time the others and the job's report need.
+
 ``max_iterations`` bounds the portfolio's solves together, each candidate's first solve and refinements counted:
 a solve is cut to what is left of it, and the portfolio ends (status "completed", the best row so far) when
 nothing is; the observer's ``max_iterations`` is at most it.
@@ -135,6 +141,15 @@ SELECT_DELTA = 0.1
 STALL = 0.2
 #: outcomes of a row that selection never prefers over a working model
 FAILED = ("diverged", "near_constant", "error")
+#: the default budget (step 6): a fixed part, and seconds per million training cells (rows × encoded features)
+BUDGET_BASE_S, BUDGET_PER_MCELL_S = 5.0, 5.0
+#: the largest share of the budget one candidate (all its settings and refinements) may spend
+CANDIDATE_SHARE = 1 / 3
+
+
+def default_budget_s(n_rows: int, n_features: int, time_limit_s: float) -> float:
+    """Step 6 of the module docstring: ``BUDGET_BASE_S + BUDGET_PER_MCELL_S · n·d / 10⁶``, at most ``time_limit_s``."""
+    return min(time_limit_s, BUDGET_BASE_S + BUDGET_PER_MCELL_S * n_rows * n_features / 1e6)
 
 
 @ALGORITHMS.implements("auto")
@@ -232,7 +247,12 @@ class _Portfolio:
         self.judge_name = "validation" if validation is not None else "train"
         self.first = min(config.iterations, max_iterations)
         self.more = min(config.refine_iterations, max_iterations)
-        self.deadline = time.perf_counter() + time_limit_s
+        if config.budget_s is not None or config.exhaustive:  # every candidate asked for: the job's time limit
+            budget = min(time_limit_s, config.budget_s or time_limit_s)
+        else:
+            budget = default_budget_s(problem.n_samples, int(problem.X.shape[1]), time_limit_s)
+        self.budget_s = budget
+        self.deadline = self.portfolio_deadline = time.perf_counter() + budget
         self.start = start
         self.rows: list[_Row] = []
         generic = problem.membership is not None or any(
@@ -385,6 +405,14 @@ class _Portfolio:
         return {**params, "batch_size": size}
 
     def run_candidate(self, name: str, settings: tuple[dict, ...]) -> None:
+        """The candidate's settings and refinements (module docstring, steps 1-3), within its share (step 6)."""
+        self.deadline = min(self.portfolio_deadline, time.perf_counter() + CANDIDATE_SHARE * self.budget_s)
+        try:
+            self._run_candidate(name, settings)
+        finally:
+            self.deadline = self.portfolio_deadline
+
+    def _run_candidate(self, name: str, settings: tuple[dict, ...]) -> None:
         for params in settings:  # a search: the next setting only when this one diverged or is near-trivial
             if self._out_of_budget():
                 return

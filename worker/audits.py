@@ -185,9 +185,10 @@ def _run(run_id: str, inputs: dict[str, Any]) -> str:
         run.results, run.breached, run.passed = report["results"], report["breached"], report["passed"]
         run.group_sizes, run.previous_run_id = report["group_sizes"], previous.id if previous is not None else None
         run.score_summary, run.score_drift = summary, drift
-        if report["breached"]:
+        opened = newly_breached(report["breached"], previous)
+        if opened:
             breached = [{k: r.get(k) for k in ("key", "value", "ci", "threshold", "direction", "noise_floor")}
-                        for r in report["results"] if r["passed"] is False]
+                        for r in report["results"] if r["passed"] is False and r["key"] in opened]
             alert = Alert(owner=audit.owner, audit_id=audit.id, run_id=run_id, breached=breached,
                           message=breach_message(audit.name, breached),
                           webhook_status="pending" if audit.webhook_url else "none", webhook_attempts=0)
@@ -218,6 +219,14 @@ def _batches(dataset: Dataset, columns: list[str]):
 def _drift(summary: dict[str, Any], previous: AuditRun | None, baseline: AuditRun | None) -> dict[str, Any]:
     return {"previous": compare(summary, previous.score_summary, previous.id) if previous else None,
             "baseline": compare(summary, baseline.score_summary, baseline.id) if baseline else None}
+
+
+def newly_breached(breached: list[str], previous: AuditRun | None) -> list[str]:
+    """The metrics of ``breached`` that open an alert: those the previous successful run did not breach. One alert
+    is open per audit and metric until a run passes it (clears it); an unchanged breach on every scheduled run
+    alerts (and calls the webhook) once, not at each run."""
+    still_open = set(previous.breached or []) if previous is not None else set()
+    return [key for key in breached if key not in still_open]
 
 
 def breach_message(name: str, breached: list[dict[str, Any]]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from app.charts.registry import ChartContext, chart
@@ -56,8 +57,34 @@ def trajectory_figure(traj: dict[str, Any], title: str) -> go.Figure:
         fig.add_hline(y=0.0, line={"dash": "dot", "color": "#7f7f7f"}, row=3, col=col)
     fig.update_xaxes(title_text="iteration", row=3, col=1)
     fig.update_xaxes(title_text="seconds", row=3, col=2)
-    fig.update_layout(title=title, height=800, template="plotly_white")
+    one_colour_per_series(fig)
+    # the legend (a dozen entries with exact traces) below the panels, not beside them: the panels keep the width
+    fig.update_layout(title=title, height=900, template="plotly_white", margin={"b": 40},
+                      legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.07, "yanchor": "top"})
     return fig
+
+
+PALETTE = tuple(c.lower() for c in (*qualitative.Plotly, *qualitative.D3[1::2]))
+
+
+def one_colour_per_series(fig: go.Figure) -> None:
+    """Give each series (a legend group, drawn once per column with the legend entry on the left) one colour in
+    both columns: its explicit colour, else the next palette colour no series has. Left to plotly, each trace took
+    the next colour of the colorway, so the right column's series did not match the legend."""
+    colours: dict[str, str] = {}
+    for trace in fig.data:
+        key = trace.legendgroup or trace.name
+        explicit = (trace.line.color if "lines" in (trace.mode or "lines") else None) or trace.marker.color
+        if explicit and key not in colours:
+            colours[key] = explicit
+    free = iter(c for c in PALETTE if c not in set(colours.values()))
+    for trace in fig.data:
+        key = trace.legendgroup or trace.name
+        if key not in colours:
+            colours[key] = next(free, PALETTE[len(colours) % len(PALETTE)])
+        if "lines" in (trace.mode or "lines"):
+            trace.line.color = colours[key]
+        trace.marker.color = colours[key]
 
 
 EXACT_STYLE = {"train": {"dash": "dot"}, "validation": {"dash": "dashdot"}}

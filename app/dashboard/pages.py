@@ -30,7 +30,7 @@ from app.charts import CHARTS
 from app.charts.labels import figure_json
 from app.dashboard import promise, stats
 from app.deps import DB, AppSettings, caller_cache, current_caller, get_or_404
-from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep
+from app.models import Alert, Audit, AuditRun, Dataset, Job, Sweep, UploadedModel
 from app.routers.datasets import dataset_path, dataset_summary
 from app.routers.jobs import job_out
 from app.routers.sweeps import default_axes, sweep_jobs
@@ -310,7 +310,9 @@ def new_job_page(request: Request, db: DB, caller: PageCaller,
     rows = list(db.scalars(select(Dataset).where(Dataset.owner == caller.owner).order_by(Dataset.created_at.desc())))
     choices = [{"id": d.id, "name": d.name, "n_rows": d.n_rows,
                 "columns": [{"name": c["name"], "dtype": c["dtype"], "n_distinct": c["n_distinct"],
-                             "examples": c.get("examples", [])} for c in d.columns]} for d in rows]
+                             "examples": c.get("examples", []),
+                             **({"values": c["values"]} if c["n_distinct"] <= 2 and "values" in c else {})}
+                            for c in d.columns]} for d in rows]
     schema = JobCreate.model_json_schema()
     defs = schema.get("$defs", {})
     spec_form = {"objective": schema["properties"]["objective"],
@@ -468,7 +470,10 @@ def new_audit_page(request: Request, db: DB, caller: PageCaller,
     datasets = list(db.scalars(select(Dataset).where(Dataset.owner == caller.owner)
                                .order_by(Dataset.created_at.desc())))
     names = {d.id: d.name for d in datasets}
-    return render(request, "audit_new.html", jobs=jobs, datasets=datasets, dataset_names=names, selected=job_id)
+    models = list(db.scalars(select(UploadedModel).where(UploadedModel.owner == caller.owner)
+                             .order_by(UploadedModel.created_at.desc()).limit(200)))
+    return render(request, "audit_new.html", jobs=jobs, datasets=datasets, dataset_names=names, selected=job_id,
+                  models=models)
 
 
 @router.get("/audits/{audit_id}")

@@ -13,11 +13,12 @@ from typing import Literal
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
+from sqlalchemy import func, select
 
 from app.charts import CHARTS, ChartContext, ChartUnavailable
 from app.charts.labels import figure_json
 from app.deps import DB, CurrentCaller, get_or_404
-from app.models import Job
+from app.models import Job, TrajectoryPoint
 from app.static_assets import plotly_js
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["charts"])
@@ -38,16 +39,36 @@ def figure_response(request: Request, fig_json: str, title: str, format: str, pl
     return Response(content=fig_json, media_type="application/json")
 
 
+CURSOR_HEADER = "X-Chart-Cursor"
+
+
+def chart_cursor(db, job: Job) -> str:
+    """What a job's charts are drawn from, in one cheap read: status, trajectory rows and last iteration (the
+    trajectory grows, or is cut back to a checkpoint), so an unchanged cursor means an unchanged chart."""
+    count, last = db.execute(select(func.count(), func.max(TrajectoryPoint.iteration))
+                             .where(TrajectoryPoint.job_id == job.id)).one()
+    return f"{job.status}.{count}.{last or 0}"
+
+
 @router.get("/{job_id}/charts/{kind}")
 def job_chart(job_id: str, kind: str, request: Request, db: DB, caller: CurrentCaller,
-              format: Literal["json", "html"] = Query("json"), plotly: PlotlyMode = PLOTLY_QUERY) -> Response:
-    """Chart ``kind`` of a job (see the registry: trajectory, scores, ...)."""
+              format: Literal["json", "html"] = Query("json"), plotly: PlotlyMode = PLOTLY_QUERY,
+              cursor: str | None = Query(None, max_length=64, description="The X-Chart-Cursor of the figure the caller "
+                                         "holds: 204 (no body) while it is still current, so a page following a "
+                                         "running job polls cheaply.")) -> Response:
+    """Chart ``kind`` of a job (see the registry: trajectory, scores, ...); the ``X-Chart-Cursor`` header names the
+    data it was drawn from."""
     job = get_or_404(db, Job, job_id, "job", caller)
     builder = CHARTS.get(kind)
     if builder is None:
         raise HTTPException(status_code=404, detail=f"kind: unknown chart {kind!r}; known: {', '.join(sorted(CHARTS))}")
+    current = chart_cursor(db, job)
+    if cursor is not None and cursor == current:
+        return Response(status_code=204, headers={CURSOR_HEADER: current})
     try:
         fig = builder(ChartContext(db, job))
     except ChartUnavailable as exc:
-        raise HTTPException(status_code=404, detail=str(exc)) from exc
-    return figure_response(request, figure_json(fig), f"{kind} — job {job_id}", format, plotly)
+        raise HTTPException(status_code=404, detail=str(exc), headers={CURSOR_HEADER: current}) from exc
+    response = figure_response(request, figure_json(fig), f"{kind} — job {job_id}", format, plotly)
+    response.headers[CURSOR_HEADER] = current
+    return response

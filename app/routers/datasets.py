@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, File, Form, HTTPException, Query, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
@@ -19,8 +19,9 @@ from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.feature_screening import dataset_screen
 from app.models import Alert, Audit, AuditRun, Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut, json_response
-from app.read_options import OptionError, upload_options
+from app.read_options import MAX_NAME_CHARS, OptionError, upload_options
 from app.settings import Settings
+from app.strict_json import StrictJSONRoute
 from app.storage import (DatasetError, StoredFile, TableLimits, TooLarge, iter_chunks, profile_upload, remove_quietly,
                          stream_to_disk)
 from app.table_profile import TableProfile
@@ -83,17 +84,19 @@ async def upload_dataset(
         column_names: str | None = Form(None, max_length=600_000, description="JSON list (or comma-separated) "
                                         "of the columns' names, one per column of the file."),
         missing_values: str | None = Form(None, max_length=4000, description="JSON list (or comma-separated) "
-                                          "of the cell values read as missing; default ?, NA, N/A, empty, ...")) -> Dataset:
+                                          "of the cell values read as missing; default ?, NA, N/A, empty, ..."),
+        delimiter: str | None = Form(None, max_length=8, description="CSV: the field separator (one character, "
+                                     "\\t for a tab); sniffed from the file when not given.")) -> Dataset:
     """Store a CSV or Parquet file (format sniffed from its content) and infer its schema.
 
-    The reading options (``header``, ``column_names``, ``missing_values``; :mod:`app.read_options`) are
+    The reading options (``header``, ``column_names``, ``missing_values``, ``delimiter``; :mod:`app.read_options`) are
     stored with the dataset and shown in its ``read_options``, with ``warnings`` when the first line of
     a CSV file looks like data (:mod:`app.header_check`).
 
     The file is stored and profiled on one of ``FAIRSOLVE_UPLOAD_THREADS`` threads of its own, so a few large
     uploads never take the threads that answer other requests (``FAIRSOLVE_API_THREADS``)."""
     try:
-        asked = upload_options(header, column_names, missing_values, settings.max_upload_columns)
+        asked = upload_options(header, column_names, missing_values, settings.max_upload_columns, delimiter)
     except OptionError as exc:
         raise HTTPException(status_code=422, detail=[{"loc": ["body", exc.field], "msg": exc.msg,
                                                       "type": "value_error"}]) from exc
@@ -180,6 +183,51 @@ def feature_screen(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
                                                      for loc, msg in problems])
     screen = dataset_screen(settings, dataset, target, positive_label, sensitive)
     return {"kept": screen.kept, "notes": screen.notes}
+
+
+class ColumnNames(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    column_names: list[Annotated[str, Field(max_length=MAX_NAME_CHARS)]] = Field(
+        max_length=10_000, description="One name per column of the file, in order (unique, non-empty).")
+
+
+def rename_columns(dataset_id: str, db: DB, caller: CurrentCaller, body: ColumnNames | None = None) -> Dataset:
+    """Name the dataset's columns (the generated ``column_1`` … of a file read without a header, or renamed
+    repeats): stored in its ``read_options.column_names`` and applied to its schema and summary; the warnings
+    about its names go. 409 while jobs or audits refer to the dataset (they name its columns)."""
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller, lock=True)  # before the body: another's is 404
+    if body is None:
+        raise HTTPException(status_code=422, detail=[{"loc": ["body", "column_names"], "type": "missing",
+                                                      "msg": "column_names is required: one name per column"}])
+    try:
+        names = upload_options(column_names=body.column_names)["column_names"]
+    except OptionError as exc:
+        raise HTTPException(status_code=422, detail=[{"loc": ["body", exc.field], "msg": exc.msg,
+                                                      "type": "value_error"}]) from exc
+    if dataset.format != "csv":
+        raise HTTPException(status_code=422, detail=[{"loc": ["body", "column_names"], "type": "value_error",
+                                                      "msg": "a Parquet file names its own columns"}])
+    if len(names) != dataset.n_columns:
+        raise HTTPException(status_code=422, detail=[{"loc": ["body", "column_names"], "type": "value_error",
+                                                      "msg": f"{len(names)} names; the dataset has "
+                                                             f"{dataset.n_columns} columns"}])
+    if db.scalar(select(exists().where(Job.dataset_id == dataset_id))) or audit_dependants(db, dataset_id):
+        raise HTTPException(status_code=409, detail="dataset_id: jobs or audits refer to this dataset's columns; "
+                                                    "upload the file again with column_names instead")
+    old = [c["name"] for c in dataset.columns]
+    dataset.columns = [{**c, "name": new} for c, new in zip(dataset.columns, names)]
+    if dataset.summary is not None:
+        dataset.summary = {new: dataset.summary[o] for o, new in zip(old, names) if o in dataset.summary}
+    options = {**dataset.read_options, "column_names": names}
+    warnings = [w for w in options.pop("warnings", []) if w.get("field") not in ("header", "column_names")]
+    dataset.read_options = {**options, **({"warnings": warnings} if warnings else {})}
+    db.commit()
+    return dataset
+
+
+router.add_api_route("/{dataset_id}/column-names", rename_columns, methods=["PUT"], response_model=DatasetOut,
+                     route_class_override=StrictJSONRoute)  # a JSON body, read strictly as every JSON body is
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)

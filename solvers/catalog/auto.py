@@ -47,6 +47,10 @@ class AutoConfig(BaseModel):
         100, le=100_000, description="Iterations of each continued solve (warm-started: on Adult, sex, DP ≤ 0.02, "
         "linear, 100 give the accuracy and gap of 200 with 700 iterations in all instead of 1,100).")
 
+    budget_s: float | None = Field(
+        None, gt=0, le=86_400, description="Seconds the portfolio may spend, at most the job's time_limit_s. None: "
+        "proportional to the training data (5 s + 5 s per million training cells, rows × encoded features: about "
+        "15 s on Adult), or the time limit when exhaustive. No candidate (with its settings and refinements) may take more than a third of it.")
     exhaustive: bool = Field(
         False, description="Run every candidate of the portfolio. False: stop after the first candidate whose model "
         "keeps every tolerance with margin (exact value ≤ 0.85 ε on the validation and training splits).")

@@ -387,7 +387,7 @@ def test_upload_without_header_warns_then_reads_with_the_options(web_stack, owne
     page.set_input_files("#file-input", str(csv))
     page.wait_for_url(re.compile(r"/datasets/[0-9a-f]{32}$"))  # a warned upload opens its page
     warning = page.locator('#read-options .message.warning[data-field=header]')
-    assert "looks like data" in warning.inner_text() and "header=false" in warning.inner_text()
+    assert "looks like data" in warning.inner_text() and "read as the first data row" in warning.inner_text()
     shot(page, tmp_path, "header-warning")
 
     page.goto(web_stack.url + "/datasets")

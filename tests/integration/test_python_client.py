@@ -119,7 +119,7 @@ def test_upload_without_header_is_flagged_and_read_with_the_options(client, fram
     path = tmp_path / "noheader.csv"
     frame.assign(workclass=frame["workclass"].fillna("?")).to_csv(path, index=False, header=False)
     flagged = client.upload(path)
-    assert flagged["n_rows"] == len(frame) - 1 and flagged["read_options"]["warnings"][0]["field"] == "header"
+    assert flagged["n_rows"] == len(frame) and flagged["read_options"]["warnings"][0]["field"] == "header"
     suggestion = flagged["read_options"]["warnings"][0]["suggestion"]
     assert suggestion["header"] is False and len(suggestion["column_names"]) == frame.shape[1]
 

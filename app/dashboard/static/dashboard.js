@@ -5,6 +5,7 @@
 
   const ACTIVE = ["queued", "waiting", "running"];
   const POLL_MS = 1000;
+  const FOLLOW_MS = 2500;  // a running job's live charts are asked for at most this often
 
   const $ = (sel, root) => (root || document).querySelector(sel);
   const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
@@ -109,8 +110,46 @@
     }
   }
 
-  function renderCharts() {
+  /* A running job's live chart (data-live), fetched with the cursor (X-Chart-Cursor) of the figure it shows: the
+     route answers 204 while that is current, else the redrawn figure, drawn in place (Plotly.react), no reload. */
+  async function followChart(div) {
+    const cursor = div.dataset.cursor;
+    const url = div.dataset.chartUrl + (cursor ? "?cursor=" + encodeURIComponent(cursor) : "");
+    let response;
+    try {
+      response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    } catch (err) {
+      return;
+    }
+    const next = response.headers.get("X-Chart-Cursor") || "";
+    if (response.status === 204) return;
+    div.classList.remove("loading");
+    if (!response.ok) {  // nothing to draw yet: say why, and ask again with this cursor
+      if (div.dataset.state !== "rendered") {
+        let data = null;
+        try { data = await response.json(); } catch (err) { data = null; }
+        div.replaceChildren(el("p", { class: "chart-empty", text: errorText(response.status, data) }));
+        div.dataset.state = "empty";
+      }
+      div.dataset.cursor = next;
+      return;
+    }
+    const fig = await response.json();
+    if (typeof Plotly === "undefined" || !Array.isArray(fig.data) || fig.data.length === 0) return;
+    const layout = Object.assign({}, fig.layout || {}, { autosize: true });
+    if (div.dataset.state === "rendered") await Plotly.react(div, fig.data, layout, { responsive: true, displaylogo: false });
+    else {
+      div.replaceChildren();
+      await Plotly.newPlot(div, fig.data, layout, { responsive: true, displaylogo: false });
+    }
+    div.dataset.state = "rendered";
+    div.dataset.traces = String(fig.data.length);
+    div.dataset.cursor = next;
+  }
+
+  function renderCharts(skip) {
     $$(".chart[data-chart-url], .chart[data-figure]").forEach((div) => {
+      if (skip && skip(div)) return;
       div.classList.add("loading");
       renderChart(div).catch(() => {
         div.replaceChildren(el("p", { class: "chart-empty", text: "This chart could not be drawn." }));
@@ -166,7 +205,9 @@
 
   function initJobPage() {
     const box = $("#job");
-    renderCharts();
+    const following = box && ACTIVE.includes(box.dataset.status);
+    const live = following ? $$(".chart[data-live]") : [];
+    renderCharts((div) => live.includes(div));  // the live ones are drawn by the poll below
     if (!box) return;
     const jobId = box.dataset.jobId;
     const cancel = $("#cancel-job");
@@ -185,7 +226,7 @@
         }
       });
     }
-    if (!ACTIVE.includes(box.dataset.status)) return;
+    if (!following) return;
     async function poll() {
       const res = await api("GET", "/api/v1/jobs/" + encodeURIComponent(jobId));
       if (res.ok) {
@@ -199,9 +240,14 @@
           return;
         }
       }
+      if (Date.now() - followed >= FOLLOW_MS) {  // a redrawn figure costs the server a chart build: not every poll
+        followed = Date.now();
+        await Promise.all(live.map((div) => followChart(div).catch(() => null)));
+      }
       setTimeout(poll, POLL_MS);
     }
-    setTimeout(poll, POLL_MS);
+    let followed = Date.now();
+    Promise.all(live.map((div) => followChart(div).catch(() => null))).then(() => setTimeout(poll, POLL_MS));
   }
 
   function initSweepPage() {
@@ -550,14 +596,20 @@
         const res = await api("GET", "/api/v1/datasets/" + encodeURIComponent(datasetId));
         summaries.set(datasetId, res.ok ? res.data.summary || {} : {});
       }
+      /* A text column's values, most frequent first (by count: a JSONB summary does not keep the keys' order);
+         a numeric one's distinct values from the schema, ascending (0, 1). */
       const s = summaries.get(datasetId)[column] || {};
-      return s.top ? Object.keys(s.top) : [];
+      if (s.top) return Object.entries(s.top).sort((a, b) => b[1] - a[1]).map(([v]) => v);
+      const ds = datasets.find((d) => d.id === datasetId);
+      const col = ds ? ds.columns.find((c) => c.name === column) : null;
+      return col && Array.isArray(col.values) ? col.values.slice().sort((a, b) => a - b).map(String) : [];
     }
     async function onTarget() {
       const values = await labelValues(datasetSel.value, targetSel.value);
       const list = $("#f-positive-values");
       list.replaceChildren(...values.map((v) => el("option", { value: v })));
       if (!positive.value || !values.includes(positive.value)) {
+        // the rarer class of a text target (">50K"), the larger value of a numeric one (1)
         positive.value = values.length ? values[values.length - 1] : "";
       }
       onScreen();
@@ -604,16 +656,42 @@
       const binary = cols.filter((c) => c.n_distinct === 2);
       const guess = cols.find((c) => likely.includes(c.name.toLowerCase())) || binary[binary.length - 1] || cols[cols.length - 1];
       if (guess) targetSel.value = guess.name;
-      const usual = ["sex", "gender", "race"];
-      const first = cols.find((c) => usual.includes(c.name.toLowerCase()));
-      sensitiveBox.replaceChildren(...cols.map((c, i) => el("label", { class: "check" },
-        el("input", { type: "checkbox", value: c.name, name: "sensitive", id: "f-sensitive-" + i,
-                      checked: first !== undefined && c.name === first.name }), " " + c.name)));
+      fillSensitive(cols);
       positive.value = "";
       onTarget();
     }
+    /* Sensitive columns: every column but the target. Ticked: the user's last choice where this dataset has those
+       columns (remembered in the browser), else the usual attribute with the fewest groups (sex before race: big
+       groups give a model and a test verdict in seconds; several small ones need far more data and time). */
+    const SENSITIVE_KEY = "fairsolve.sensitive";
+    function fillSensitive(cols) {
+      const names = cols.map((c) => c.name).filter((n) => n !== targetSel.value);
+      let chosen = [];
+      try { chosen = JSON.parse(localStorage.getItem(SENSITIVE_KEY) || "[]"); } catch (err) { chosen = []; }
+      chosen = Array.isArray(chosen) ? chosen.filter((n) => names.includes(n)) : [];
+      if (!chosen.length) {
+        const usual = ["sex", "gender", "race", "ethnicity"];
+        const candidates = cols.filter((c) => names.includes(c.name) && usual.includes(c.name.toLowerCase()) &&
+                                              (c.n_distinct || 0) >= 2);
+        candidates.sort((a, b) => (a.n_distinct - b.n_distinct) ||
+                                  usual.indexOf(a.name.toLowerCase()) - usual.indexOf(b.name.toLowerCase()));
+        chosen = candidates.length ? [candidates[0].name] : [];
+      }
+      sensitiveBox.replaceChildren(...names.map((name, i) => el("label", { class: "check" },
+        el("input", { type: "checkbox", value: name, name: "sensitive", id: "f-sensitive-" + i,
+                      checked: chosen.includes(name) }), " " + name)));
+    }
+    sensitiveBox.addEventListener("change", () => {
+      const picked = $$("input[name=sensitive]:checked", sensitiveBox).map((c) => c.value);
+      try { localStorage.setItem(SENSITIVE_KEY, JSON.stringify(picked)); } catch (err) { /* storage off */ }
+    });
     datasetSel.addEventListener("change", onDataset);
-    targetSel.addEventListener("change", () => { positive.value = ""; onTarget(); });
+    targetSel.addEventListener("change", () => {
+      const ds = datasets.find((d) => d.id === datasetSel.value);
+      fillSensitive(ds ? ds.columns : []);
+      positive.value = "";
+      onTarget();
+    });
     onDataset();
 
     // solver → its config fields
@@ -725,8 +803,10 @@
     dsSel.addEventListener("change", () => { dsSel.dataset.touched = "1"; });
     syncDataset();
     const isLog = () => $("#a-kind-log").checked;
+    const isUploaded = () => $("#a-kind-model").checked;
     const syncKind = () => {
-      $("#job-field").hidden = isLog();
+      $("#job-field").hidden = isLog() || isUploaded();
+      $("#model-field").hidden = !isUploaded();
       $("#log-fields").hidden = !isLog();
     };
     for (const radio of $$('input[name="a-kind"]', form)) radio.addEventListener("change", syncKind);
@@ -768,6 +848,7 @@
                      schedule: text("#a-schedule"), webhook_url: text("#a-webhook"),
                      enabled: $("#a-enabled").checked, metrics: [] };
       if (isLog()) body.predictions = buildLog(text);
+      else if (isUploaded()) body.model_artifact_id = $("#a-model").value;
       else body.job_id = jobSel.value;
       const name = text("#a-name");
       if (name !== null) body.name = name;
@@ -827,12 +908,31 @@
     });
   }
 
+  /* ------------------------------------------------------------ dataset page */
+
+  function initDatasetPage() {
+    const form = $("#rename-form");  /* shown while the upload's column names were generated or renamed */
+    if (!form) return;
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const names = $("#rename-columns").value.split(",").map((n) => n.trim());
+      const button = $("#rename-submit");
+      button.disabled = true;
+      const res = await api("PUT", "/api/v1/datasets/" + encodeURIComponent(form.dataset.datasetId) + "/column-names",
+                            { column_names: names });
+      if (res.ok) { location.reload(); return; }
+      button.disabled = false;
+      showMessage(errorText(res.status, res.data));
+    });
+  }
+
   /* ------------------------------------------------------------ start */
 
   const pages = {
     jobs: initJobsList,
     job: initJobPage,
     datasets: initDatasets,
+    dataset: initDatasetPage,
     "job-new": () => initJobForm().catch(() => showMessage("The form could not be built.")),
     sweep: initSweepPage,
     audit: initAuditPage,
