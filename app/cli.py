@@ -106,7 +106,9 @@ AUDIT_HELP = """Audit a model on a table without a server; prints the report, ex
 audit model file: a job's weights with its spec and fitted encoder in the safetensors metadata, from
 GET /api/v1/jobs/{job_id}/audit-model (a plain weights artifact lacks the encoder and is refused).
 --metrics is a JSON list of {type, threshold, ...} (or a file holding it); types as in
-GET /api/v1/audits/metrics. CIs: 200 bootstrap resamples, seed 0. Instead of --model, --predictions audits a
+GET /api/v1/audits/metrics. CIs: the rate gaps (demographic_parity, equal_opportunity, equalized_odds) exact
+Clopper-Pearson, as a job's fairness report; the other metrics 200 bootstrap resamples, seed 0. Instead of --model,
+--predictions audits a
 prediction log: the data already holds the model's output, named by a JSON object (or a file holding it)
 {"score_column" | "prediction_column", "threshold", "score_scale", "label_column", "positive_label",
 "sensitive"} as in POST /api/v1/audits. With --format json the report holds its score_summary; --reference

@@ -1,7 +1,7 @@
 """Scheduled batch audits: re-check a trained model (or a prediction log) on fresh data against metric thresholds.
 
 * :mod:`app.audits.metrics` — the registry of exact metrics an audit can check, their spec
-  validation and the bootstrap confidence intervals;
+  validation and the confidence intervals (exact Clopper–Pearson for the rate gaps, bootstrap otherwise);
 * :mod:`app.audits.model` — a job's model with its own preprocessing, applied to a table;
 * :mod:`app.audits.logs` — prediction logs: a table that already holds a model's scores or decisions;
 * :mod:`app.audits.drift` — per-group score summaries of a run, KS and PSI against a reference run;

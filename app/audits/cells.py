@@ -1,5 +1,10 @@
 r"""Rate metrics from the cell counts group × label × decision, and their bootstrap as one multinomial draw.
 
+The rate gaps (DP, equal opportunity, equalized odds) are not drawn: their intervals are the job fairness
+report's exact Clopper–Pearson ones, computed from the same counts (:func:`rate_cells` gives their cells to
+:mod:`solvers.fairness.intervals`; :class:`app.audits.metrics.RateGap`). The bootstrap below serves the other
+rate metrics (accuracy, balanced accuracy, the minority's share) and the AUC.
+
 **Cells.** With K groups, a run's rows fall into the 4K cells (g, y, ŷ); ``counts`` is the (K, 2, 2) array
 c[g, y, ŷ] of how many rows fall in each (one ``bincount`` of 4g + 2y + ŷ, or the sum of a stream's batches'
 counts). Every rate metric is a function of c alone:
@@ -93,6 +98,19 @@ def gap(rates: np.ndarray) -> np.ndarray:
     hi = np.where(defined, rates, -np.inf).max(axis=-1)
     lo = np.where(defined, rates, np.inf).min(axis=-1)
     return np.where(defined.any(axis=-1), hi - lo, np.nan)
+
+
+RATES = {"selection_rate": selection_rate, "tpr": tpr, "fpr": fpr}
+
+
+def rate_cells(c: np.ndarray, rates: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(hits, counts), each (len(rates), K), of the named rates (keys of :data:`RATES`) from one run's (K, 2, 2)
+    counts: hits = the cell's predicted positives, counts = its rows. Rows ("selection_rate",), ("tpr",) and
+    ("tpr", "fpr") are the cells of :mod:`solvers.fairness.intervals`' rate-gap bounds for demographic parity,
+    equal opportunity and equalized odds (its ``_rate_cells``, there from the rows)."""
+    parts = {"selection_rate": (c[..., 1].sum(axis=-1), sizes(c)), "tpr": (c[..., 1, 1], c[..., 1, :].sum(axis=-1)),
+             "fpr": (c[..., 0, 1], c[..., 0, :].sum(axis=-1))}
+    return (np.stack([parts[r][0] for r in rates]).astype(float), np.stack([parts[r][1] for r in rates]))
 
 
 def equalized_odds(c: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ Every metric is one small class registered in :data:`AUDIT_METRICS` (the solver 
   metric's per-group statistics ``{stat: {group: value}}`` (selection rate, TPR, ...).
 
 The rate metrics (accuracy, balanced accuracy, the DP / equal opportunity / equalized odds gaps, the
-minority's share: :class:`CellMetric`) read only the counts of the cells group × label × decision
+minority's share: :class:`CellMetric`; the gaps :class:`RateGap`) read only the counts of the cells group × label × decision
 (:mod:`app.audits.cells`, tested against :func:`solvers.metrics.group_fairness` and ``minority_rate``). The
 others are the solver library's: ``loss_gap``; :mod:`solvers.partial.metrics` (pSP, pDP and the partial EOp /
 EOdds / group AUC on a percentile ``interval``, scores = raw f as in training); :mod:`solvers.auc.metrics` (AUĈ
@@ -21,9 +21,14 @@ everywhere in FairSolve.
 rather than the decision alone). A prediction log (:mod:`app.audits.logs`) without a label column or with only a
 decision column offers only the metrics whose needs it meets; the others are refused naming the missing field.
 
-**Confidence intervals** (:func:`bootstrap`): percentile bootstrap 95% intervals over
-``N_BOOT = 200`` resamples, seeded with ``SEED = 0`` so a report is reproducible. The rate metrics' resamples
-are ``N_BOOT`` multinomial draws of the cell counts (:func:`app.audits.cells.resample`: the same distribution as
+**Confidence intervals** (:func:`bootstrap`), 95% (``LEVEL``). The rate gaps (``demographic_parity``,
+``equal_opportunity``, ``equalized_odds``: :class:`RateGap`) take the job fairness report's interval: the exact
+Clopper–Pearson construction of :mod:`solvers.fairness.intervals` (:func:`~solvers.fairness.intervals.rate_gap_ci`)
+on the run's cell counts, hits = predicted positives and counts = rows per group (DP one row of selection rates,
+equal opportunity the TPRs, equalized odds the TPR and the FPR rows), and each per-group rate the exact binomial
+interval of its cell; nothing is resampled for them, so they do not depend on ``N_BOOT`` or ``SEED``. Every other
+metric has a percentile bootstrap interval over ``N_BOOT = 200`` resamples, seeded with ``SEED = 0`` so a report
+is reproducible. The other rate metrics' resamples are ``N_BOOT`` multinomial draws of the cell counts (:func:`app.audits.cells.resample`: the same distribution as
 the cell counts of a row resample, at O(B · 4K) cost instead of O(B · n)); the ROC AUC's are multinomial draws
 of the cells group × label × score bin (:class:`BinnedMetric`); the other metrics' are row resamples
 drawn from ``numpy.random.default_rng(SEED)`` (one (n,) index row at a time, the rows of one (B, n) draw:
@@ -39,6 +44,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from solvers.auc.metrics import VARIANTS, auc, fairness_gap, protected_index
+from solvers.fairness.intervals import clopper_pearson, rate_gap_ci
 from solvers.metrics import loss_gap
 from solvers.partial.intervals import validate_interval
 from solvers.partial.metrics import (partial_dp, partial_equal_opportunity, partial_equalized_odds,
@@ -185,6 +191,40 @@ _cell_metric("balanced_accuracy", "min", "Mean of TPR and TNR.", cells.balanced_
              {"balanced_accuracy": cells.group_balanced_accuracy}, LABEL)
 
 
+class RateGap(CellMetric):
+    """A rate gap (DP, equal opportunity, equalized odds): max − min over the groups of each of its ``rates``
+    (:data:`app.audits.cells.RATES`), the largest of them. Its interval is not drawn: it is the job fairness
+    report's exact Clopper–Pearson interval (:func:`solvers.fairness.intervals.rate_gap_ci`) on the run's cells
+    (hits = predicted positives, counts = rows: :func:`app.audits.cells.rate_cells`), and each per-group rate's is
+    that cell's exact binomial interval (:func:`solvers.fairness.intervals.clopper_pearson`)."""
+
+    rates: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def on_cells(cls, counts: np.ndarray, options: Any, group_names: list[str]):
+        gaps = [cells.gap(cells.RATES[rate](counts)) for rate in cls.rates]
+        value = gaps[0] if len(gaps) == 1 else np.fmax(*gaps)
+        return value, {rate: cells.RATES[rate](counts) for rate in cls.rates}
+
+    @classmethod
+    def exact_intervals(cls, counts: np.ndarray, level: float) -> tuple[list[float] | None, dict[str, np.ndarray]]:
+        """``(ci, {rate: (K, 2) per-group [lo, hi]})`` at ``level`` from one run's (K, 2, 2) counts (None / NaN:
+        undefined)."""
+        hits, n = cells.rate_cells(counts, cls.rates)
+        lo, hi = rate_gap_ci(hits, n, level)
+        cell_lo, cell_hi = clopper_pearson(hits, n, 1.0 - level)
+        ci = [float(lo), float(hi)] if np.isfinite(lo) and np.isfinite(hi) else None
+        return ci, {rate: np.stack([cell_lo[j], cell_hi[j]], axis=-1) for j, rate in enumerate(cls.rates)}
+
+
+def _rate_gap(name: str, description: str, over: tuple[str, ...], needs: frozenset[str]) -> None:
+    """Register a rate gap over the rates ``over`` (:class:`RateGap`)."""
+
+    @AUDIT_METRICS.register(name, description=description, direction="max", needs=needs)
+    class Gap(RateGap):
+        rates = over
+
+
 class BinnedMetric(AuditMetric):
     """A metric of the scores' order (the ROC AUC): its value is exact on the rows; its interval is drawn from the
     cells group × label × score bin (:func:`app.audits.cells.auc_of_bins`), each multinomial draw's binned value
@@ -214,12 +254,9 @@ _performance("log_loss", _log_loss, "max", "Mean binary cross-entropy of σ(f)."
 
 # -- group fairness of predictions ---------------------------------------------------------------------------
 
-_cell_metric("demographic_parity", "max", "max_g Pr(ŷ=1 | g) − min_g Pr(ŷ=1 | g).",
-             lambda c: cells.gap(cells.selection_rate(c)), {"selection_rate": cells.selection_rate}, frozenset())
-_cell_metric("equal_opportunity", "max", "max_g TPR_g − min_g TPR_g.", lambda c: cells.gap(cells.tpr(c)),
-             {"tpr": cells.tpr}, LABEL)
-_cell_metric("equalized_odds", "max", "max(TPR gap, FPR gap) over groups.", cells.equalized_odds,
-             {"tpr": cells.tpr, "fpr": cells.fpr}, LABEL)
+_rate_gap("demographic_parity", "max_g Pr(ŷ=1 | g) − min_g Pr(ŷ=1 | g).", ("selection_rate",), frozenset())
+_rate_gap("equal_opportunity", "max_g TPR_g − min_g TPR_g.", ("tpr",), LABEL)
+_rate_gap("equalized_odds", "max(TPR gap, FPR gap) over groups.", ("tpr", "fpr"), LABEL)
 
 
 class LossOptions(MetricOptions):
@@ -465,15 +502,30 @@ def _result(value: Any, by_group: ByGroup, replicates: Any, replicates_by_group:
                          for stat, groups in by_group.items()}}
 
 
+def _exact_result(metric: type[RateGap], value: float | None, by_group: ByGroup, counts: np.ndarray
+                  ) -> dict[str, Any]:
+    """A rate gap's :func:`_result` with its exact Clopper–Pearson intervals at ``LEVEL`` (:class:`RateGap`)."""
+    ci, cell_cis = metric.exact_intervals(counts, LEVEL)
+    return {"value": value, "ci": ci,
+            "by_group": {stat: {g: {"value": v, "ci": None if v is None else [float(x) for x in cell_cis[stat][k]]}
+                                for k, (g, v) in enumerate(groups.items())}
+                         for stat, groups in by_group.items()}}
+
+
 def on_cells(specs: list[MetricSpec], counts: np.ndarray, names: list[str], n_boot: int = N_BOOT,
              seed: int = SEED) -> list[dict[str, Any]]:
     """The rate metrics (:class:`CellMetric`) as :func:`bootstrap_all` gives them: values on the run's (K, 2, 2)
-    cell counts, intervals over ``n_boot`` multinomial draws of them (:func:`app.audits.cells.resample`, seeded),
+    cell counts; the rate gaps' intervals exact Clopper–Pearson ones from the counts (:class:`RateGap`, no
+    draws), the others' over ``n_boot`` multinomial draws of them (:func:`app.audits.cells.resample`, seeded),
     each metric one array operation over the draws."""
-    draws = cells.resample(counts, n_boot, seed)
+    draws = None
     out = []
     for spec in specs:
         value, by_group = spec.metric.from_counts(counts, spec.options, names)
+        if issubclass(spec.metric, RateGap):
+            out.append(_exact_result(spec.metric, value, by_group, counts))
+            continue
+        draws = cells.resample(counts, n_boot, seed) if draws is None else draws
         reps, reps_by_group = spec.metric.on_cells(draws, spec.options, names)
         out.append(_result(value, by_group, reps, {stat: dict(zip(names, v.T)) for stat, v in reps_by_group.items()}))
     return out
@@ -517,8 +569,9 @@ def _on_rows(specs: list[MetricSpec], scored: Scored, rows: Resamples) -> list[d
 
 
 def bootstrap_all(specs: list[MetricSpec], scored: Scored, rows: Resamples) -> list[dict[str, Any]]:
-    """Each metric on all rows and its 95% intervals over ``len(rows)`` resamples (module docstring; the rate
-    metrics' are multinomial draws of the cell counts seeded ``rows.seed``, the others' the row resamples ``rows``):
+    """Each metric on all rows and its 95% intervals (module docstring: the rate gaps' exact Clopper–Pearson ones;
+    over ``len(rows)`` resamples for the others, the rate metrics' multinomial draws of the cell counts seeded
+    ``rows.seed``, the others' the row resamples ``rows``):
     ``[{"value", "ci", "by_group": {stat: {group: {"value", "ci"}}}}]`` in the order of ``specs``."""
     rates = [s for s in specs if issubclass(s.metric, CellMetric)]
     binned = [s for s in specs if issubclass(s.metric, BinnedMetric)]

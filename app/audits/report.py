@@ -1,4 +1,5 @@
-"""One audit run's report: every metric overall and per group with bootstrap 95% CIs, pass/fail
+"""One audit run's report: every metric overall and per group with 95% CIs (the rate gaps' exact
+Clopper–Pearson, the job fairness report's; the others' bootstrap: :mod:`app.audits.metrics`), pass/fail
 against its threshold, drift against the previous run, and the text table the CLI prints.
 
 A result (one per metric spec, in the spec's order)::

@@ -5,7 +5,8 @@ label, group), so it is the same computation as an audit; its metrics are the pe
 metrics, with the job's constraint tolerances as thresholds where a constraint type is an audit metric. A metric
 that is one of the job's constraints, with the job's own test value, gets the job's own 95 % interval (its
 fairness report's, :mod:`solvers.fairness.intervals`: Clopper–Pearson for rate gaps), the one the job page shows:
-one interval per metric for the same predictions (:func:`with_job_intervals`).
+one interval per metric for the same predictions (:func:`with_job_intervals`). A rate gap that is no constraint of
+the job has the same Clopper–Pearson interval from the audit itself (:class:`app.audits.metrics.RateGap`).
 """
 from __future__ import annotations
 
@@ -88,14 +89,16 @@ def job_metrics(spec: dict) -> list[MetricSpec]:
 def with_job_intervals(report: dict, fairness: list[dict] | None) -> dict:
     """``report`` with each result of a job constraint's type whose value is the job's exact test value (the
     same predictions, the same definition) given that constraint's test interval from the job's fairness report
-    (``ci_method``: ``job``), instead of a second method's bootstrap interval of the same number."""
-    tests = {e.get("type"): e.get("test") or {} for e in fairness or []}
+    (``ci_method``: the job's method, ``clopper_pearson`` for a rate gap), so the number has the job page's
+    interval (at the job's confidence; an audit's own rate-gap interval is the same construction at 95%)."""
+    entries = {e.get("type"): e for e in fairness or []}
     for result in report["results"]:
-        test = tests.get(result.get("type")) or {}
+        entry = entries.get(result.get("type")) or {}
+        test = entry.get("test") or {}
         value, ci = test.get("value"), test.get("ci")
         if value is not None and ci and None not in ci and result.get("value") is not None \
                 and abs(result["value"] - value) <= 1e-9:
-            result["ci"], result["ci_method"] = list(ci), "job"
+            result["ci"], result["ci_method"] = list(ci), entry.get("method") or "job"
     return report
 
 

@@ -17,7 +17,8 @@ u_c(a) = B⁻¹(1 − a; x_c + 1, n_c − x_c), so P(p_c < l_c(a)) ≤ a and P(p
 * *Lower bound* L = max(0, max_r max_{a ≠ b} (l_a(α/(2C)) − u_b(α/(2C)))) over the C defined cells: the cells
   attaining the empirical max/min are data-dependent, so all 2C events are taken in the union bound:
   P(Δ < L) ≤ α.
-* The two-sided CI at 1 − α is [L at α/2, U at α/2] (exact, conservative: no normal approximation).
+* The two-sided CI at 1 − α is [L at α/2, U at α/2] (exact, conservative: no normal approximation):
+  :func:`rate_gap_ci`, which an audit's rate gaps (:mod:`app.audits.metrics`) take from their cell counts too.
 
 **Loss gaps, AUC gaps, minority rate** (and, by a plain replicate loop, any other family): percentile
 bootstrap over the split's rows — B resamples drawn as a (B, n) index matrix (in chunks), the statistic
@@ -41,7 +42,6 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.stats import beta
 
 from ..membership import Membership
 from .exact import exact_gaps
@@ -74,12 +74,16 @@ def _json(x: float) -> float | None:
 # ---------------------------------------------------------------------------------------- Clopper–Pearson
 def clopper_pearson(hits: np.ndarray, n: np.ndarray, alpha: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exact one-sided binomial bounds (l, u) each at error ``alpha/2`` (so [l, u] is the two-sided interval at
-    level 1 − α), elementwise; NaN where n = 0."""
+    level 1 − α), elementwise; NaN where n = 0. The beta quantile B⁻¹(q; a, b) is ``scipy.special.betaincinv(a, b,
+    q)`` (the function ``scipy.stats.beta.ppf`` evaluates), imported on first use: importing this module loads no
+    scipy, and the API's job report, which computes these bounds for its rate gaps, loads only scipy.special."""
+    from scipy.special import betaincinv
+
     hits, n = np.asarray(hits, dtype=float), np.asarray(n, dtype=float)
     half = np.asarray(alpha, dtype=float) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(hits > 0, beta.ppf(half, hits, n - hits + 1), 0.0)
-        hi = np.where(hits < n, beta.ppf(1 - half, hits + 1, n - hits), 1.0)
+        lo = np.where(hits > 0, betaincinv(hits, n - hits + 1, half), 0.0)
+        hi = np.where(hits < n, betaincinv(hits + 1, n - hits, 1 - half), 1.0)
     empty = n <= 0
     return np.where(empty, np.nan, lo), np.where(empty, np.nan, hi)
 
@@ -130,6 +134,14 @@ def rate_gap_lower(hits: np.ndarray, counts: np.ndarray, alpha: float) -> float:
         return float("nan")
     lo, hi = clopper_pearson(hits, counts, alpha / defined.sum())
     return float(max(0.0, _row_spread(hi, lo, defined).max()))  # max_c l_c − min_c u_c per row
+
+
+def rate_gap_ci(hits: np.ndarray, counts: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The two-sided CI [L, U] at level ``confidence`` of the rate gap of the cells (hits, counts), each
+    (rows, K) as :func:`_rate_cells` builds them: L and U each at error α/2 (module docstring); NaN with no
+    defined cell. The job's fairness report and an audit's rate gaps (:mod:`app.audits.metrics`) both use it."""
+    alpha = 1.0 - confidence
+    return rate_gap_lower(hits, counts, alpha / 2), rate_gap_upper(hits, counts, alpha / 2)
 
 
 # ---------------------------------------------------------------------------------------------- bootstrap
@@ -312,7 +324,7 @@ def constraint_bounds(families: Sequence, y: np.ndarray, logits: np.ndarray, gro
             out.append(Bound(np.nan, np.nan, np.nan, np.nan, "none"))
         elif _exact_cp(family, group):
             hits, counts = _rate_cells(family.name, y, (logits > 0).astype(int), group, len(names))
-            lo, hi = rate_gap_lower(hits, counts, alpha / 2), rate_gap_upper(hits, counts, alpha / 2)
+            lo, hi = rate_gap_ci(hits, counts, confidence)
             upper = rate_gap_upper(hits, counts, alpha / m)
             out.append(Bound(values[j], lo, hi, upper, "clopper_pearson"))
         else:

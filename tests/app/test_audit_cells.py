@@ -101,16 +101,18 @@ def test_multinomial_cells_match_the_row_bootstrap_in_distribution():
 
 
 def test_bootstrap_all_gives_the_percentile_interval_of_the_cell_draws():
+    """A rate metric that is not a rate gap (accuracy): the percentile interval of the cell draws (the rate gaps'
+    are exact: test_rate_gap_intervals_are_the_job_reports_clopper_pearson)."""
     s = table(400, 3)
-    specs = [MetricSpec(type="demographic_parity", threshold=0.1), MetricSpec(type="equal_opportunity"),
+    specs = [MetricSpec(type="accuracy", threshold=0.5), MetricSpec(type="equal_opportunity"),
              MetricSpec(type="roc_auc")]
     out = bootstrap_all(specs, s, resamples(400, n_boot=60, seed=5))
     draws = cells.resample(cells.cell_counts(s.y, s.pred, s.group, 4), 60, 5)
-    expected = np.quantile(cells.gap(cells.selection_rate(draws)), [0.025, 0.975])
+    expected = np.quantile(cells.accuracy(draws), [0.025, 0.975])
     assert out[0]["ci"] == pytest.approx(list(expected))
-    assert out[0]["by_group"]["selection_rate"]["b"]["ci"] == pytest.approx(
-        list(np.quantile(cells.selection_rate(draws)[:, 1], [0.025, 0.975])))
-    assert out[0]["by_group"]["selection_rate"]["empty"] == {"value": None, "ci": None}
+    assert out[0]["by_group"]["accuracy"]["b"]["ci"] == pytest.approx(
+        list(np.quantile(cells.group_accuracy(draws)[:, 1], [0.025, 0.975])))
+    assert out[0]["by_group"]["accuracy"]["empty"] == {"value": None, "ci": None}
     assert out[1]["by_group"]["tpr"]["c"] == {"value": None, "ci": None}  # no positives: no value, no interval
     assert out[2]["ci"][0] < out[2]["value"] < out[2]["ci"][1] and out[2]["by_group"]["roc_auc"]["c"]["ci"] is None
     assert on_cells(specs[:2], cells.cell_counts(s.y, s.pred, s.group, 4), NAMES, 60, 5) == out[:2]
@@ -143,3 +145,37 @@ def test_auc_intervals_match_the_row_bootstrap_in_distribution():
     assert ks_2samp(by_rows, draws).statistic < KS_LIMIT
     assert out["ci"] == pytest.approx(list(np.quantile(draws, [0.025, 0.975])))
     assert out["ci"] == pytest.approx(list(np.quantile(by_rows, [0.025, 0.975])), abs=0.25 * by_rows.std())
+
+
+@pytest.mark.parametrize("type_", ["demographic_parity", "equal_opportunity", "equalized_odds"])
+def test_rate_gap_intervals_are_the_job_reports_clopper_pearson(type_):
+    """One metric, one interval method: an audit's DP / equal opportunity / equalized odds gap has the job
+    fairness report's exact Clopper–Pearson interval for the same labels, predictions and groups, on the
+    in-memory and the streamed (counts-only) path alike; its per-group rates have each cell's exact binomial
+    interval. Neither depends on the resamples' number or seed."""
+    from solvers.fairness.intervals import clopper_pearson, constraint_bounds
+    from solvers.fairness.report import fairness_entries
+    from solvers.spec import ConstraintSpec
+
+    from app.audits.report import evaluate, evaluate_counts
+
+    s = table(400, 3)
+    family = ConstraintSpec(type=type_, tolerance=0.05).build().bind(NAMES, np.bincount(s.group, minlength=4))
+    bound = constraint_bounds([family], s.y, s.logits, s.group, NAMES)[0]
+    job = fairness_entries([family], s.y, s.logits, s.group, NAMES, {"test": np.arange(400)})[0]
+    assert bound.method == job["method"] == "clopper_pearson" and job["test"]["ci"] == [bound.lo, bound.hi]
+    spec = MetricSpec(type=type_, threshold=0.05)
+    counts = cells.cell_counts(s.y, s.pred, s.group, len(NAMES))
+    in_memory = bootstrap_all([spec], s, resamples(400, n_boot=60, seed=5))[0]
+    assert in_memory["value"] == pytest.approx(bound.value) and in_memory["ci"] == job["test"]["ci"]
+    assert bootstrap_all([spec], s, resamples(400, n_boot=7, seed=99))[0] == in_memory
+    assert on_cells([spec], counts, NAMES, 60, 5)[0] == in_memory
+    whole, streamed = evaluate([spec], s)["results"][0], evaluate_counts([spec], counts, NAMES)["results"][0]
+    assert whole["ci"] == streamed["ci"] == job["test"]["ci"] and whole == streamed
+    rows = {"selection_rate": (np.ones(400, bool), s.pred), "tpr": (s.y == 1, s.pred), "fpr": (s.y == 0, s.pred)}
+    for stat, groups in in_memory["by_group"].items():
+        mask, pred = rows[stat]
+        n = np.bincount(s.group[mask], minlength=4)
+        lo, hi = clopper_pearson(np.bincount(s.group[mask], weights=pred[mask], minlength=4), n, 0.05)
+        for k, name in enumerate(NAMES):
+            assert groups[name]["ci"] == (None if n[k] == 0 else pytest.approx([lo[k], hi[k]])), (stat, name)
