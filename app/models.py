@@ -242,6 +242,7 @@ class AuditRun(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    starts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # fence token of the current start
     data_sha256: Mapped[str | None] = mapped_column(String(64))
     n_rows: Mapped[int | None] = mapped_column(Integer)
     group_sizes: Mapped[dict[str, int] | None] = mapped_column(JSONType)

@@ -145,9 +145,9 @@ class Settings(BaseSettings):
     onnx_max_block_ops: float = Field(5e10, gt=0, validation_alias="FAIRSOLVE_ONNX_MAX_BLOCK_OPS",
                                       description="Most multiply-adds and copied elements of an uploaded ONNX graph "
                                       "on one block of rows (MatMul, Gemm, Concat, Expand, Tile).")
-    max_active_audit_runs: int = Field(2, ge=1, validation_alias="FAIRSOLVE_MAX_ACTIVE_AUDIT_RUNS",
+    max_active_audit_runs: int = Field(4, ge=1, validation_alias="FAIRSOLVE_MAX_ACTIVE_AUDIT_RUNS",
                                        description="Queued and running audit runs one owner may have at once: "
-                                       "'run now' answers 429 beyond it and a due schedule skips its run.")
+                                       "'run now' answers 429 beyond it and a due audit waits for a later tick.")
 
     @property
     def audit_sources(self) -> list[str]:

@@ -91,7 +91,10 @@ class OnnxModel:
             parts.append(value)
         value = np.concatenate(parts)
         if out["kind"] == "logit":
-            return value.astype(np.float64)
+            value = value.astype(np.float64)
+            if np.isnan(value).any():
+                raise ModelError(f"output {out['name']!r} gives NaN for {int(np.isnan(value).sum())} row(s)")
+            return value
         if out["kind"] == "label":
             hit = (normalise_values(pd.Series(value)) == normalise_scalar(self.spec.positive_label)
                    if value.dtype.kind in "OUS" else value.astype(np.float64) == 1)
