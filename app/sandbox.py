@@ -8,7 +8,7 @@ running the parent's clean-ups. The parent reads the pipe until ``time_s`` of wa
 SIGKILLs the child; every ``poll_s`` it calls ``still_wanted()`` and kills the child when that answers False
 (a superseded audit run: cooperative cancel). The outcome is the value, or :class:`Limited` /
 :class:`ChildError` with the child's message; nothing of the child's state (memory, threads, sockets) reaches
-the parent.
+the parent. The child is SIGKILLed when its parent dies.
 
 The child inherits the parent's open database connections: it never uses them, and SQLAlchemy's pool is
 detached first (``Engine.dispose(close=False)``) so nothing it collects closes the parent's sockets. torch, when
@@ -55,10 +55,24 @@ def _address_space() -> int:
     return 0  # pragma: no cover - Linux always has it
 
 
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``): a child whose worker was
+    killed, by Celery's own time limit or the OOM killer, never outlives it."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    if os.getppid() == 1:  # the parent died before the call
+        os._exit(1)
+
+
 def _child(fn: Callable[[], Any], out: int, time_s: float, memory_bytes: int, expected: tuple) -> None:
     """The child's whole life: limits, ``fn``, its JSON on ``out``; never returns."""
     code = 0
     try:
+        _die_with_parent()
         try:
             from app.db import get_engine
             get_engine().dispose(close=False)  # the parent's pooled connections stay the parent's

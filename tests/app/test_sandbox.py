@@ -55,3 +55,28 @@ def test_a_child_no_longer_wanted_is_stopped():
     with pytest.raises(Limited) as caught:
         run_limited(lambda: time.sleep(60), time_s=60, memory_bytes=256 * MiB, still_wanted=wanted, poll_s=0.2)
     assert caught.value.reason == "cancelled"
+
+
+def test_the_child_dies_with_its_parent(tmp_path):
+    """A parent killed mid-run (Celery's hard time limit, the OOM killer) leaves no computation behind."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.stack import ROOT, alive
+
+    marker = tmp_path / "child.pid"
+    script = ("import os, time\nfrom app.sandbox import run_limited\n"
+              f"def fn():\n    open({str(marker)!r}, 'w').write(str(os.getpid()))\n    time.sleep(120)\n"
+              "run_limited(fn, time_s=120, memory_bytes=1 << 28)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(marker.read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child)
