@@ -199,7 +199,8 @@ def test_labels_and_probabilities_of_0_and_1_audit_on_postgres(limits_stack, eng
         assert run["status"] == "succeeded", run
         assert run["error"] is None and run["results"][0]["value"] is not None
     with engine.begin() as conn:  # the JSONB column itself
-        summary = conn.execute(text("SELECT score_summary FROM audit_runs WHERE id=:id"), {"id": runs[1]["id"]}).scalar()
+        summary = conn.execute(text("SELECT score_summary FROM audit_runs WHERE id=:id"),
+                               {"id": runs[1]["id"]}).scalar()
     quantiles = [q for values in summary["groups"].values() for q in values]
     assert float(min(quantiles)) == -1e300 and float(max(quantiles)) == 1e300  # ±∞ stored finite, order kept
     assert runs[1]["score_drift"]["previous"]["ks"] == {"Female": 0.0, "Male": 0.0}
