@@ -73,11 +73,9 @@ def _child(fn: Callable[[], Any], out: int, time_s: float, memory_bytes: int, ex
     code = 0
     try:
         _die_with_parent()
-        try:
-            from app.db import get_engine
-            get_engine().dispose(close=False)  # the parent's pooled connections stay the parent's
-        except Exception:  # pragma: no cover - no database configured
-            pass
+        from app.db import get_engine
+        if get_engine.cache_info().currsize:  # the parent has an engine: its pooled connections stay the parent's
+            get_engine().dispose(close=False)
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(1)
         limit = _address_space() + memory_bytes
