@@ -244,3 +244,13 @@ def test_a_lost_run_is_requeued_then_failed_after_its_last_start(limits_stack, e
                 assert run["error"].startswith("worker lost") and "3 times" in run["error"]
         with engine.begin() as conn:
             assert conn.execute(text("SELECT starts FROM audit_runs WHERE id=:id"), {"id": run_id}).scalar() == 3
+
+
+def test_audits_run_on_the_embedded_defaults(embedded_stack):
+    """SQLite and Celery over SQLAlchemy: the worker consumes the audits queue and its child computes the run."""
+    with embedded_stack.client() as client:
+        dataset = upload(client, planted_table(500, seed=8)[["age", "sex", "income"]], "embedded")
+        audit = audit_of(client, uploaded(client, label_and_extreme_probability_models()["label"])["id"],
+                         dataset["id"])
+        run = ended(embedded_stack, client, audit["id"], run_now(client, audit["id"]), timeout=120)
+    assert run["status"] == "succeeded" and run["n_rows"] == 500, run
