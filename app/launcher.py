@@ -1,5 +1,5 @@
-"""``make run``: migrate the database, then run the API, a Celery worker, a housekeeping worker (beat's periodic
-tasks) and Celery beat together.
+"""``make run``: migrate the database, then run the API, a Celery worker, an audits worker (audit runs and their
+webhooks), a housekeeping worker (beat's periodic tasks) and Celery beat together.
 
 Ctrl-C (SIGINT) or SIGTERM stops every process started here; if one of them dies,
 the others are stopped too and the launcher exits non-zero.
