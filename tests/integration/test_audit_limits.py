@@ -254,3 +254,25 @@ def test_audits_run_on_the_embedded_defaults(embedded_stack):
                          dataset["id"])
         run = ended(embedded_stack, client, audit["id"], run_now(client, audit["id"]), timeout=120)
     assert run["status"] == "succeeded" and run["n_rows"] == 500, run
+
+
+def test_a_report_postgresql_refuses_fails_the_run_with_its_reason(limits_stack):
+    """Group names holding a NUL (read from Parquet) make a report JSONB cannot store: the run fails at once with
+    the database's own reason, not "worker lost" a minute later."""
+    import io
+
+    frame = pd.DataFrame({"sex": ["a\x00b", "c"] * 50, "score": np.linspace(0, 1, 100),
+                          "income": [">50K", "<=50K", "<=50K", ">50K"] * 25})
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    with limits_stack.client() as client:
+        answer = client.post("/api/v1/datasets", files={"file": ("nul.parquet", buffer.getvalue())}, data={"name": "n"})
+        assert answer.status_code == 201, answer.text
+        audit = client.post("/api/v1/audits", json={
+            "dataset_id": answer.json()["id"], "metrics": [{"type": "demographic_parity"}],
+            "predictions": {"score_column": "score", "label_column": "income", "positive_label": ">50K",
+                            "sensitive": ["sex"]}})
+        assert audit.status_code == 201, audit.text
+        run = ended(limits_stack, client, audit.json()["id"], run_now(client, audit.json()["id"]), timeout=60)
+    assert run["status"] == "failed" and run["error"].startswith("the report could not be stored: "), run
+    assert "worker lost" not in run["error"] and "\\u0000" in run["error"], run["error"]
