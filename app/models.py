@@ -242,7 +242,7 @@ class AuditRun(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    starts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # fence token of the current start
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # beaten while it runs
     data_sha256: Mapped[str | None] = mapped_column(String(64))
     n_rows: Mapped[int | None] = mapped_column(Integer)
     group_sizes: Mapped[dict[str, int] | None] = mapped_column(JSONType)
@@ -253,6 +253,7 @@ class AuditRun(Base):
     breached: Mapped[list[str] | None] = mapped_column(JSONType)
     passed: Mapped[bool | None] = mapped_column(Boolean)
     error: Mapped[str | None] = mapped_column(Text)
+    starts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # the current start's fence token
 
 
 class Alert(Base):

@@ -15,8 +15,10 @@
   ``UPDATE ... WHERE starts = :fence AND status = 'running'``, and on a breach an :class:`~app.models.Alert` is
   created in the same transaction and its webhook sent: a start superseded meanwhile writes nothing, creates no
   alert and sends nothing (and its child is killed as soon as the worker sees it superseded).
-* ``requeue_lost_runs`` (with the trigger): a run ``running`` past its time limit plus the stale period lost
-  its worker; it is re-queued as a new start (or failed after ``FAIRSOLVE_MAX_ATTEMPTS`` starts).
+  While the child computes, the start beats ``heartbeat_at`` (fenced: a beat that finds the run held by
+  another start stops the child).
+* ``requeue_lost_runs`` (with the trigger): a run ``running`` with no heartbeat for ``FAIRSOLVE_STALE_AFTER_S``
+  lost its worker; it is re-queued as a new start (or failed after ``FAIRSOLVE_MAX_ATTEMPTS`` starts).
 * ``deliver_alert(alert_id)``: POSTs the alert JSON (httpx) with Celery's autoretry: exponential back-off
   from ``FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S`` (capped at 600 s), at most ``FAIRSOLVE_AUDIT_WEBHOOK_RETRIES``
   retries; every attempt, its failure and the final status are recorded on the alert.
@@ -30,7 +32,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from app.artifacts import artifact_file
 from app.audits.drift import compare, summarise
@@ -81,15 +83,15 @@ def trigger_due_audits() -> list[str]:
 
 
 def requeue_lost_runs(now) -> list[str]:
-    """Runs still ``running`` ``FAIRSOLVE_AUDIT_TIME_LIMIT_S`` + ``FAIRSOLVE_STALE_AFTER_S`` after they started
-    lost their worker (a live run's computation is killed at its time limit): each is re-queued as a new start
+    """Runs still ``running`` whose heartbeat (else start) is ``FAIRSOLVE_STALE_AFTER_S`` old lost their worker (a
+    live start beats it every :func:`beat_interval` while its child computes): each is re-queued as a new start
     and sent, or failed once it was started ``FAIRSOLVE_MAX_ATTEMPTS`` times. Each change is guarded by the start
     token read, so a run that ended or started again meanwhile is left alone."""
-    lost_after = settings.audit_time_limit_s + settings.stale_after_s
-    cutoff = now - timedelta(seconds=lost_after)
+    cutoff = now - timedelta(seconds=settings.stale_after_s)
+    last_sign = func.coalesce(AuditRun.heartbeat_at, AuditRun.started_at)
     with session_scope() as s:
         lost = s.execute(select(AuditRun.id, AuditRun.starts).where(AuditRun.status == "running",
-                                                                    AuditRun.started_at < cutoff)).all()
+                                                                    last_sign < cutoff)).all()
     requeued = []
     for run_id, starts in lost:
         with session_scope() as s:
@@ -97,7 +99,7 @@ def requeue_lost_runs(now) -> list[str]:
             if starts >= settings.max_attempts:
                 s.execute(update(AuditRun).where(guard).values(
                     status="failed", finished_at=now,
-                    error=f"worker lost: still running {lost_after:g} s after it started, {starts} times"))
+                    error=f"worker lost: no heartbeat for {settings.stale_after_s:g} s, after {starts} starts"))
             elif s.execute(update(AuditRun).where(guard).values(status="queued")).rowcount == 1:
                 requeued.append(run_id)
     for run_id in requeued:
@@ -127,7 +129,8 @@ def _inputs(run_id: str) -> dict[str, Any] | None:
     None when it is not queued."""
     with session_scope() as s:
         if s.execute(update(AuditRun).where(AuditRun.id == run_id, AuditRun.status == "queued")
-                     .values(status="running", started_at=utcnow(), starts=AuditRun.starts + 1)).rowcount != 1:
+                     .values(status="running", started_at=utcnow(), heartbeat_at=utcnow(),
+                             starts=AuditRun.starts + 1)).rowcount != 1:
             return None
         run = s.get(AuditRun, run_id)
         audit = s.get(Audit, run.audit_id)
@@ -196,7 +199,7 @@ def _compute(inputs: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     check_scoring(model, data.n_rows, settings.audit_max_onnx_ops)
     scored = model.score(data.table)
     specs = [MetricSpec.model_validate(m) for m in audit.metrics]
-    check_metrics(scored, specs, settings.audit_max_groups, settings.audit_max_work)
+    check_metrics(len(scored.y), scored.n_groups, specs, settings.audit_max_groups, settings.audit_max_work)
     summary = summarise(scored)
     drift = {"previous": compare(summary, previous.score_summary, previous.id) if previous else None,
              "baseline": compare(summary, baseline.score_summary, baseline.id) if baseline else None}
@@ -217,7 +220,8 @@ def run_audit(run_id: str) -> str:
     try:
         files = _files(inputs)
         out = run_limited(lambda: _compute(inputs, files), time_s=settings.audit_time_limit_s,
-                          memory_bytes=settings.audit_memory_bytes, still_wanted=lambda: _holds(run_id, fence),
+                          memory_bytes=settings.audit_memory_bytes, still_wanted=lambda: _beat(run_id, fence),
+                          poll_s=beat_interval(settings.stale_after_s),
                           expected=(ModelError, SourceError, SpecError, ValueError))
     except Limited as exc:
         if exc.reason == "cancelled":
@@ -245,9 +249,21 @@ def run_audit(run_id: str) -> str:
     return "breached" if breached else "passed"
 
 
-def _holds(run_id: str, fence: int) -> bool:
-    with session_scope() as s:
-        return s.scalar(select(AuditRun.id).where(held(run_id, fence))) is not None
+def beat_interval(stale_after_s: float) -> float:
+    """Seconds between a start's heartbeats: a quarter of the stale period, at most 15 s (three beats in a row
+    must be missed before the run is taken for lost)."""
+    return min(stale_after_s / 4, 15.0)
+
+
+def _beat(run_id: str, fence: int) -> bool:
+    """Beat the run's heartbeat as start ``fence``; False when another start holds the run (the child is then
+    stopped). A beat the database refuses is logged and counts as alive: the next one retries."""
+    try:
+        with session_scope() as s:
+            return s.execute(update(AuditRun).where(held(run_id, fence)).values(heartbeat_at=utcnow())).rowcount == 1
+    except Exception as exc:
+        log.warning("audit run %s: heartbeat failed: %s", run_id, exc)
+        return True
 
 
 def _store(run_id: str, fence: int, inputs: dict[str, Any], out: dict[str, Any]) -> tuple[str | None, bool]:

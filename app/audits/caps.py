@@ -18,7 +18,7 @@ from typing import Any
 
 from solvers.fairness.noise_floor import MAX_GROUPS as NOISE_FLOOR_GROUPS
 
-from .metrics import N_BOOT, MetricSpec, Scored
+from .metrics import N_BOOT, MetricSpec
 from .model_file import ModelError
 
 GROUP_WEIGHT = 100
@@ -38,9 +38,9 @@ def metric_work(n_metrics: int, n_rows: int, n_groups: int) -> float:
     return float(n_metrics) * (N_BOOT + 1) * (n_rows + GROUP_WEIGHT * n_groups)
 
 
-def check_metrics(scored: Scored, specs: list[MetricSpec], max_groups: int, max_work: float) -> None:
-    """The groups and the metric work of ``specs`` on ``scored`` within their caps."""
-    n_rows, n_groups = len(scored.y), scored.n_groups
+def check_metrics(n_rows: int, n_groups: int, specs: list[MetricSpec], max_groups: int, max_work: float) -> None:
+    """The groups and the metric work of ``specs`` on ``n_rows`` rows in ``n_groups`` groups within their caps
+    (known once the rows are grouped: a scored table's, or a streamed log's cell counts)."""
     limit = min(max_groups, NOISE_FLOOR_GROUPS)
     if n_groups > limit:
         raise ModelError(f"the data has {n_groups} groups (more than {limit}, FAIRSOLVE_AUDIT_MAX_GROUPS): audit "

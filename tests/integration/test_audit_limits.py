@@ -237,11 +237,12 @@ def test_a_lost_run_is_requeued_then_failed_after_its_last_start(limits_stack, e
         for starts, status in ((1, "succeeded"), (3, "failed")):  # as if its worker died mid-run
             with engine.begin() as conn:
                 conn.execute(text("UPDATE audit_runs SET status='running', finished_at=NULL, started_at=:t, "
-                                  "starts=:starts WHERE id=:id"), {"t": long_ago, "starts": starts, "id": run_id})
+                                  "heartbeat_at=:t, starts=:starts WHERE id=:id"),
+                             {"t": long_ago, "starts": starts, "id": run_id})
             run = ended(limits_stack, client, audit["id"], run_id, timeout=90)
             assert run["status"] == status, run
             if status == "failed":
-                assert run["error"].startswith("worker lost") and "3 times" in run["error"]
+                assert run["error"].startswith("worker lost") and "after 3 starts" in run["error"]
         with engine.begin() as conn:
             assert conn.execute(text("SELECT starts FROM audit_runs WHERE id=:id"), {"id": run_id}).scalar() == 3
 

@@ -200,8 +200,9 @@ def test_a_run_whose_worker_vanished_is_failed_by_beat(beat_stack, trained):
         wait_for(lambda: finished_runs(client, audit["id"], "manual"), 60, beat_stack, "run now")
         engine = create_engine(beat_stack.env["DATABASE_URL"])
         with engine.begin() as conn:
-            conn.execute(text("UPDATE audit_runs SET status='running', finished_at=NULL, started_at=:t, starts=3 "
-                              "WHERE id=:id"), {"t": datetime.now(timezone.utc) - timedelta(hours=1), "id": run_id})
+            conn.execute(text("UPDATE audit_runs SET status='running', finished_at=NULL, started_at=:t, "
+                              "heartbeat_at=:t, starts=3 WHERE id=:id"),
+                         {"t": datetime.now(timezone.utc) - timedelta(hours=1), "id": run_id})
         engine.dispose()
         run = wait_for(lambda: [r for r in [client.get(f"/api/v1/audits/{audit['id']}/runs/{run_id}").json()]
                                 if r["status"] == "failed"], 60, beat_stack, "the lost run failed")[0]
