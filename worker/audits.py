@@ -118,9 +118,10 @@ class StaleRun(Exception):
 
 
 def _fail(run_id: str, fence: int, error: str) -> str:
+    """End the run as start ``fence`` with ``error`` (NUL written as text: PostgreSQL's text cannot hold it)."""
     with session_scope() as s:
         ended = s.execute(update(AuditRun).where(held(run_id, fence)).values(
-            status="failed", error=error[:4000], finished_at=utcnow())).rowcount == 1
+            status="failed", error=error.replace("\x00", "\\x00")[:4000], finished_at=utcnow())).rowcount == 1
     return "failed" if ended else "stale"
 
 
