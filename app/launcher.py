@@ -1,5 +1,5 @@
-"""``make run``: migrate the database, then run the API, a Celery worker, a housekeeping worker (beat's periodic
-tasks) and Celery beat together.
+"""``make run``: migrate the database, then run the API, a Celery worker, an audits worker (audit runs and their
+webhooks), a housekeeping worker (beat's periodic tasks) and Celery beat together.
 
 Ctrl-C (SIGINT) or SIGTERM stops every process started here; if one of them dies,
 the others are stopped too and the launcher exits non-zero.
@@ -42,6 +42,9 @@ def commands(host: str, port: int, concurrency: int, home: Path) -> dict[str, li
         "api": [py, "-m", "app.serve"],  # on HOST:PORT, FAIRSOLVE_API_WORKERS processes
         "worker": [py, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu",
                    "-c", str(concurrency), "-n", f"fairsolve-{os.getpid()}@%h", "--loglevel", "INFO"],
+        # audit runs and their webhooks on a queue of their own: an audit never holds a job's slot
+        "audits": [py, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "audits", "-c", "1",
+                   "-n", f"audits-{os.getpid()}@%h", "--loglevel", "INFO"],
         # beat's periodic tasks (reaper, audit trigger) on a queue of their own: never behind a long job
         "housekeeping": [py, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "housekeeping",
                          "-P", "solo", "-n", f"housekeeping-{os.getpid()}@%h", "--loglevel", "INFO"],

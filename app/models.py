@@ -253,6 +253,7 @@ class AuditRun(Base):
     breached: Mapped[list[str] | None] = mapped_column(JSONType)
     passed: Mapped[bool | None] = mapped_column(Boolean)
     error: Mapped[str | None] = mapped_column(Text)
+    starts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # the current start's fence token
 
 
 class Alert(Base):

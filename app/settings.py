@@ -125,6 +125,30 @@ class Settings(BaseSettings):
     audit_webhook_backoff_s: int = Field(2, validation_alias="FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S",
                                          description="First retry delay of a webhook; doubles each retry (max 600 s).")
 
+    audit_time_limit_s: float = Field(300.0, gt=0, validation_alias="FAIRSOLVE_AUDIT_TIME_LIMIT_S",
+                                      description="Wall-clock limit of one audit run's computation (a child "
+                                      "process, killed when it passes it; the run fails naming the limit).")
+    audit_memory_bytes: int = Field(2 << 30, gt=0, validation_alias="FAIRSOLVE_AUDIT_MEMORY_BYTES",
+                                    description="Address space one audit run's computation may add to its "
+                                    "worker's (RLIMIT_AS of the child process).")
+    audit_max_groups: int = Field(1000, ge=1, le=10_000, validation_alias="FAIRSOLVE_AUDIT_MAX_GROUPS",
+                                  description="Most groups an audit run's data may have (checked before metrics).")
+    audit_max_work: float = Field(2e10, gt=0, validation_alias="FAIRSOLVE_AUDIT_MAX_WORK",
+                                  description="Most row evaluations of one run's metrics: metrics × (bootstrap "
+                                  "resamples + 1) × (rows + 100 × groups), checked before they are computed.")
+    audit_max_onnx_ops: float = Field(1e11, gt=0, validation_alias="FAIRSOLVE_AUDIT_MAX_ONNX_OPS",
+                                      description="Most multiply-adds and copied elements an ONNX model may spend "
+                                      "on one run's rows (its per-row cost from shape inference × rows).")
+    onnx_max_tensor_bytes: int = Field(256 << 20, gt=0, validation_alias="FAIRSOLVE_ONNX_MAX_TENSOR_BYTES",
+                                       description="Largest tensor an uploaded ONNX graph may make on one block of "
+                                       "rows (shape inference with N = the block size).")
+    onnx_max_block_ops: float = Field(5e10, gt=0, validation_alias="FAIRSOLVE_ONNX_MAX_BLOCK_OPS",
+                                      description="Most multiply-adds and copied elements of an uploaded ONNX graph "
+                                      "on one block of rows (MatMul, Gemm, Concat, Expand, Tile).")
+    max_active_audit_runs: int = Field(4, ge=1, validation_alias="FAIRSOLVE_MAX_ACTIVE_AUDIT_RUNS",
+                                       description="Queued and running audit runs one owner may have at once: "
+                                       "'run now' answers 429 beyond it and a due audit waits for a later tick.")
+
     @property
     def audit_sources(self) -> list[str]:
         return [s.strip() for s in self.audit_sources_env.split(",") if s.strip()]

@@ -99,8 +99,9 @@ def sqlalchemy_url(parts: dict[str, str], database: str) -> str:
 
 def start_stack(name: str, home: Path, database_url: str | None, broker_url: str | None,
                 workers: int = 1, extra_env: dict[str, str] | None = None, beat: bool = False,
-                starting: Callable[[Stack], None] | None = None) -> Stack:
-    """API and ``workers`` Celery workers; with ``beat``, Celery beat too (its schedule file in ``home``).
+                starting: Callable[[Stack], None] | None = None, queues: str = "cpu,gpu,audits") -> Stack:
+    """API and ``workers`` Celery workers consuming ``queues``; with ``beat``, Celery beat too (its schedule file
+    in ``home``).
     ``starting`` is called once they are launched, before the API answers (to launch more beside them)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     port = free_port()
@@ -118,7 +119,7 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
     commands = {"api": [sys.executable, "-m", "app.serve"]}
     for i in range(workers):
         commands["worker" if i == 0 else f"worker{i + 1}"] = [
-            sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", "cpu,gpu", "-c", "1",
+            sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", queues, "-c", "1",
             "-n", f"test-{name}-{i}-{uuid.uuid4().hex[:6]}@%h", "--loglevel", "INFO"]
     if beat:  # beat's tasks go to the housekeeping queue, consumed by a worker of its own (as in production)
         commands["housekeeping"] = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q",
@@ -147,7 +148,7 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
     return stack
 
 
-def add_worker_host(stack: Stack, name: str, home: Path, queues: str = "cpu,gpu",
+def add_worker_host(stack: Stack, name: str, home: Path, queues: str = "cpu,gpu,audits",
                     prefix: list[str] | None = None) -> subprocess.Popen:
     """A Celery worker as another host would run it: the stack's database, broker and storage settings, but a
     ``FAIRSOLVE_HOME`` of its own (its cache and spool), sharing no directory with the API or other hosts;

@@ -58,7 +58,7 @@ def test_compose_has_no_default_credential_and_consumes_every_queue():
     """Read without docker: the bootstrap key is required (``:?``), and some service consumes each queue."""
     text = (ROOT / "docker-compose.yml").read_text()
     assert "${FAIRSOLVE_BOOTSTRAP_API_KEY:?" in text and ":-" not in text.split("FAIRSOLVE_BOOTSTRAP_API_KEY:", 1)[1][:60]
-    for queue in ("cpu", "gpu", "housekeeping"):
+    for queue in ("cpu", "gpu", "audits", "housekeeping"):
         assert f'"-Q", "{queue}"' in text
 
 

@@ -6,13 +6,21 @@
   moves it to the next cron time and creates the run, in the same transaction; the run is then sent.
   Missed times (downtime) give one run, not a burst. Audits are read from the database at every tick,
   so audits created or changed through the API take effect without a restart.
-* ``run_audit(run_id)``: ``queued → running`` is again a compare-and-set, so a duplicate message does
-  nothing. It scores the data with the job's model (or reads a prediction log's own output,
-  :mod:`app.audits.logs`), summarises the scores per group and measures their drift against the previous
-  and the pinned baseline run (:mod:`app.audits.drift`), stores the report, and on a breach creates an
-  :class:`~app.models.Alert` and sends its webhook. A prediction log stored as a dataset whose metrics need only
-  cell counts (rates, gaps, drift) is streamed in bounded memory (:mod:`app.audits.log_stream`).
-  While it works the run beats ``heartbeat_at`` (:mod:`worker.audit_heartbeat`).
+* ``run_audit(run_id)`` (queue ``audits``, consumed by workers of its own): ``queued → running`` is again a
+  compare-and-set that also counts the start (``starts``, the start's fence token), so a duplicate message
+  does nothing. In a child process under a hard time and memory limit (:mod:`app.sandbox`) it scores the data
+  with the job's model (or reads a prediction log's own output, :mod:`app.audits.logs`), summarises the scores
+  per group and measures their drift against the previous and the pinned baseline run (:mod:`app.audits.drift`),
+  each cap of :mod:`app.audits.caps` checked before the work it bounds. A prediction log stored as a dataset
+  whose metrics need only cell counts (rates, gaps, drift) is streamed in bounded memory
+  (:mod:`app.audits.log_stream`), its caps checked on the rows and groups counted. The report is stored with one
+  ``UPDATE ... WHERE starts = :fence AND status = 'running'``, and on a breach an :class:`~app.models.Alert` is
+  created in the same transaction and its webhook sent: a start superseded meanwhile writes nothing, creates no
+  alert and sends nothing (and its child is killed as soon as the worker sees it superseded).
+  While the child computes, the start beats ``heartbeat_at`` (fenced: a beat that finds the run held by
+  another start stops the child).
+* ``requeue_lost_runs`` (with the trigger): a run ``running`` with no heartbeat for ``FAIRSOLVE_STALE_AFTER_S``
+  lost its worker; it is re-queued as a new start (or failed after ``FAIRSOLVE_MAX_ATTEMPTS`` starts).
 * ``deliver_alert(alert_id)``: POSTs the alert JSON (httpx) with Celery's autoretry: exponential back-off
   from ``FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S`` (capped at 600 s), at most ``FAIRSOLVE_AUDIT_WEBHOOK_RETRIES``
   retries; every attempt, its failure and the final status are recorded on the alert.
@@ -35,16 +43,17 @@ from app.audits.logs import log_of
 from app.audits.metrics import MetricSpec
 from app.audits.model import AuditModel, ModelError
 from app.audits.report import evaluate, evaluate_counts, on_counts
-from app.audits.runs import new_run, next_run_at, send_alert, send_run
+from app.audits.caps import check_metrics, check_scoring
+from app.audits.runs import active_runs, new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
 from app.audits.webhooks import WebhookRefused, check_destination
 from app.blobstore import dataset_file, model_file
 from app.db import session_scope
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, utcnow
+from app.sandbox import ChildError, Limited, run_limited
 from app.settings import get_settings
 from app.storage import TableLimits, iter_chunks, load_table
 from solvers import SpecError
-from worker.audit_heartbeat import Heartbeat, beat_interval
 from worker.celery_app import celery_app
 
 log = logging.getLogger(__name__)
@@ -53,7 +62,8 @@ settings = get_settings()
 
 @celery_app.task(name="fairsolve.trigger_due_audits")
 def trigger_due_audits() -> list[str]:
-    """Claim every due audit once (compare-and-set on ``next_run_at``) and send its run."""
+    """Claim every due audit once (compare-and-set on ``next_run_at``) and send its run; the audits of an owner
+    already at ``FAIRSOLVE_MAX_ACTIVE_AUDIT_RUNS`` stay due until a later tick finds the owner below it."""
     now = utcnow()
     with session_scope() as s:
         due = s.execute(select(Audit.id, Audit.owner, Audit.schedule, Audit.next_run_at).where(
@@ -61,6 +71,8 @@ def trigger_due_audits() -> list[str]:
     runs = []
     for audit_id, owner, schedule, due_at in due:
         with session_scope() as s:
+            if active_runs(s, owner) >= settings.max_active_audit_runs:
+                continue
             claimed = s.execute(update(Audit).where(Audit.id == audit_id, Audit.next_run_at == due_at)
                                 .values(next_run_at=next_run_at(schedule, True, now))).rowcount == 1
             if claimed:
@@ -69,34 +81,60 @@ def trigger_due_audits() -> list[str]:
                 runs.append(run.id)
     for run_id in runs:
         send_run(run_id)
-    fail_lost_runs(now)
+    requeue_lost_runs(now)
     return runs
 
 
-def fail_lost_runs(now) -> int:
+def requeue_lost_runs(now) -> list[str]:
     """Runs still ``running`` whose heartbeat (else start) is ``FAIRSOLVE_STALE_AFTER_S`` old lost their worker (a
-    live run beats it: :mod:`worker.audit_heartbeat`; a redelivered message finds its run no longer queued):
-    mark them failed."""
+    live start beats it every :func:`beat_interval` while its child computes): each is re-queued as a new start
+    and sent, or failed once it was started ``FAIRSOLVE_MAX_ATTEMPTS`` times. Each change is guarded by the start
+    token read, so a run that ended or started again meanwhile is left alone."""
     cutoff = now - timedelta(seconds=settings.stale_after_s)
+    last_sign = func.coalesce(AuditRun.heartbeat_at, AuditRun.started_at)
     with session_scope() as s:
-        last_sign = func.coalesce(AuditRun.heartbeat_at, AuditRun.started_at)
-        return s.execute(update(AuditRun).where(AuditRun.status == "running", last_sign < cutoff).values(
-            status="failed", finished_at=now,
-            error=f"worker lost: no heartbeat for {settings.stale_after_s:g} s")).rowcount
+        lost = s.execute(select(AuditRun.id, AuditRun.starts).where(AuditRun.status == "running",
+                                                                    last_sign < cutoff)).all()
+    requeued = []
+    for run_id, starts in lost:
+        with session_scope() as s:
+            guard = held(run_id, starts)
+            if starts >= settings.max_attempts:
+                s.execute(update(AuditRun).where(guard).values(
+                    status="failed", finished_at=now,
+                    error=f"worker lost: no heartbeat for {settings.stale_after_s:g} s, after {starts} starts"))
+            elif s.execute(update(AuditRun).where(guard).values(status="queued")).rowcount == 1:
+                requeued.append(run_id)
+    for run_id in requeued:
+        log.warning("audit run %s: its worker was lost; re-queued", run_id)
+        send_run(run_id)
+    return requeued
 
 
-def _fail(run_id: str, error: str) -> str:
+def held(run_id: str, fence: int):
+    """The SQL condition that the start holding ``fence`` still holds the run."""
+    return (AuditRun.id == run_id) & (AuditRun.starts == fence) & (AuditRun.status == "running")
+
+
+class StaleRun(Exception):
+    """This start of the run was superseded (re-queued as lost and started again, or ended by another)."""
+
+
+def _fail(run_id: str, fence: int, error: str) -> str:
+    """End the run as start ``fence`` with ``error`` (NUL written as text: PostgreSQL's text cannot hold it)."""
     with session_scope() as s:
-        s.execute(update(AuditRun).where(AuditRun.id == run_id).values(status="failed", error=error,
-                                                                      finished_at=utcnow()))
-    return "failed"
+        ended = s.execute(update(AuditRun).where(held(run_id, fence)).values(
+            status="failed", error=error.replace("\x00", "\\x00")[:4000], finished_at=utcnow())).rowcount == 1
+    return "failed" if ended else "stale"
 
 
 def _inputs(run_id: str) -> dict[str, Any] | None:
-    """Claim the run (``queued → running``) and read what it needs; None when it is not queued."""
+    """Claim the run (``queued → running``, ``starts`` + 1: this start's fence token) and read what it needs;
+    None when it is not queued."""
     with session_scope() as s:
         if s.execute(update(AuditRun).where(AuditRun.id == run_id, AuditRun.status == "queued")
-                     .values(status="running", started_at=utcnow(), heartbeat_at=utcnow())).rowcount != 1:
+                     .values(status="running", started_at=utcnow(), heartbeat_at=utcnow(),
+                             starts=AuditRun.starts + 1)).rowcount != 1:
             return None
         run = s.get(AuditRun, run_id)
         audit = s.get(Audit, run.audit_id)
@@ -107,97 +145,84 @@ def _inputs(run_id: str) -> dict[str, Any] | None:
                                                    AuditRun.id != run_id)
                             .order_by(AuditRun.finished_at.desc()).limit(1))
         baseline = s.get(AuditRun, audit.baseline_run_id) if audit.baseline_run_id else None
-        return {"run": run, "audit": audit, "job": job, "weights": weights, "previous": previous, "baseline": baseline,
+        return {"run": run, "fence": run.starts, "audit": audit, "job": job, "weights": weights,
+                "previous": previous, "baseline": baseline,
                 "training": s.get(Dataset, job.dataset_id) if job is not None else None,
                 "uploaded": s.get(UploadedModel, audit.model_artifact_id) if audit.model_artifact_id else None,
                 "dataset": s.get(Dataset, audit.dataset_id) if audit.dataset_id else None}
 
 
-def _model(inputs: dict[str, Any]):
+def _files(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The local files the run reads, fetched by the worker before the computation's child process starts (it
+    then touches neither the object store's clients nor the database)."""
+    files: dict[str, Any] = {}
+    if inputs["dataset"] is not None:
+        files["dataset"] = dataset_file(inputs["dataset"])
+    if inputs["audit"].predictions is None:
+        if inputs["uploaded"] is not None:
+            files["model"] = model_file(inputs["uploaded"])
+        elif inputs["job"] is not None and inputs["job"].status == "succeeded" and inputs["weights"] is not None:
+            files["weights"], files["training"] = artifact_file(inputs["weights"]), dataset_file(inputs["training"])
+    return files
+
+
+def _model(inputs: dict[str, Any], files: dict[str, Any]):
     """The audited model (``score(table) -> Scored``): a prediction log's columns, an uploaded audit model file or
     ONNX model, or the job's weights with its encoder refitted."""
     if inputs["audit"].predictions is not None:
         return log_of(inputs["audit"].predictions)
     if inputs["uploaded"] is not None:
-        path = model_file(inputs["uploaded"])
         if inputs["uploaded"].stored_name.endswith(".onnx"):  # an uploaded ONNX model: scored by onnxruntime
             from app.onnx_models.raw_values import file_text
             from app.onnx_models.scorer import OnnxModel
             dataset = inputs["dataset"]  # its text as written feeds a model from elsewhere (raw_values)
-            text = file_text(dataset_file(dataset), dataset.format, dataset.read_options) if dataset else None
-            return OnnxModel.from_file(path, inputs["uploaded"].spec, settings.max_onnx_bytes, text)
-        return AuditModel.from_file(path)
-    job, weights = inputs["job"], inputs["weights"]
-    if job.status != "succeeded" or weights is None:
+            text = file_text(files["dataset"], dataset.format, dataset.read_options) if dataset else None
+            return OnnxModel.from_file(files["model"], inputs["uploaded"].spec, settings.max_onnx_bytes, text)
+        return AuditModel.from_file(files["model"])
+    job = inputs["job"]
+    if "weights" not in files:
         raise ModelError(f"job {job.id!r} has {job.status} and no model")
-    return AuditModel.from_job(job.id, job.spec, artifact_file(weights), _table(inputs["training"]).table)
+    return AuditModel.from_job(job.id, job.spec, files["weights"], _table(inputs["training"], files["training"]).table)
 
 
-def _table(dataset: Dataset) -> Data:
-    table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256)
+def _table(dataset: Dataset, path) -> Data:
+    table = load_table(path, dataset.format, dataset.read_options, dataset.sha256)
     return Data(table, dataset.sha256, len(table))
 
 
-def _data(audit: Audit, dataset: Dataset | None) -> Data:
+def _data(audit: Audit, dataset: Dataset | None, files: dict[str, Any]) -> Data:
     if dataset is not None:
-        return _table(dataset)
+        return _table(dataset, files["dataset"])
     return read_source(audit.source, get_settings().audit_sources, settings.storage_dir / "tmp",
                        settings.max_upload_bytes, TableLimits(settings.max_upload_rows, settings.max_upload_columns))
 
 
-@celery_app.task(name="fairsolve.run_audit")
-def run_audit(run_id: str) -> str:
-    inputs = _inputs(run_id)
-    if inputs is None:
-        return "skipped"
-    with Heartbeat(run_id, beat_interval(settings.stale_after_s)):
-        return _run(run_id, inputs)
-
-
-def _run(run_id: str, inputs: dict[str, Any]) -> str:
+def _compute(inputs: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
+    """The run's report (JSON values), every cap of :mod:`app.audits.caps` checked before the work it bounds.
+    A prediction log stored as a dataset whose metrics need only cell counts is streamed (:func:`_streams`);
+    anything else is read whole and scored. Runs in the child process of :func:`run_audit`."""
     audit, previous, baseline = inputs["audit"], inputs["previous"], inputs["baseline"]
-    try:
-        specs = [MetricSpec.model_validate(m) for m in audit.metrics]
-        before = previous.results if previous is not None else None
-        if _streams(audit, inputs["dataset"], specs):  # read in bounded memory: cell counts and block summaries
-            columns, dataset = log_of(audit.predictions), inputs["dataset"]
-            counted = tally(_batches(dataset, columns.columns()), columns)
-            data, summary = Data(None, dataset.sha256, counted.n_rows), counted.summary
-            drift = _drift(summary, previous, baseline)
-            report = evaluate_counts(specs, counted.counts, counted.group_names, before, drift=drift)
-            log.info("audit run %s: streamed %d rows of dataset %s", run_id, counted.n_rows, dataset.id)
-        else:
-            model = _model(inputs)
-            data = _data(audit, inputs["dataset"])
-            scored = model.score(data.table)
-            summary = summarise(scored)
-            drift = _drift(summary, previous, baseline)
-            report = evaluate(specs, scored, before, drift=drift)
-    except (ModelError, SourceError, SpecError, ValueError) as exc:
-        return _fail(run_id, str(exc))
-    except Exception as exc:  # an audit error fails the run, never the worker
-        log.error("audit run %s failed:\n%s", run_id, traceback.format_exc())
-        return _fail(run_id, f"{type(exc).__name__}: {exc}")
-    alert_id = None
-    with session_scope() as s:
-        run = s.get(AuditRun, run_id)
-        run.status, run.finished_at, run.data_sha256, run.n_rows = "succeeded", utcnow(), data.sha256, data.n_rows
-        run.results, run.breached, run.passed = report["results"], report["breached"], report["passed"]
-        run.group_sizes, run.previous_run_id = report["group_sizes"], previous.id if previous is not None else None
-        run.score_summary, run.score_drift = summary, drift
-        opened = newly_breached(report["breached"], previous)
-        if opened:
-            breached = [{k: r.get(k) for k in ("key", "value", "ci", "threshold", "direction", "noise_floor")}
-                        for r in report["results"] if r["passed"] is False and r["key"] in opened]
-            alert = Alert(owner=audit.owner, audit_id=audit.id, run_id=run_id, breached=breached,
-                          message=breach_message(audit.name, breached),
-                          webhook_status="pending" if audit.webhook_url else "none", webhook_attempts=0)
-            s.add(alert)
-            s.flush()
-            alert_id = alert.id if audit.webhook_url else None
-    if alert_id is not None:
-        send_alert(alert_id)
-    return "breached" if report["breached"] else "passed"
+    specs = [MetricSpec.model_validate(m) for m in audit.metrics]
+    before = previous.results if previous is not None else None
+    if _streams(audit, inputs["dataset"], specs):  # read in bounded memory: cell counts and block summaries
+        columns, dataset = log_of(audit.predictions), inputs["dataset"]
+        counted = tally(_batches(dataset, files["dataset"], columns.columns()), columns, settings.audit_max_groups)
+        check_metrics(counted.n_rows, len(counted.group_names), specs, settings.audit_max_groups,
+                      settings.audit_max_work)
+        data, summary = Data(None, dataset.sha256, counted.n_rows), counted.summary
+        drift = _drift(summary, previous, baseline)
+        report = evaluate_counts(specs, counted.counts, counted.group_names, before, drift=drift)
+        log.info("audit run %s: streamed %d rows of dataset %s", inputs["run"].id, counted.n_rows, dataset.id)
+    else:
+        model = _model(inputs, files)
+        data = _data(audit, inputs["dataset"], files)
+        check_scoring(model, data.n_rows, settings.audit_max_onnx_ops)
+        scored = model.score(data.table)
+        check_metrics(len(scored.y), scored.n_groups, specs, settings.audit_max_groups, settings.audit_max_work)
+        summary = summarise(scored)
+        drift = _drift(summary, previous, baseline)
+        report = evaluate(specs, scored, before, drift=drift)
+    return {"summary": summary, "drift": drift, "report": report, "sha256": data.sha256, "n_rows": data.n_rows}
 
 
 def _streams(audit: Audit, dataset: Dataset | None, specs: list[MetricSpec]) -> bool:
@@ -206,19 +231,106 @@ def _streams(audit: Audit, dataset: Dataset | None, specs: list[MetricSpec]) -> 
     return audit.predictions is not None and dataset is not None and on_counts(specs)
 
 
-def _batches(dataset: Dataset, columns: list[str]):
-    """The dataset in batches: Parquet through pyarrow (only ``columns``, text as dictionaries); CSV through the
-    dataset's own chunked reader (:func:`app.storage.iter_chunks`: its delimiter, header and missing values, the
-    same parse as the table read whole)."""
+def _batches(dataset: Dataset, path, columns: list[str]):
+    """The dataset's file ``path`` in batches: Parquet through pyarrow (only ``columns``, text as dictionaries);
+    CSV through the dataset's own chunked reader (:func:`app.storage.iter_chunks`: its delimiter, header and
+    missing values, the same parse as the table read whole)."""
     options = dataset.read_options or {}
     if dataset.format == "parquet":
-        return log_frames(dataset_file(dataset), columns, missing_values=options.get("missing_values"))
-    return iter_chunks(dataset_file(dataset), dataset.format, options)
+        return log_frames(path, columns, missing_values=options.get("missing_values"))
+    return iter_chunks(path, dataset.format, options)
 
 
 def _drift(summary: dict[str, Any], previous: AuditRun | None, baseline: AuditRun | None) -> dict[str, Any]:
     return {"previous": compare(summary, previous.score_summary, previous.id) if previous else None,
             "baseline": compare(summary, baseline.score_summary, baseline.id) if baseline else None}
+
+
+@celery_app.task(name="fairsolve.run_audit", time_limit=settings.audit_time_limit_s + 120)
+def run_audit(run_id: str) -> str:
+    """Claim the run, compute its report in a child process under ``FAIRSOLVE_AUDIT_TIME_LIMIT_S`` and
+    ``FAIRSOLVE_AUDIT_MEMORY_BYTES`` (:mod:`app.sandbox`; stopped as soon as another start holds the run), and
+    store it as this start (:func:`_store`). Every failure fails the run with its message; Celery's
+    ``time_limit`` is the last resort should the worker itself hang."""
+    inputs = _inputs(run_id)
+    if inputs is None:
+        return "skipped"
+    fence = inputs["fence"]
+    try:
+        files = _files(inputs)
+        out = run_limited(lambda: _compute(inputs, files), time_s=settings.audit_time_limit_s,
+                          memory_bytes=settings.audit_memory_bytes, still_wanted=lambda: _beat(run_id, fence),
+                          poll_s=beat_interval(settings.stale_after_s),
+                          expected=(ModelError, SourceError, SpecError, ValueError))
+    except Limited as exc:
+        if exc.reason == "cancelled":
+            log.warning("audit run %s: start %s was superseded; stopped", run_id, fence)
+            return "stale"
+        setting = {"time": "FAIRSOLVE_AUDIT_TIME_LIMIT_S", "memory": "FAIRSOLVE_AUDIT_MEMORY_BYTES"}.get(exc.reason)
+        return _fail(run_id, fence, f"{exc}" + (f" ({setting})" if setting else ""))
+    except ChildError as exc:
+        return _fail(run_id, fence, str(exc) if exc.expected else f"{exc.kind}: {exc}")
+    except (ModelError, SourceError, SpecError, ValueError) as exc:
+        return _fail(run_id, fence, str(exc))
+    except Exception as exc:  # an audit error fails the run, never the worker
+        log.error("audit run %s failed:\n%s", run_id, traceback.format_exc())
+        return _fail(run_id, fence, f"{type(exc).__name__}: {exc}")
+    try:
+        alert_id, breached = _store(run_id, fence, inputs, out)
+    except StaleRun:
+        log.warning("audit run %s: start %s was superseded; its report is not stored", run_id, fence)
+        return "stale"
+    except Exception as exc:  # e.g. the database refused a value: the run fails with the reason, now
+        log.error("audit run %s: storing its report failed:\n%s", run_id, traceback.format_exc())
+        return _fail(run_id, fence, f"the report could not be stored: {type(exc).__name__}: {exc}")
+    if alert_id is not None:
+        send_alert(alert_id)
+    return "breached" if breached else "passed"
+
+
+def beat_interval(stale_after_s: float) -> float:
+    """Seconds between a start's heartbeats: a quarter of the stale period, at most 15 s (three beats in a row
+    must be missed before the run is taken for lost)."""
+    return min(stale_after_s / 4, 15.0)
+
+
+def _beat(run_id: str, fence: int) -> bool:
+    """Beat the run's heartbeat as start ``fence``; False when another start holds the run (the child is then
+    stopped). A beat the database refuses is logged and counts as alive: the next one retries."""
+    try:
+        with session_scope() as s:
+            return s.execute(update(AuditRun).where(held(run_id, fence)).values(heartbeat_at=utcnow())).rowcount == 1
+    except Exception as exc:
+        log.warning("audit run %s: heartbeat failed: %s", run_id, exc)
+        return True
+
+
+def _store(run_id: str, fence: int, inputs: dict[str, Any], out: dict[str, Any]) -> tuple[str | None, bool]:
+    """The report written as start ``fence`` (one guarded UPDATE: :class:`StaleRun` when another start holds the
+    run), and on a breach of a metric the previous run did not breach (:func:`newly_breached`) its alert, in the
+    same transaction: ``(alert id to send, breached)``."""
+    audit, previous, report = inputs["audit"], inputs["previous"], out["report"]
+    with session_scope() as s:
+        if s.execute(update(AuditRun).where(held(run_id, fence)).values(
+                status="succeeded", finished_at=utcnow(), error=None, data_sha256=out["sha256"],
+                n_rows=out["n_rows"], results=report["results"], breached=report["breached"],
+                passed=report["passed"], group_sizes=report["group_sizes"],
+                previous_run_id=previous.id if previous is not None else None,
+                score_summary=out["summary"], score_drift=out["drift"])).rowcount != 1:
+            raise StaleRun(run_id)
+        if not report["breached"]:
+            return None, False
+        opened = newly_breached(report["breached"], previous)   # one open alert per audit and metric
+        if not opened:
+            return None, True
+        breached = [{k: r.get(k) for k in ("key", "value", "ci", "threshold", "direction", "noise_floor")}
+                    for r in report["results"] if r["passed"] is False and r["key"] in opened]
+        alert = Alert(owner=audit.owner, audit_id=audit.id, run_id=run_id, breached=breached,
+                      message=breach_message(audit.name, breached),
+                      webhook_status="pending" if audit.webhook_url else "none", webhook_attempts=0)
+        s.add(alert)
+        s.flush()
+        return (alert.id if audit.webhook_url else None), True
 
 
 def newly_breached(breached: list[str], previous: AuditRun | None) -> list[str]:

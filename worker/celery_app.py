@@ -4,7 +4,8 @@ Delivery is at-least-once: tasks are acknowledged after they finish
 (``task_acks_late``) and given back to the broker when the worker process dies
 (``task_reject_on_worker_lost``); a worker takes one task at a time. Job state
 lives in the database, not in Celery's result backend, so no backend is configured.
-Queues: ``cpu`` (default) and ``gpu`` (jobs with ``device: "cuda"``), and ``housekeeping`` for beat's periodic
+Queues: ``cpu`` (default) and ``gpu`` (jobs with ``device: "cuda"``), ``audits`` (audit runs and their webhooks,
+:mod:`app.audits.runs`), and ``housekeeping`` for beat's periodic
 tasks (the reaper of stale jobs, the re-sender of lost jobs, the audit trigger): a worker of its own consumes it, so a long job never
 holds them up (``make run``'s launcher and docker-compose start one).
 """

@@ -19,6 +19,9 @@ renormalised), so a bin that empties or fills adds a finite term (about (p − �
 of infinity. Shares come from the summaries too (each point weighs 1/Q). Rules of thumb: PSI < 0.1 no
 shift, 0.1 - 0.25 moderate, > 0.25 a shift worth acting on.
 
+**Stored finite.** JSON has no infinity: a score of ±∞ (a label output, a probability of exactly 0 or 1) is
+stored as ±:data:`FINITE` (1e300), which keeps every order, so KS and PSI are unchanged.
+
 Everything is vectorised over groups: (K, Q, ·) broadcasts, no loop per group or per row.
 """
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .metrics import Scored
 Q = 200
 BINS = 10
 EPSILON = 1e-4
+FINITE = 1e300
 
 
 def summarise(scored: Scored) -> dict[str, Any]:
@@ -43,7 +47,7 @@ def summarise(scored: Scored) -> dict[str, Any]:
     levels = (np.arange(Q) + 0.5) / Q
     rows = starts[:, None] + np.floor(levels[None, :] * counts[:, None]).astype(np.int64)
     present = counts > 0
-    quantiles = f[order][np.minimum(rows[present], len(f) - 1)]
+    quantiles = np.clip(f[order][np.minimum(rows[present], len(f) - 1)], -FINITE, FINITE)
     names = [n for n, p in zip(scored.group_names, present) if p]
     return {"q": Q, "groups": {n: row.tolist() for n, row in zip(names, quantiles)},
             "sizes": {n: int(c) for n, c in zip(names, counts[present])}}

@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 
 from solvers.encoding import build_groups
 
+from .caps import check_groups
 from .cells import cell_counts
 from .drift import Q
 from .logs import PredictionLog
@@ -153,8 +154,10 @@ def _summary(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]], names: lis
     return {"q": Q, "groups": out, "sizes": {names[g]: int(sizes[g]) for g in np.flatnonzero(sizes)}}
 
 
-def tally(frames: Iterable[pd.DataFrame], log: PredictionLog) -> Tally:
-    """The whole log's :class:`Tally` from its batches ``frames`` (module docstring)."""
+def tally(frames: Iterable[pd.DataFrame], log: PredictionLog, max_groups: int | None = None) -> Tally:
+    """The whole log's :class:`Tally` from its batches ``frames`` (module docstring); with ``max_groups``, a
+    ModelError as soon as a batch brings the groups past it (:func:`app.audits.caps.check_groups`), before that
+    batch's groups are counted or summarised."""
     index: dict[str, int] = {}
     representatives: list[dict[str, Any]] = []
     counts = np.zeros((0, 2, 2), np.int64)
@@ -164,6 +167,8 @@ def tally(frames: Iterable[pd.DataFrame], log: PredictionLog) -> Tally:
             continue
         scored = log.score_rows(frame)
         new = [name for name in scored.group_names if name not in index]
+        if max_groups is not None:
+            check_groups(len(index) + len(new), max_groups, at_least=True)
         if new:
             first = np.full(scored.n_groups, -1)
             first[scored.group[::-1]] = np.arange(len(frame))[::-1]  # each local group's first row

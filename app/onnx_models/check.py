@@ -11,10 +11,11 @@ naming ``file``): the file's size (``FAIRSOLVE_MAX_ONNX_BYTES``, before it is pa
   usual activations, shape and indexing operators, comparisons, casts, reductions and the ``ai.onnx.ml``
   estimators). Control flow (``If``, ``Loop``, ``Scan``: subgraphs), random operators, sequences, operators
   whose output size is read from the data (``ConstantOfShape``, ``Expand``, ``Tile``, ``Range``, ``Pad``) and
-  anything else is refused by name. Intermediate sizes are not bounded otherwise (a ``MatMul`` of ``[N, 1]`` by
-  ``[1, N]`` is allowed): audits run the session on blocks of rows (:mod:`.scorer`);
+  anything else is refused by name. Intermediate sizes and the work per block of rows are bounded by shape
+  inference (:mod:`.bounds`, called by the upload and the scorer);
 * **no file references**: no tensor stored as external data (initializers, ``Constant`` values);
-* **limits**: at most ``MAX_NODES`` nodes, ``MAX_PARAMETERS`` stored elements, ``MAX_INPUTS`` inputs;
+* **limits**: at most ``MAX_NODES`` nodes, ``MAX_PARAMETERS`` stored elements, ``MAX_INPUTS`` inputs; each
+  stored tensor holds exactly prod(dims) × itemsize bytes (:func:`stored_elements`);
 * ``onnx.checker.check_model`` (the format's own consistency checks).
 
 **Inputs** are matched to the data's columns BY NAME: every graph input (initializers aside) is one column,
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 from app.audits.model_file import ModelError
 from solvers.spec import MAX_PARAMETERS
@@ -83,6 +84,38 @@ def _tensors(graph: onnx.GraphProto):
             yield from attr.tensors
 
 
+DATA_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data", "raw_data")
+
+
+def stored_elements(tensor: TensorProto) -> int:
+    """prod(dims), once the tensor is seen to store exactly that many values: ``raw_data`` of prod(dims) ×
+    itemsize bytes, or prod(dims) entries of its typed field (two per complex number), and no other field
+    (ModelError otherwise: a ``[1]`` tensor holding 60 MB is not one weight)."""
+    expected = math.prod(tensor.dims)
+    used = [f for f in DATA_FIELDS if len(getattr(tensor, f))]
+    if len(used) > 1:
+        raise ModelError(f"tensor {tensor.name!r} stores its values in several fields ({', '.join(used)})")
+    if not used:
+        stored, unit = 0, 0
+    elif used[0] == "raw_data":
+        if tensor.data_type == TensorProto.STRING:
+            raise ModelError(f"tensor {tensor.name!r}: string tensors cannot use raw_data")
+        try:
+            unit = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+        except Exception as exc:
+            raise ModelError(f"tensor {tensor.name!r} has an unknown element type {tensor.data_type}") from exc
+        stored = len(tensor.raw_data)
+    else:
+        unit = 2 if tensor.data_type in (TensorProto.COMPLEX64, TensorProto.COMPLEX128) else 1
+        stored = len(getattr(tensor, used[0]))
+    if stored != expected * unit:
+        what = f"{stored} bytes" if used and used[0] == "raw_data" else f"{stored} values"
+        raise ModelError(f"tensor {tensor.name!r} of dims {list(tensor.dims)} stores {what}; prod(dims) × "
+                         f"{'itemsize' if used and used[0] == 'raw_data' else 'values per element'} = "
+                         f"{expected * unit}")
+    return expected
+
+
 def _check_graph(model: onnx.ModelProto) -> None:
     for opset in model.opset_import:
         domain = opset.domain or ""
@@ -113,12 +146,12 @@ def _check_graph(model: onnx.ModelProto) -> None:
         if tensor.data_location == TensorProto.EXTERNAL or len(tensor.external_data):
             raise ModelError(f"tensor {tensor.name!r} refers to external data (a file): every weight must be "
                              "stored in the model file")
-        stored += math.prod(tensor.dims)
+        stored += stored_elements(tensor)
     for sparse in graph.sparse_initializer:
         if any(t.data_location == TensorProto.EXTERNAL or len(t.external_data)
                for t in (sparse.values, sparse.indices)):
             raise ModelError(f"sparse tensor {sparse.values.name!r} refers to external data (a file)")
-        stored += math.prod(sparse.values.dims) + math.prod(sparse.indices.dims)
+        stored += stored_elements(sparse.values) + stored_elements(sparse.indices)
     if stored > MAX_PARAMETERS:
         raise ModelError(f"the graph stores {stored} weights (more than {MAX_PARAMETERS})")
 

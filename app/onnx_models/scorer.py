@@ -24,6 +24,7 @@ from solvers import ProblemSpec
 from solvers.encoding import normalise_scalar, normalise_values
 
 from . import AUDIT_FIELDS
+from .bounds import GraphCost, GraphLimits, graph_cost
 from .check import describe, input_problems, load_checked
 from .raw_values import FileText, as_written, speaks_fairsolve
 
@@ -61,21 +62,19 @@ class OnnxModel:
     spec: ProblemSpec          # the audit fields (target, positive label, sensitive columns, group rules)
     graph: dict[str, Any]      # what :func:`.check.describe` found: inputs, the output used
     session: Any               # onnxruntime.InferenceSession
+    cost: GraphCost            # its work and largest tensor on a block of BLOCK_ROWS rows (:mod:`.bounds`)
     own_tokens: bool = False   # exported by FairSolve: string inputs take its normalised values (.raw_values)
     file_text: FileText | None = None  # the audited file's text columns as written, when it can be read again
 
     @classmethod
     def from_file(cls, path: Path, stored: dict[str, Any], max_bytes: int,
-                  file_text: FileText | None = None) -> "OnnxModel":
-        """The uploaded model in ``path`` (checked again before its session is made); ``stored`` is the
-        upload's ``spec`` (the audit fields); ``file_text`` reads the audited file's cells as written."""
-        import onnxruntime as ort
-
+                  file_text: FileText | None = None, limits: GraphLimits | None = None) -> "OnnxModel":
+        """The uploaded model in ``path`` (checked again, its work bounded by ``limits``, before its session is
+        made); ``stored`` is the upload's ``spec`` (the audit fields); ``file_text`` reads the audited file's cells
+        as written."""
         model = load_checked(path, max_bytes)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1  # a worker process per core
-        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        return cls(audit_spec(stored), describe(model), session,
+        cost = graph_cost(model, BLOCK_ROWS, limits or GraphLimits.from_settings())
+        return cls(audit_spec(stored), describe(model), open_session(model.SerializeToString()), cost,
                    speaks_fairsolve(model.producer_name, model.doc_string), file_text)
 
     def required_columns(self) -> list[str]:
@@ -107,7 +106,10 @@ class OnnxModel:
             parts.append(value)
         value = np.concatenate(parts)
         if out["kind"] == "logit":
-            return value.astype(np.float64)
+            value = value.astype(np.float64)
+            if np.isnan(value).any():
+                raise ModelError(f"output {out['name']!r} gives NaN for {int(np.isnan(value).sum())} row(s)")
+            return value
         if out["kind"] == "label":
             hit = (normalise_values(pd.Series(value)) == normalise_scalar(self.spec.positive_label)
                    if value.dtype.kind in "OUS" else value.astype(np.float64) == 1)
@@ -123,6 +125,20 @@ class OnnxModel:
         """Labels, raw scores f(x) and groups of every row of ``table`` (ModelError on a missing column)."""
         y, group, names = labelled_groups(self.spec, self.required_columns(), table)
         return Scored(y, self.logits(table), group, names)
+
+
+def open_session(model_bytes: bytes):
+    """An onnxruntime session on one thread (a worker process per core); ModelError quoting onnxruntime's
+    reason when it cannot load the model."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    try:
+        return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's Fail / InvalidGraph / NotImplemented: its own words
+        raise ModelError(f"onnxruntime cannot load the model: {exc}"[:600]) from exc
 
 
 def audit_spec(fields: dict[str, Any]) -> ProblemSpec:

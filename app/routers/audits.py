@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.audits.export import BLOCK, AuditFile, audit_file
 from app.audits.metrics import describe_metrics
 from app.audits.model_file import ModelError, model_columns, problem_spec
-from app.audits.runs import new_run, next_run_at, start_run
+from app.audits.runs import active_runs, new_run, next_run_at, start_run
 from app.audits.logs import PredictionLog, log_of
 from app.audits.metrics import MetricSpec
 from app.audits.schemas import AlertOut, AuditCreate, AuditOut, AuditUpdate, BaselinePin, RunOut, RunSummary
@@ -181,9 +181,13 @@ def delete_audit(audit_id: str, db: DB, caller: CurrentCaller) -> Response:
 
 
 @router.post("/api/v1/audits/{audit_id}/run", status_code=status.HTTP_202_ACCEPTED)
-def run_audit_now(audit_id: str, db: DB, caller: CurrentCaller) -> dict:
+def run_audit_now(audit_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> dict:
     """Queue a run now (besides the schedule); follow it at ``GET /api/v1/audits/{id}/runs/{run_id}``."""
     audit = get_or_404(db, Audit, audit_id, "audit", caller)
+    if (active := active_runs(db, audit.owner)) >= settings.max_active_audit_runs:
+        raise HTTPException(status_code=429, headers={"Retry-After": "30"}, detail=(
+            f"{active} of your audit runs are queued or running; the limit is {settings.max_active_audit_runs} "
+            "at once"))
     run = new_run(audit, trigger="manual")
     try:
         start_run(db, run)

@@ -122,6 +122,7 @@ def onnx_upload(path, settings, form: dict[str, str | None], dataset: Dataset | 
 
     model = load_checked(path, settings.max_onnx_bytes)
     graph = describe(model)
+    probe_session(model, settings)
     fields = {}
     embedded = next((p.value for p in model.metadata_props if p.key == META_KEY), None)
     if embedded is not None:
@@ -150,6 +151,30 @@ def onnx_upload(path, settings, form: dict[str, str | None], dataset: Dataset | 
         if problem is not None:
             raise _field_error("file", f"dataset {dataset.id!r}: {problem}")
     return {**spec.model_dump(mode="json", include=set(AUDIT_FIELDS)), **graph}
+
+
+PROBE_TIME_S = 30.0
+
+
+def probe_session(model, settings) -> None:
+    """Bound the graph's work per block of rows (:mod:`app.onnx_models.bounds`), then open an onnxruntime
+    session on it in a child process under ``PROBE_TIME_S`` and ``FAIRSOLVE_AUDIT_MEMORY_BYTES``
+    (:mod:`app.sandbox`): a model onnxruntime cannot load is a ModelError quoting onnxruntime's reason."""
+    from app.onnx_models.bounds import GraphLimits, graph_cost
+    from app.onnx_models.scorer import BLOCK_ROWS, open_session
+    from app.sandbox import ChildError, Limited, run_limited
+
+    import onnxruntime  # noqa: F401 - imported here, so the forked child imports nothing
+
+    graph_cost(model, BLOCK_ROWS, GraphLimits.from_settings(settings))
+    data = model.SerializeToString()
+    try:
+        run_limited(lambda: open_session(data) is not None, time_s=PROBE_TIME_S,
+                    memory_bytes=settings.audit_memory_bytes, expected=(ModelError,))
+    except ChildError as exc:
+        raise ModelError(str(exc) if exc.expected else f"onnxruntime cannot load the model: {exc}"[:600]) from exc
+    except Limited as exc:
+        raise ModelError(f"onnxruntime could not load the model within its limits: {exc}") from exc
 
 
 def _field_error(field: str, message: str) -> ModelError:

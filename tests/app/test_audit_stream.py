@@ -72,3 +72,25 @@ def test_a_missing_column_is_named_before_reading(tmp_path):
         tally([log_table(100, seed=1).assign(outcome="no")], LOG)
     with pytest.raises(ValueError, match="roc_auc"):
         evaluate_counts([MetricSpec(type="roc_auc")], np.ones((2, 2, 2), np.int64), ["a", "b"])
+
+
+def test_the_group_cap_stops_the_stream_at_the_first_batch_past_it():
+    """Groups past ``max_groups`` fail at the batch that brings them, before that batch is summarised (the
+    batches after it are never read); a probability of exactly 0 or 1 is summarised finite (the report leaves the
+    run's child as JSON with no non-finite number: :mod:`app.sandbox`)."""
+    import json
+
+    read = []
+
+    def batches():
+        for k in range(3):
+            read.append(k)
+            frame = pd.DataFrame({"race": [f"r{k * 10 + i}" for i in range(10)], "sex": 1,
+                                  "outcome": "yes", "score": 0.5})
+            yield frame
+    with pytest.raises(ModelError, match="at least 20 groups .more than 15, FAIRSOLVE_AUDIT_MAX_GROUPS"):
+        tally(batches(), LOG, max_groups=15)
+    assert read == [0, 1]
+    edge = pd.DataFrame({"race": ["a", "a", "b", "b"], "sex": 1, "outcome": ["yes", "no", "yes", "no"],
+                         "score": [1.0, 0.0, 1.0, 0.0]})
+    json.dumps(tally([edge], LOG, max_groups=15).summary, allow_nan=False)

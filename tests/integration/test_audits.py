@@ -52,7 +52,7 @@ def beat_stack(tmp_path_factory):
     database_url, drop = pg_database()
     stack = start_stack("audits", tmp_path_factory.mktemp("audit-home"), database_url, AUDIT_REDIS, beat=True,
                         extra_env={"FAIRSOLVE_AUDIT_TRIGGER_EVERY_S": "2", "FAIRSOLVE_AUDIT_WEBHOOK_BACKOFF_S": "1",
-                                   "FAIRSOLVE_AUDIT_SOURCES": str(sources),
+                                   "FAIRSOLVE_AUDIT_SOURCES": str(sources), "FAIRSOLVE_MAX_ACTIVE_AUDIT_RUNS": "50",
                                    "FAIRSOLVE_WEBHOOK_ALLOW_PRIVATE": "true"})  # the test's receiver is local
     stack.sources = sources
     yield stack
@@ -185,8 +185,9 @@ def test_source_audit_and_cli_with_the_audit_model(beat_stack, trained, tmp_path
 
 
 def test_a_run_whose_worker_vanished_is_failed_by_beat(beat_stack, trained):
-    """A run left `running` (its worker died; the redelivered message finds it no longer queued) is
-    marked failed by the beat task instead of staying `running` forever."""
+    """A run left `running` after its last start (its worker died; the redelivered message finds it no longer
+    queued) is marked failed by the beat task instead of staying `running` forever (earlier starts are re-queued:
+    tests/integration/test_audit_limits.py)."""
     from datetime import datetime, timedelta, timezone
 
     from sqlalchemy import create_engine, text
@@ -199,8 +200,8 @@ def test_a_run_whose_worker_vanished_is_failed_by_beat(beat_stack, trained):
         wait_for(lambda: finished_runs(client, audit["id"], "manual"), 60, beat_stack, "run now")
         engine = create_engine(beat_stack.env["DATABASE_URL"])
         with engine.begin() as conn:
-            conn.execute(text("UPDATE audit_runs SET status='running', finished_at=NULL, started_at=:t, heartbeat_at=:t "
-                              "WHERE id=:id"),
+            conn.execute(text("UPDATE audit_runs SET status='running', finished_at=NULL, started_at=:t, "
+                              "heartbeat_at=:t, starts=3 WHERE id=:id"),
                          {"t": datetime.now(timezone.utc) - timedelta(hours=1), "id": run_id})
         engine.dispose()
         run = wait_for(lambda: [r for r in [client.get(f"/api/v1/audits/{audit['id']}/runs/{run_id}").json()]
