@@ -81,7 +81,7 @@ def certification(families: Sequence, tolerances: Sequence[float], y: np.ndarray
 
 
 def not_certifiable_warning(check: dict[str, Any], tolerances: Sequence[float], total_rows: int) -> str:
-    return (f"the guarantee cannot be certified at {total_rows:,} rows: a model with no gap would have a "
+    return (f"the guarantee is unlikely to be certified at {total_rows:,} rows: a model with no gap would have a "
             f"{'/'.join('—' if w is None else f'{w:.3f}' for w in check['zero_gap_width'])} bound width on the "
             f"validation split, more than {CERTIFIABLE_SHARE:g} of the tolerance "
             f"({'/'.join(f'{t:g}' for t in tolerances)}); about {check['rows_needed']:,} rows would be needed")

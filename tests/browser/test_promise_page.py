@@ -43,6 +43,10 @@ def test_job_page_shows_badges_warning_and_baseline(web_stack, owner_key, datase
     badges = {page.locator(f'#fairness-table tr[data-constraint="{c}"] .badge').get_attribute("data-verdict")
               for c in ("demographic_parity",)}
     assert badges == {"fail"}
+    # the population-level promise in words: erm keeps no margin, so it promises nothing beyond its rows
+    sentence = page.locator("#job-promise-sentence")
+    assert sentence.get_attribute("data-kind") == job["result"]["promise"]["kind"] == "none"
+    assert sentence.inner_text() == job["result"]["promise"]["sentence"] and "No promise" in sentence.inner_text()
     assert page.inner_text('#fairness-table tr[data-constraint="equalized_odds"] .badge') == "pass"
     # what the test split can show: a zero-gap model keeps DP ≤ 0.001 on few test splits, EO ≤ 1 on all
     floors = {e["type"]: e["test_noise_floor"] for e in job["result"]["fairness"]}
