@@ -36,14 +36,14 @@ def test_compose_config_passes():
     subprocess.run([*cmd, "config", "-q"], cwd=ROOT, env=env, check=True)
     services = subprocess.run([*cmd, "config", "--services"], cwd=ROOT, env=env, check=True, capture_output=True,
                               text=True).stdout.split()
-    assert set(services) == {"api", "worker-cpu", "worker-gpu", "worker-housekeeping", "beat", "postgres", "redis",
-                             "minio"}
+    assert set(services) == {"api", "worker-cpu", "worker-gpu", "worker-audits", "worker-housekeeping", "beat",
+                             "postgres", "redis", "minio"}
     rendered = subprocess.run([*cmd, "config"], cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
     assert "driver: nvidia" in rendered and "housekeeping" in rendered
     # the api's own environment keeps the shared one (database, broker) and adds its process count
-    assert rendered.count("DATABASE_URL") == 5 and rendered.count("FAIRSOLVE_API_WORKERS") == 1
+    assert rendered.count("DATABASE_URL") == 6 and rendered.count("FAIRSOLVE_API_WORKERS") == 1
     config = yaml.safe_load(rendered)["services"]
-    app = ("api", "worker-cpu", "worker-gpu", "worker-housekeeping", "beat")
+    app = ("api", "worker-cpu", "worker-gpu", "worker-audits", "worker-housekeeping", "beat")
     # storage any worker can reach: every app process stores its files in the object store, and no volume is
     # shared between the api and a worker (nor between workers): a worker may run on another machine
     assert all(config[name]["environment"]["FAIRSOLVE_STORAGE_URL"].startswith("s3://") for name in app)
