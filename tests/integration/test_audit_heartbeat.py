@@ -55,7 +55,10 @@ def stack(tmp_path_factory, slow_source):
     stack = start_stack("heartbeat", tmp_path_factory.mktemp("heartbeat-home"), database_url, AUDIT_REDIS_URL,
                         beat=True, extra_env={"FAIRSOLVE_AUDIT_TRIGGER_EVERY_S": "1",
                                               "FAIRSOLVE_STALE_AFTER_S": str(STALE_S),
-                                              "FAIRSOLVE_AUDIT_SOURCES": slow_source})
+                                              "FAIRSOLVE_AUDIT_SOURCES": slow_source,
+                                              # the slow run's 3,000 rows fit (2 metrics: 1.3e6); counting the
+                                              # streamed log's 20,000 rows would not (1.2e7): it resamples cells
+                                              "FAIRSOLVE_AUDIT_MAX_WORK": "5e6"})
     stack.database_url = database_url
     yield stack
     stop_stack(stack)
@@ -83,7 +86,8 @@ def test_a_long_audit_run_heartbeats_and_succeeds(stack, slow_source):
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_a_log_dataset_is_streamed_with_the_in_memory_report(stack, fmt):
     """A prediction log uploaded as Parquet or CSV, audited on rate and drift metrics, is streamed by the worker
-    (its log says so) and its report equals the whole table's (the same counts, the same seeded cell draws)."""
+    (its log says so) and its report equals the whole table's (the same counts, the same seeded cell draws); its
+    metric work is the cells', so a work cap its rows would exceed does not refuse it."""
     import io
 
     import numpy as np
