@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from .encoding import encode_labels
-from .leakage import STEM_AUC, codes, dominant, held_out_auc, outcome_only, shares_stem
+from .leakage import STEM_AUC, codes, dominant, held_out_auc, naming_words, outcome_only, shares_stem
 
 SAMPLE_ROWS = 5000
 DATE_SHARE = 0.9
@@ -165,6 +165,7 @@ def screen_features(table: pd.DataFrame, target: str, positive_label: Any, sensi
     candidates: dict[str, np.ndarray] = {}  # columns still kept -> their codes
     alone: dict[str, float] = {}
     protected = set(sensitive)
+    scheme = naming_words(table.columns)
     for column in table.columns:  # one vectorised pass per column
         if column == target:
             continue
@@ -178,7 +179,7 @@ def screen_features(table: pd.DataFrame, target: str, positive_label: Any, sensi
                 note = _leak_note(column, target, auc, int(c.max()) + 1)
             elif (found := outcome_only(sample[column], y)) is not None:
                 note = _outcome_note(target, found)
-            elif (stem := shares_stem(column, target)) is not None and auc >= STEM_AUC:
+            elif (stem := shares_stem(column, target, scheme)) is not None and auc >= STEM_AUC:
                 note = _stem_note(target, stem, auc)
             if note is None:
                 candidates[column] = c

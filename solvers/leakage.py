@@ -14,7 +14,8 @@ learnt on the first (``first``), judged on the second. Every column is reduced t
   Communities and Crime, all in the 94 % majority class, are no sign of leakage).
 * :func:`shares_stem` — the column's name shares a word of ≥ :data:`STEM_CHARS` letters with the target's
   (``is_violent_recid`` and ``two_year_recid``); the screen excludes such a column only when it also predicts
-  the target (AUC ≥ :data:`STEM_AUC`).
+  the target (AUC ≥ :data:`STEM_AUC`). A word of the table's naming scheme (in more than :data:`SCHEME_SHARE` of
+  the names: ``column`` of the generated ``column_1`` … ``column_15`` of a file read without a header) is no stem.
 * :func:`dominant` — a strong column (alone AUC ≥ :data:`DOMINANT_AUC`) that predicts the target about as well as
   ALL the other columns together and carries what none of them does. Naive Bayes on the codes gives each column j
   its held-out log-odds c_j(x); s = Σ_j c_j scores the rows; the rest without j is s − c_j. Column j is dominant
@@ -35,7 +36,7 @@ Every function is vectorised over rows (bincounts, one sort per AUC); the loops 
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -49,6 +50,8 @@ MIN_DEFINED = 30
 MAX_DEFINED_SHARE = 0.5
 STEM_CHARS = 4
 STEM_AUC = 0.6
+SCHEME_SHARE = 0.25   # a word in more than this share of the column names is the table's naming scheme ...
+SCHEME_MIN = 3        # ... and in more than this many (a few names sharing a word is a meaning, not a scheme)
 UNIQUE_AUC = 0.03
 DOMINANT_SHARE = 0.8
 DOMINANT_AUC = 0.75
@@ -120,9 +123,22 @@ def _words(name: str) -> set[str]:
     return {w for w in re.split(r"[^A-Za-z]+", spaced.lower()) if len(w) >= STEM_CHARS}
 
 
-def shares_stem(column: str, target: str) -> str | None:
-    """A word (≥ STEM_CHARS letters; names split at non-letters and camelCase) of both names, else None."""
-    common = _words(str(column)) & _words(str(target))
+def naming_words(columns: Sequence[str]) -> set[str]:
+    """Words of a naming scheme, not of a meaning: those in more than :data:`SCHEME_SHARE` of the column names and
+    in more than :data:`SCHEME_MIN` of them
+    (``column`` of generated names ``column_1`` … ``column_15``, ``pct`` of a census table) — never a stem."""
+    columns = [str(c) for c in columns]
+    counts: dict[str, int] = {}
+    for name in columns:
+        for word in _words(name):
+            counts[word] = counts.get(word, 0) + 1
+    return {w for w, n in counts.items() if n > max(SCHEME_MIN, SCHEME_SHARE * len(columns))}
+
+
+def shares_stem(column: str, target: str, scheme: set[str] = frozenset()) -> str | None:
+    """A word (≥ STEM_CHARS letters; names split at non-letters and camelCase) of both names that is not a word of
+    the table's naming ``scheme`` (:func:`naming_words`), else None."""
+    common = (_words(str(column)) & _words(str(target))) - set(scheme)
     return max(sorted(common), key=len) if common else None
 
 
