@@ -72,7 +72,7 @@ def ccdf_figure(predictions: pd.DataFrame, interval: dict | None, title: str) ->
                         fig.add_hline(y=v, line={"color": "red", "dash": "dash"}, annotation_text=f"{v:.0%}")
     fig.update_layout(title=title, template="plotly_white",
                       xaxis={"title": f"F̄_{ref}(θ) = Pr(score > θ | {ref})", "range": [0, 1]},
-                      yaxis={"title": f"F̄_k(θ) = Pr(score > θ | k)", "range": [0, 1], "scaleanchor": "x"})
+                      yaxis={"title": "F̄_k(θ) = Pr(score > θ | k)", "range": [0, 1], "scaleanchor": "x"})
     return fig
 
 

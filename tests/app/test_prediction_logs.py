@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 from pydantic import ValidationError
 from scipy.stats import ks_2samp
