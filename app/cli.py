@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 from sqlalchemy import select
 
-from app.auth import create_key, revoke
-from app.db import session_scope
+from app.auth.keys import create_key, revoke
+from app.core.db import session_scope
 from app.models import ApiKey
 
 COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
@@ -58,7 +58,7 @@ def locate_database() -> str | None:
     import os
     from pathlib import Path
 
-    from app.settings import get_settings
+    from app.core.settings import get_settings
 
     if os.environ.get("DATABASE_URL"):
         return None
@@ -98,7 +98,6 @@ def keys_revoke(args: argparse.Namespace) -> int:
             return 2
         revoke(row)
     return 0
-
 
 
 AUDIT_HELP = """Audit a model on a table without a server; prints the report, exits 1 on a breach, 0 otherwise
@@ -146,8 +145,8 @@ def audit_run(args: argparse.Namespace) -> int:
     from app.audits.metrics import MetricSpec
     from app.audits.model import AuditModel, ModelError
     from app.audits.report import evaluate, format_table
-    from app.read_options import OptionError, upload_options
-    from app.storage import DatasetError, read_upload
+    from app.datasets.read_options import OptionError, upload_options
+    from app.datasets.storage import DatasetError, read_upload
     from solvers import SpecError
 
     try:
