@@ -1,8 +1,8 @@
-"""The ``fairsolve`` command line: key management against the configured database, and batch audits.
+"""``fairsolve-admin``, the operator's command line: API keys against the configured database, and batch audits.
 
-    fairsolve keys create --owner alice [--admin]   # prints the key once
-    fairsolve keys list
-    fairsolve keys revoke KEY_ID
+    fairsolve-admin keys create --owner alice [--admin]   # prints the key once
+    fairsolve-admin keys list
+    fairsolve-admin keys revoke KEY_ID
 
 It reads the same settings as the service (``DATABASE_URL``, ``FAIRSOLVE_HOME``) and needs
 no running server. Subcommands register themselves in :data:`COMMANDS`.
@@ -165,7 +165,7 @@ def audit_run(args: argparse.Namespace) -> int:
         asked = upload_options(args.header, args.column_names, args.missing_values, delimiter=args.delimiter)
         table = read_upload(Path(args.data), asked=asked)
         for warning in table.attrs.get("warnings", []):
-            print(f"fairsolve audit run: --data: {warning['message']}", file=sys.stderr)
+            print(f"fairsolve-admin audit run: --data: {warning['message']}", file=sys.stderr)
         scored = model.score(table)
         summary = summarise(scored)
         drift = compare(summary, reference, args.reference)
@@ -178,7 +178,7 @@ def audit_run(args: argparse.Namespace) -> int:
         print(f"{option}: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
         return 2
     except (ModelError, DatasetError, SpecError, OSError, ValueError) as exc:
-        print(f"fairsolve audit run: {exc}", file=sys.stderr)
+        print(f"fairsolve-admin audit run: {exc}", file=sys.stderr)
         return 2
     report["n_rows"] = len(table)
     if args.format == "json":
@@ -201,7 +201,7 @@ def _inline_or_file(value: str, opener: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fairsolve", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="fairsolve-admin", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS.values():
         add(sub)

@@ -1,4 +1,4 @@
-"""``fairsolve keys`` against a migrated SQLite database: the printed key authenticates; revoked, it does not."""
+"""``fairsolve-admin keys`` against a migrated SQLite database: the printed key authenticates; revoked, it does not."""
 
 from __future__ import annotations
 

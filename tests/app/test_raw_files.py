@@ -1,5 +1,5 @@
 """Raw files (issue 30, item 9): a first line that looks like data is read as data with generated names, repeated
-header names are renamed (``decile_score``, ``decile_score.1``), each with a warning; ``fairsolve audit run`` takes
+header names are renamed (``decile_score``, ``decile_score.1``), each with a warning; ``fairsolve-admin audit run`` takes
 the upload's header, names, markers and separator options."""
 from __future__ import annotations
 

@@ -253,7 +253,7 @@ def get_alert(alert_id: str, db: DB, caller: CurrentCaller) -> Alert:
 @router.get("/api/v1/jobs/{job_id}/audit-model", tags=["audits"])
 def download_audit_model(job_id: str, db: DB, settings: AppSettings, caller: CurrentCaller) -> Response:
     """The job's model as an audit model file (safetensors: weights + spec + fitted encoder) for
-    ``fairsolve audit run --model``."""
+    ``fairsolve-admin audit run --model``."""
     job = get_or_404(db, Job, job_id, "job", caller)
     art = weights_of(db, job_id)
     if job.status != "succeeded" or art is None:

@@ -2,7 +2,7 @@
 
 A model is uploaded as an audit model file — safetensors weights with the problem spec and the
 fitted feature encoder in the header (what ``GET /api/v1/jobs/{job_id}/audit-model`` exports and
-``fairsolve audit run --model`` reads). Nothing is unpickled: safetensors holds tensors and strings
+``fairsolve-admin audit run --model`` reads). Nothing is unpickled: safetensors holds tensors and strings
 only. The upload is checked before it is stored: the header must carry the audit metadata and the
 weights must fit the model the spec describes for the encoder's number of features.
 
