@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)
-	$(PY) -m bench.adult_plada
+	$(PY) -m bench.papers.adult_plada
 
 clean:
 	rm -rf .fairsolve .pytest_cache

@@ -35,7 +35,7 @@ population gap is ≤ ε with probability ≥ 0.9 (the union bound over ordered 
 than two groups); ``tests/unit/test_threshold_margin.py`` checks it by simulation against exact population rates.
 A finite ``unseen_rows`` makes the promise about a fresh sample of that many rows instead (a held-out split of that
 size: the sample's own noise adds 1/u_g), with u_g = ``unseen_rows`` · c_g / Σ c (c the rate's denominators on
-the fitting rows). Measured on the population protocol (``python -m bench.population``; Adult, sex, DP ≤ 0.05,
+the fitting rows). Measured on the population protocol (``python -m bench.quality.population``; Adult, sex, DP ≤ 0.05,
 20,000-row bootstrap samples, gbdt ``group_thresholds``, 6 samples): the former default (an unseen split of the
 validation's size, σ ≤ 3/4) gave population DP 0.029 at accuracy 0.8575, the population promise 0.034 at 0.8584,
 every sample ≤ ε under both.

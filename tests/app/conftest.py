@@ -6,6 +6,7 @@ from sqlalchemy.orm import sessionmaker
 
 from app.db import make_engine
 from app.models import Base, Dataset
+from tests.support.audits import audit_files
 
 
 @pytest.fixture
@@ -19,3 +20,9 @@ def dataset_db(tmp_path):
                       n_columns=1, columns=[]))
     yield factory
     engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A folder with a job's audit model file, its bare weights and fresh rows (:func:`tests.support.audits.audit_files`)."""
+    return audit_files(tmp_path_factory.mktemp("audit-cli"))

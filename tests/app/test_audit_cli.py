@@ -7,31 +7,10 @@ import json
 import subprocess
 import sys
 
-import pytest
-from safetensors.torch import save_file
-
 from app.audits.model import AuditModel
 from app.cli import main
-from solvers import ProblemSpec, run
-from solvers.encoding import TableEncoder
-from tests.datagen import planted_table
-from tests.stack import ROOT
-
-SPEC = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"], "model": {"type": "linear"},
-        "constraints": [{"type": "demographic_parity", "tolerance": 0.05}],
-        "solver": {"name": "plada", "params": {"eta": 0.05}}, "max_iterations": 30, "device": "cpu"}
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("audit-cli")
-    spec = ProblemSpec.model_validate(SPEC)
-    out = run(planted_table(500), spec)
-    model = AuditModel(spec, TableEncoder.from_dict(out.encoder), out.state_dict, out.groups, "job-1")
-    (folder / "model.safetensors").write_bytes(model.to_bytes())
-    save_file(out.state_dict, str(folder / "plain.safetensors"), metadata={"job_id": "job-1"})
-    planted_table(300, seed=1).to_csv(folder / "fresh.csv", index=False)
-    return folder
+from bench.common.datagen import planted_table
+from bench.common.stack import ROOT
 
 
 def test_model_file_round_trips(files):

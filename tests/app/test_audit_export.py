@@ -12,8 +12,8 @@ from safetensors.torch import save_file
 from app.audits.export import audit_file
 from app.audits.model import AuditModel
 from solvers import ProblemSpec, run
-from tests.app.test_audit_cli import SPEC
-from tests.datagen import planted_table
+from tests.support.audits import SPEC
+from bench.common.datagen import planted_table
 
 
 def test_streamed_audit_file_equals_the_refitted_one(tmp_path):

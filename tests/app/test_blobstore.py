@@ -1,5 +1,5 @@
 """The storage interface against both backends: the local directory and a real S3 server over HTTP
-(``tests.objectstore``): the same contract, multipart uploads, checksums verified on read, a bounded LRU cache."""
+(``bench.common.objectstore``): the same contract, multipart uploads, checksums verified on read, a bounded LRU cache."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from app.blobstore.base import BlobError
 from app.blobstore.cache import ReadCache
 from app.blobstore.local import LocalStore
 from app.blobstore.s3 import PART_BYTES, S3Store
-from tests.objectstore import object_store
+from bench.common.objectstore import object_store
 
 
 @pytest.fixture(scope="module")

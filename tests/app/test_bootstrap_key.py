@@ -35,7 +35,7 @@ def test_make_run_refuses_a_weak_key_before_starting_anything(tmp_path):
     import subprocess
     import sys
 
-    from tests.stack import ROOT
+    from bench.common.stack import ROOT
 
     env = {**{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")},
            "FAIRSOLVE_HOME": str(tmp_path), "FAIRSOLVE_BOOTSTRAP_API_KEY": "change-me"}

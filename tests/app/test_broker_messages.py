@@ -10,7 +10,7 @@ import redis
 from kombu.transport.redis import Channel
 
 from app.settings import get_settings
-from tests.stack import REDIS_URL
+from bench.common.stack import REDIS_URL
 from worker.broker_messages import live_task_ids
 
 

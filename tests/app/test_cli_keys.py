@@ -13,7 +13,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from app.auth import authenticate
-from tests.stack import ROOT
+from bench.common.stack import ROOT
 
 
 def cli(env: dict, *args: str) -> subprocess.CompletedProcess:

@@ -20,7 +20,7 @@ from app.deps import app_settings, get_db
 from app.models import Dataset
 from app.settings import Settings
 from app.table_profile import TableProfile
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 
 def whole_table_groups(frame: pd.DataFrame, sensitive: str, label: str, positive: str) -> pd.DataFrame:

@@ -4,14 +4,14 @@ one wakes nobody; and the check schedule of the embedded database (no notificati
 from __future__ import annotations
 
 import asyncio
-import time
 
 import psycopg
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from app.job_wait import MAX_CHECK_S, MIN_CHECK_S, EndListener, check_interval, notify_ended
-from tests.stack import PG_ADMIN
+from bench.common.stack import PG_ADMIN
+from bench.common.wait import wait_until
 
 
 def test_the_check_interval_is_a_bounded_share_of_the_jobs_age():
@@ -21,10 +21,7 @@ def test_the_check_interval_is_a_bounded_share_of_the_jobs_age():
 
 def test_a_committed_end_wakes_its_jobs_waiters_and_a_rolled_back_one_nobody():
     listener = EndListener(PG_ADMIN)
-    deadline = time.monotonic() + 10
-    while not listener.listening:
-        assert time.monotonic() < deadline, "the listener did not LISTEN"
-        time.sleep(0.05)
+    wait_until(lambda: listener.listening, 10, 0.05, "the listener's LISTEN")
     engine = create_engine(PG_ADMIN.replace("postgresql://", "postgresql+psycopg://", 1))
 
     async def scenario() -> tuple[bool, bool, bool]:

@@ -4,10 +4,9 @@ a model onnxruntime cannot load is refused quoting onnxruntime. Each hostile gra
 built with onnx.helper."""
 from __future__ import annotations
 
-import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from app.audits.model_file import ModelError
 from app.onnx_models.bounds import GraphLimits, graph_cost
@@ -15,45 +14,11 @@ from app.onnx_models.check import describe, load_checked
 from app.onnx_models.scorer import BLOCK_ROWS
 from app.routers.models import probe_session
 from app.settings import Settings
+from tests.support.onnx_graphs import concat_doubling, model_of, outer_product_chain, wide_matmuls
+
 
 LIMITS = GraphLimits.from_settings(Settings())
-IN = helper.make_tensor_value_info("age", TensorProto.DOUBLE, ["N", 1])
 
-
-def model_of(nodes, output: str, shape, initializers=(), ml: bool = False) -> onnx.ModelProto:
-    axis = [numpy_helper.from_array(np.array([1], np.int64), "axis1")]  # ReduceMean's axes (an input since opset 18)
-    graph = helper.make_graph(nodes, "g", [IN], [helper.make_tensor_value_info(output, TensorProto.DOUBLE, shape)],
-                              initializer=list(initializers) + axis)
-    opsets = [helper.make_opsetid("", 19)] + ([helper.make_opsetid("ai.onnx.ml", 3)] if ml else [])
-    return helper.make_model(graph, opset_imports=opsets, ir_version=9)
-
-
-def outer_product_chain(layers: int = 400) -> onnx.ModelProto:
-    """age · ageᵀ (N × N), then ``layers`` × (MatMul with itself, Tanh): the review's 19 KB graph."""
-    nodes = [helper.make_node("Transpose", ["age"], ["row"], perm=[1, 0]),
-             helper.make_node("MatMul", ["age", "row"], ["h0"])]
-    for i in range(layers):
-        nodes += [helper.make_node("MatMul", [f"h{i}", f"h{i}"], [f"m{i}"]),
-                  helper.make_node("Tanh", [f"m{i}"], [f"h{i + 1}"])]
-    nodes.append(helper.make_node("ReduceMean", [f"h{layers}", "axis1"], ["logit"], keepdims=1))
-    return model_of(nodes, "logit", ["N", 1])
-
-
-def concat_doubling(depth: int = 16) -> onnx.ModelProto:
-    """``depth`` chained Concat(x, x, axis=1): the column count doubles at each node (the review's 711 bytes)."""
-    nodes = [helper.make_node("Concat", [f"c{i}" if i else "age"] * 2, [f"c{i + 1}"], axis=1) for i in range(depth)]
-    nodes.append(helper.make_node("ReduceMean", [f"c{depth}", "axis1"], ["logit"], keepdims=1))
-    return model_of(nodes, "logit", ["N", 1])
-
-
-def wide_matmuls(width: int, layers: int) -> onnx.ModelProto:
-    """age → [N, width], then ``layers`` products with one stored width × width matrix: N·width² each."""
-    w0 = numpy_helper.from_array(np.ones((1, width)), "w0")
-    w = numpy_helper.from_array(np.eye(width), "w")
-    nodes = [helper.make_node("MatMul", ["age", "w0"], ["h0"])]
-    nodes += [helper.make_node("MatMul", [f"h{i}", "w"], [f"h{i + 1}"]) for i in range(layers)]
-    nodes.append(helper.make_node("ReduceMean", [f"h{layers}", "axis1"], ["logit"], keepdims=1))
-    return model_of(nodes, "logit", ["N", 1], [w0, w])
 
 
 def written(tmp_path, model: onnx.ModelProto):

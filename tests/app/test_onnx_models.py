@@ -20,7 +20,7 @@ from app.onnx_models.check import describe, input_problems, load_checked
 from app.onnx_models.export import META_KEY, pipeline_model
 from app.onnx_models.scorer import OnnxModel, audit_spec, column_kinds
 from solvers import ProblemSpec, run
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 AUDIT = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"]}
 

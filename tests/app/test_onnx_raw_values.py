@@ -9,7 +9,6 @@ import onnx
 import onnxruntime as ort
 import pandas as pd
 import pytest
-from onnx import TensorProto, helper
 
 from app.audits.metrics import MetricSpec
 from app.audits.report import evaluate
@@ -20,34 +19,11 @@ from app.onnx_models.scorer import OnnxModel
 from app.read_options import upload_options
 from app.storage import read_table
 from solvers import ProblemSpec, run
+from tests.support.onnx_graphs import census, external_model
+
 
 AUDIT = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"]}
-CATEGORIES = ["?", "Private", "Self-emp", "State-gov"]  # "?" a category of its own, as pandas reads UCI Adult
 
-
-def census(n: int = 1200, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    sex = rng.choice(["Male", "Female"], n)
-    workclass = rng.choice(CATEGORIES, n, p=[0.15, 0.55, 0.2, 0.1])
-    score = 0.8 * (sex == "Male") + np.select([workclass == "?", workclass == "Self-emp"], [-1.5, 0.7], 0.0)
-    income = np.where(rng.random(n) < 1 / (1 + np.exp(-(score - 0.3))), ">50K", "<=50K")
-    return pd.DataFrame({"age": rng.integers(18, 70, n), "workclass": workclass, "sex": sex, "income": income})
-
-
-def external_model() -> onnx.ModelProto:
-    """logit = w[one-hot of workclass over CATEGORIES] − 0.2: a linear model trained elsewhere on the raw values."""
-    nodes = [helper.make_node("Equal", ["workclass", "cats"], ["hit"]),
-             helper.make_node("Cast", ["hit"], ["hit_f"], to=TensorProto.FLOAT),
-             helper.make_node("MatMul", ["hit_f", "w"], ["f"]),
-             helper.make_node("Add", ["f", "b"], ["logit"])]
-    inits = [helper.make_tensor("cats", TensorProto.STRING, [1, 4], [c.encode() for c in CATEGORIES]),
-             helper.make_tensor("w", TensorProto.FLOAT, [4, 1], [1.0, 0.1, 0.9, 0.3]),
-             helper.make_tensor("b", TensorProto.FLOAT, [1], [-0.2])]
-    graph = helper.make_graph(nodes, "elsewhere", [helper.make_tensor_value_info("workclass", TensorProto.STRING,
-                                                                                 ["N", 1])],
-                              [helper.make_tensor_value_info("logit", TensorProto.FLOAT, ["N", 1])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9,
-                             producer_name="skl2onnx")
 
 
 @pytest.fixture

@@ -1,12 +1,11 @@
 """The worker's trajectory writer against a real SQLite database (the PostgreSQL path runs in integration)."""
 from __future__ import annotations
 
-import time
-
 import pytest
 from sqlalchemy import func, select, update
 
 from app.models import Job, TrajectoryPoint
+from bench.common.wait import wait_until
 from solvers.observer import IterationRecord
 from worker.persistence import PersistingObserver
 
@@ -32,9 +31,7 @@ def test_rows_are_written_by_the_writer_thread_in_batches(sessions):
     obs.on_start({"max_iterations": 500, "constraint_names": ["dp"]})
     for k in range(1, 301):
         obs.on_iteration(record(k))
-    deadline = time.monotonic() + 5
-    while rows(sessions) < 300 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: rows(sessions) >= 300, 5, 0.02, lambda: f"300 rows written ({rows(sessions)})")
     assert rows(sessions) == 300  # written without the solver ever calling flush
     for k in range(301, 401):
         obs.on_iteration(record(k))
@@ -52,18 +49,13 @@ def test_a_cancel_request_is_seen_and_a_write_error_surfaces(sessions):
     with sessions() as s, s.begin():
         s.execute(update(Job).values(cancel_requested=True))
     obs.on_iteration(record(1))
-    deadline = time.monotonic() + 5
-    while obs.should_stop() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert obs.should_stop() == "cancelled"
+    assert wait_until(obs.should_stop, 5, 0.02, "the cancel request seen") == "cancelled"
     obs.close()
 
     broken = PersistingObserver("j", sessions, flush_s=0.02)
     broken.on_start({"max_iterations": 10})
     broken.on_iteration(record(1))  # iteration 1 again: the primary key refuses the duplicate row
-    deadline = time.monotonic() + 5
-    while broken._error is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: broken._error is not None, 5, 0.02, "the writer thread's error")
     with pytest.raises(Exception, match="UNIQUE|IntegrityError|unique"):
         broken.on_iteration(record(2))
 

@@ -21,7 +21,7 @@ from app.audits.report import evaluate
 from app.cli import main
 from solvers import ProblemSpec, run
 from solvers.encoding import TableEncoder
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 SPEC = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"], "model": {"type": "linear"},
         "constraints": [{"type": "demographic_parity", "tolerance": 0.05}],

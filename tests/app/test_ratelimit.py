@@ -6,7 +6,7 @@ import time
 import uuid
 
 from app.ratelimit import SharedBuckets, TokenBuckets
-from tests.stack import REDIS_URL, free_port
+from bench.common.stack import REDIS_URL, free_port
 
 
 def test_burst_then_refill_at_rate():

@@ -9,9 +9,8 @@ from app.cli import main
 from app.header_check import deduplicated
 from app.read_options import OptionError, upload_options
 from app.storage import DatasetError, load_table, profile_upload
-from bench.datasets import data_dir
-from tests.app.test_audit_cli import files  # noqa: F401 (the fixture: a job's audit model file)
-from tests.datagen import planted_table
+from bench.common.datasets import data_dir
+from bench.common.datagen import planted_table
 
 COMPAS = data_dir() / "compas-scores-two-years.csv"
 

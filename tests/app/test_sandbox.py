@@ -63,20 +63,15 @@ def test_the_child_dies_with_its_parent(tmp_path):
     import subprocess
     import sys
 
-    from tests.stack import ROOT, alive
+    from bench.common.stack import ROOT, alive
+    from bench.common.wait import wait_until
 
     marker = tmp_path / "child.pid"
     script = ("import os, time\nfrom app.sandbox import run_limited\n"
               f"def fn():\n    open({str(marker)!r}, 'w').write(str(os.getpid()))\n    time.sleep(120)\n"
               "run_limited(fn, time_s=120, memory_bytes=1 << 28)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
-    deadline = time.monotonic() + 60
-    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    child = int(marker.read_text())
+    child = int(wait_until(lambda: marker.exists() and marker.read_text(), 60, 0.05, "the child's pid file"))
     parent.send_signal(signal.SIGKILL)
     parent.wait()
-    deadline = time.monotonic() + 10
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(child)
+    wait_until(lambda: not alive(child), 10, 0.05, f"the orphaned child {child} gone")

@@ -16,7 +16,7 @@ from app.spec_table import distinct_value_table
 from app.table_profile import VALUES_CAP, TableProfile
 from solvers import ProblemSpec, SpecError, check_spec_against_table
 from solvers.spec import value_counts
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 BASE = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"],
         "constraints": [{"type": "demographic_parity", "tolerance": 0.05}]}

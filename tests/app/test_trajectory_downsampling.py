@@ -11,7 +11,7 @@ from sqlalchemy.orm import sessionmaker
 from app.db import make_engine
 from app.models import Base, Dataset, Job, TrajectoryPoint
 from app.routers.jobs import read_trajectory
-from tests.stack import pg_database
+from bench.common.stack import pg_database
 
 TOTAL = 2000
 

@@ -9,7 +9,7 @@ import pytest
 from app.header_check import first_row_verdict
 from app.read_options import DEFAULT_MISSING, OptionError, upload_options
 from app.storage import DatasetError, load_table, profile_upload
-from bench.datasets import ADULT_COLUMNS, data_dir
+from bench.common.datasets import ADULT_COLUMNS, data_dir
 
 ADULT = data_dir() / "adult.data"
 needs_adult = pytest.mark.skipif(not ADULT.exists(), reason="the shared UCI Adult file is not there")

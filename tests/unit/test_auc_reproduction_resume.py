@@ -1,7 +1,7 @@
 """The AUC reproduction bench resumes from its committed report JSON and from interrupted part files."""
 import json
 
-from bench.auc_reproduction import Part, read_rows
+from bench.papers.auc_reproduction import Part, read_rows
 
 
 def test_report_json_is_a_source(tmp_path):

@@ -12,21 +12,12 @@ from solvers.catalog import ALGORITHMS
 from solvers.metrics import group_fairness
 from solvers.observer import Observer
 from solvers.problem import Problem
-from tests.unit.conftest import planted_problem_data
+from tests.support.problems import planted_problem_data, train_validation_problems
 
 TOL = 0.05
 #: max_iterations bounds the whole portfolio: tests of the portfolio's logic give each candidate ``iterations`` and
 #: leave the total out of the way
 BUDGET = 100_000
-
-
-def _problems(n: int = 3000, tolerance: float = TOL):
-    X, y, s = planted_problem_data(n, seed=3)
-    cut = int(0.7 * n)
-    family = ConstraintSpec(type="demographic_parity", tolerance=tolerance).build()
-    train = Problem(X=X[:cut], y=y[:cut], group=s[:cut], group_names=["a", "b"], constraints=[family], device="cpu")
-    val = Problem(X=X[cut:], y=y[cut:], group=s[cut:], group_names=["a", "b"], device="cpu")
-    return train, val, (X[cut:], y[cut:], s[cut:])
 
 
 def _dp(model, X, y, s) -> float:
@@ -47,7 +38,7 @@ def test_auto_is_the_default_solver_and_named_solvers_keep_their_defaults():
 
 
 def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validation():
-    train, val, (Xv, yv, sv) = _problems()
+    train, val, (Xv, yv, sv) = train_validation_problems()
     obs = RecordingObserver()
     result = solve(train, {"name": "auto", "params": {"exhaustive": True, "iterations": 300}}, obs,
                    max_iterations=BUDGET, seed=0, validation=val)
@@ -84,7 +75,7 @@ def test_selects_the_most_accurate_candidate_that_keeps_the_tolerance_on_validat
 def test_the_portfolio_ends_once_a_strong_candidate_keeps_every_tolerance_with_margin():
     from solvers.auto import KEEP
 
-    train, val, _ = _problems()
+    train, val, _ = train_validation_problems()
     def rows(params: dict) -> list[dict]:
         tried = solve(train, {"name": "auto", "params": params | {"iterations": 300}}, max_iterations=BUDGET, seed=0,
                       validation=val).tried
@@ -102,7 +93,7 @@ def test_the_portfolio_ends_once_a_strong_candidate_keeps_every_tolerance_with_m
 
 
 def test_the_exact_traces_reach_the_caller_through_the_portfolio():
-    train, val, _ = _problems(1500)
+    train, val, _ = train_validation_problems(1500)
     obs = RecordingObserver(exact_every=50)
     solve(train, {"name": "auto", "params": {"portfolio": ["ssg", "penalty"], "iterations": 150}}, obs,
           max_iterations=BUDGET, validation=val)
@@ -111,7 +102,7 @@ def test_the_exact_traces_reach_the_caller_through_the_portfolio():
 
 
 def test_a_diverging_setting_is_detected_and_the_search_moves_on():
-    train, val, _ = _problems(1500)
+    train, val, _ = train_validation_problems(1500)
     params = {"portfolio": ["lagrangian"], "refinements": 0,
               "settings": {"lagrangian": [{"lr_primal": 1e38, "lr_dual": 1e38}, {}]}}  # the first overflows
     result = solve(train, {"name": "auto", "params": params}, max_iterations=100, validation=val)
@@ -146,7 +137,7 @@ class _CancelAfter(Observer):
 
 
 def test_a_cancel_request_stops_the_whole_portfolio():
-    train, val, _ = _problems(1500)
+    train, val, _ = train_validation_problems(1500)
     result = solve(train, "auto", _CancelAfter(40), max_iterations=300, validation=val)
     assert result.status == "stopped" and result.stop_reason == "cancelled"
     assert len(result.tried) == 1 and result.iterations == 40
@@ -154,7 +145,7 @@ def test_a_cancel_request_stops_the_whole_portfolio():
 
 
 def test_without_a_validation_split_it_judges_on_train_and_keeps_the_exact_train_gap():
-    train, _, _ = _problems(2000, tolerance=0.03)
+    train, _, _ = train_validation_problems(2000, tolerance=0.03)
     result = solve(train, {"name": "auto", "params": {"iterations": 300}}, max_iterations=BUDGET)
     chosen = next(t for t in result.tried if t.get("selected"))
     assert chosen["judged_on"] == "train" and chosen["outcome"] == "meets"
@@ -163,7 +154,7 @@ def test_without_a_validation_split_it_judges_on_train_and_keeps_the_exact_train
 
 
 def _adult_cut(n: int):
-    from bench.datasets import adult, data_dir
+    from bench.common.datasets import adult, data_dir
 
     if not (data_dir() / "adult.data").exists():
         pytest.skip("Adult is not in FAIRSOLVE_DATA_DIR")
@@ -216,7 +207,7 @@ def test_where_the_surrogate_is_loose_auto_sharpens_it_until_the_exact_gap_is_ke
 
 def test_with_a_guarantee_auto_chooses_on_the_training_rows_only():
     """The Seldonian test of solvers.fairness.guarantee is valid for candidates that never saw validation."""
-    from tests.datagen import planted_table
+    from bench.common.datagen import planted_table
 
     spec = ProblemSpec.model_validate({
         "target": "income", "positive_label": ">50K", "sensitive": ["sex"], "model": {"type": "linear"},
@@ -328,7 +319,7 @@ def test_auto_over_gbdt_cross_fits_group_thresholds_and_stops_on_its_population_
     population margin met, the row "meets" by it, is never tightened and ends the portfolio (one solve); the job's
     enforcement record is the threshold LP's, and its promise sentence the margin's estimate."""
     from solvers import ProblemSpec, run
-    from tests.datagen import planted_table
+    from bench.common.datagen import planted_table
 
     spec = ProblemSpec(target="income", positive_label=">50K", sensitive=["sex"], device="cpu",
                        model={"type": "gbdt", "n_estimators": 30, "num_leaves": 7},
@@ -347,7 +338,7 @@ def test_auto_over_gbdt_cross_fits_group_thresholds_and_stops_on_its_population_
 
 def test_max_iterations_bounds_the_whole_portfolio_and_its_progress():
     """Issue 30 item 5: 2,000 asked, 3,000-5,000 run (each candidate had max_iterations); progress "3000 / 2000"."""
-    train, val, _ = _problems(1500)
+    train, val, _ = train_validation_problems(1500)
     obs = RecordingObserver()
     params = {"exhaustive": True, "iterations": 120, "refine_iterations": 60}
     result = solve(train, {"name": "auto", "params": params}, obs, max_iterations=400, validation=val)

@@ -6,7 +6,7 @@ import time
 import solvers.auto as auto
 from solvers import solve
 from solvers.auto import CANDIDATE_SHARE, default_budget_s
-from tests.unit.test_auto import _problems
+from tests.support.problems import train_validation_problems
 
 
 def test_the_default_budget_grows_with_the_training_cells_and_stays_within_the_time_limit():
@@ -28,7 +28,7 @@ def test_a_slow_candidate_gets_a_third_of_the_budget_and_the_next_ones_still_run
         return real(self, name, params, model, iterations, tolerance)
 
     monkeypatch.setattr(auto._Portfolio, "_solve", _solve)
-    train, val, _ = _problems()
+    train, val, _ = train_validation_problems()
     budget = 3.0
     began = time.perf_counter()
     result = solve(train, {"name": "auto", "params": {"portfolio": ["lagrangian", "ssg"], "exhaustive": True,

@@ -2,26 +2,10 @@
 loads torch, SciPy or scikit-learn."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from solvers.catalog import ALGORITHMS, CONSTRAINTS, list_constraints, list_solvers
-
-ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("torch", "scipy", "sklearn")
-
-
-def imported_after(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter; which of the heavy packages it imported, and what it printed."""
-    probe = f"import sys, json\n{code}\nprint(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"
-    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         check=True)
-    *printed, last = out.stdout.strip().splitlines()
-    return {"heavy": [m for m, loaded in json.loads(last).items() if loaded], "printed": printed}
+from tests.support.imports import imported_after
 
 
 def test_the_api_process_imports_no_torch_scipy_or_sklearn():

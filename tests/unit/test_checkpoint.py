@@ -15,21 +15,9 @@ from solvers.catalog import ALGORITHMS, list_solvers
 from solvers.spec import ProblemSpec
 from solvers.models import model_factory
 from solvers.observer import RecordingObserver
-from tests.unit.conftest import planted_problem_data
+from tests.support.problems import CheckpointAt, planted_problem_data
 
 K, AT = 24, 10
-
-
-class CheckpointAt(RecordingObserver):
-    def __init__(self, at: int) -> None:
-        super().__init__()
-        self.at, self.saved = at, None
-
-    def checkpoint_due(self) -> bool:
-        return len(self.records) == self.at
-
-    def on_checkpoint(self, checkpoint) -> None:
-        self.saved = checkpoint
 
 
 def problem(model: str) -> Problem:

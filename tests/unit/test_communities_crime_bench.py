@@ -1,9 +1,9 @@
-"""The C&C bench's group grid, split and chance floor (bench/communities_crime.py) on synthetic tables."""
+"""The C&C bench's group grid, split and chance floor (bench/papers/communities_crime.py) on synthetic tables."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from bench.communities_crime import GROUP_COLUMNS, QUANTILES, baseline_split, grid_count, noise_floor, threshold_groups
+from bench.papers.communities_crime import GROUP_COLUMNS, QUANTILES, baseline_split, grid_count, noise_floor, threshold_groups
 
 
 def _table(n: int, seed: int = 0) -> pd.DataFrame:

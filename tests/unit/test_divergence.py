@@ -82,7 +82,7 @@ def test_step_size_fields_come_from_the_config_descriptions():
 
 def test_run_raises_with_the_message():
     from solvers import SolverDiverged, run
-    from tests.datagen import planted_table
+    from bench.common.datagen import planted_table
     spec = ProblemSpec.model_validate({"target": "income", "positive_label": ">50K", "sensitive": ["sex"],
                                        "solver": {"name": "erm", "params": {"optimizer": "gd", "lr": 1e38}},
                                        "max_iterations": 20, "device": "cpu"})

@@ -5,7 +5,7 @@ import torch
 from solvers import CONSTRAINTS, Problem, RecordingObserver, solve
 from solvers.exact_trace import ExactTracer
 from solvers.fairness.exact import exact_gaps
-from tests.unit.conftest import planted_problem_data
+from tests.support.problems import planted_problem_data
 
 
 def _problems():

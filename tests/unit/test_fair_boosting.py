@@ -15,8 +15,8 @@ from solvers.gbdt.proxy_rates import ProxyRates
 from solvers.models import model_factory
 from solvers.observer import RecordingObserver
 from solvers.spec import SolverSpec, SpecError, check_solver_supports
-from tests.datagen import planted_table
-from tests.unit.conftest import planted_problem_data
+from bench.common.datagen import planted_table
+from tests.support.problems import planted_problem_data
 
 MODEL = {"type": "gbdt", "n_estimators": 60, "num_leaves": 7, "min_child_samples": 10}
 
@@ -215,7 +215,7 @@ def test_fnr_parity_is_equal_opportunity():
 
 def test_resume_in_the_second_half_keeps_the_multipliers_and_the_output_candidate(tmp_path):
     from solvers import checkpoint as ckpt
-    from tests.unit.test_checkpoint import CheckpointAt
+    from tests.support.problems import CheckpointAt
 
     rounds = MODEL["n_estimators"]
     full = CheckpointAt(rounds * 3 // 4)  # a candidate round is already held

@@ -14,7 +14,7 @@ from fairsolve import FairClassifier
 from solvers import ProblemSpec, run
 from solvers.splitting import split_indices
 
-from tests.unit.conftest import planted_problem_data
+from tests.support.problems import planted_problem_data
 
 DP = {"type": "demographic_parity", "tolerance": 0.02}
 
@@ -200,7 +200,7 @@ def test_sensitive_features_under_metadata_routing(planted_frame):
 
 def test_n_jobs_sets_torch_threads_while_fitting_and_restores_them(planted_frame, monkeypatch):
     """Issue 30 item 10: fit ran on torch's default threads (every core): 137.9 s on 24k rows against the service's
-    19.6 s on a busy machine (bench/results/estimator_speed.md); by default it now runs on one, like a worker."""
+    19.6 s on a busy machine (bench/system/results/estimator_speed.md); by default it now runs on one, like a worker."""
     import os
 
     import torch

@@ -6,7 +6,7 @@ import pytest
 
 from solvers import ProblemSpec, run
 from solvers.fairness.enforce import group_offsets, linear_offset
-from tests.datagen import loose_surrogate_table
+from bench.common.datagen import loose_surrogate_table
 
 
 def _spec(enforce: bool, solver: str = "lagrangian") -> ProblemSpec:
@@ -194,7 +194,7 @@ def test_a_short_minibatch_mlp_solve_keeps_a_useful_model():
     """The bench's MLP job shape (64-64 MLP, SSG with mini-batches, DP ≤ 0.02 on sex) on a 30,000-row cut of
     Adult with a short budget (200 iterations of 1,024 rows): exact enforcement's tightening and cooling used to
     end at the constant model (balanced accuracy 0.533, "met"); its rounds may no longer buy the constraint that way."""
-    from bench.datasets import adult, data_dir
+    from bench.common.datasets import adult, data_dir
 
     if not (data_dir() / "adult.data").exists():
         pytest.skip("Adult is not in FAIRSOLVE_DATA_DIR")

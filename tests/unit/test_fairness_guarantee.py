@@ -12,7 +12,7 @@ from solvers.fairness.exact import exact_gaps
 from solvers.fairness.guarantee import MARGIN, guarantee_bounds
 from solvers.models import model_factory
 from solvers.spec import ConstraintSpec
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 TOL = 0.05
 

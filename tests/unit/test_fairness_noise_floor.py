@@ -86,9 +86,9 @@ def test_split_counts_and_bad_input():
 
 
 def test_excess_chance_over_jobs_is_the_product_of_their_splits_chances():
-    """bench.noise_floor.excess_chance: with two groups of 100,000 rows a zero-gap model never passes DP 0.02 + 0.01;
+    """bench.quality.noise_floor.excess_chance: with two groups of 100,000 rows a zero-gap model never passes DP 0.02 + 0.01;
     with groups of 50 rows it often does, and P(none of k jobs) is the k-th power of one job's chance."""
-    from bench.noise_floor import excess_chance, keeps
+    from bench.quality.noise_floor import excess_chance, keeps
 
     big = {"counts": [100_000, 100_000], "positives": [30_000, 30_000], "rate": 0.3, "tpr": 0.6, "fpr": 0.1,
            "loss_sd": 0.5}

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.datasets import data_dir
+from bench.common.datasets import data_dir
 from solvers.feature_screen import screen_features
-from tests.datagen import compas_like_table, planted_table
+from bench.common.datagen import compas_like_table, planted_table
 
 COMPAS = data_dir() / "compas-scores-two-years.csv"
 
@@ -74,7 +74,7 @@ def test_bank_duration_is_excluded_and_nothing_else(file):
 
 @pytest.mark.skipif(not (data_dir() / "adult.data").exists(), reason="the shared Adult file is not there")
 def test_adult_keeps_every_column():
-    from bench.datasets import adult
+    from bench.common.datasets import adult
 
     table = adult()
     for seed in range(3):  # its strong legitimate predictors (relationship, capital gain) are not leaks
@@ -85,7 +85,7 @@ def test_adult_read_without_a_header_keeps_every_column():
     """A file read without a header gets generated names (column_1 … column_15): their shared word is the naming
     scheme, not a stem of the target's, so no column is excluded as "named like the target" (seen: column_1, age,
     excluded with AUC 0.71 through the service)."""
-    from bench.datasets import adult
+    from bench.common.datasets import adult
 
     from solvers.leakage import naming_words, shares_stem
 

@@ -1,5 +1,5 @@
-"""bench.frontier's summaries: per-cell statistics over seeds, the comparison with each peer, the targets."""
-from bench.frontier import (TOLERANCE, best_within, cell_stats, headline_verdicts, intervals, job_key,
+"""bench.quality.frontier's summaries: per-cell statistics over seeds, the comparison with each peer, the targets."""
+from bench.quality.frontier import (TOLERANCE, best_within, cell_stats, headline_verdicts, intervals, job_key,
                             versus_peers)
 
 

@@ -10,25 +10,15 @@ import torch
 from pydantic import ValidationError
 from safetensors.torch import load_file, save_file
 
-from solvers import CONSTRAINTS, ModelSpec, Problem, solve
+from solvers import ModelSpec, solve
 from solvers import checkpoint as ckpt
 from solvers.algorithms.auc_postprocess import restore_model
 from solvers.api import run
 from solvers.models import model_factory
 from solvers.observer import RecordingObserver
 from solvers.spec import MAX_TREE_LEAVES, ProblemSpec, SolverSpec, SpecError, check_solver_supports
-from tests.datagen import planted_table
-from tests.unit.conftest import planted_problem_data
-from tests.unit.test_checkpoint import CheckpointAt
-
-SMALL = {"type": "gbdt", "n_estimators": 12, "num_leaves": 7, "min_child_samples": 10}
-
-
-def gbdt_problem(n: int = 600, spec: dict = SMALL) -> Problem:
-    X, y, s = planted_problem_data(n=n)
-    return Problem(X, y, s, ["a", "b"], model_factory=model_factory(ModelSpec(**spec)), model_type="gbdt",
-                   objective="logistic", constraints=[CONSTRAINTS.get("demographic_parity")(0.05)], device="cpu")
-
+from bench.common.datagen import planted_table
+from tests.support.problems import SMALL, CheckpointAt, gbdt_problem
 
 def test_spec_bounds_and_refusals():
     with pytest.raises(ValidationError, match="n_estimators"):

@@ -1,9 +1,9 @@
-"""bench.gbdt_speed's summary: medians per side, their ratios, and whether both sides gave the same results."""
+"""bench.system.gbdt_speed's summary: medians per side, their ratios, and whether both sides gave the same results."""
 from __future__ import annotations
 
 import pytest
 
-from bench.gbdt_speed import medians
+from bench.system.gbdt_speed import medians
 
 
 def job(side: str, wall: float, cpu: float, accuracy: float = 0.85, error: str | None = None) -> dict:

@@ -14,8 +14,8 @@ from solvers import ModelSpec, Problem, solve
 from solvers.algorithms.boosting import Boosting
 from solvers.gbdt.tree_scores import CATCH_UP_TREES, KeptScores, TreeScorer, parse_tree
 from solvers.models import model_factory
-from tests.unit.conftest import planted_problem_data
-from tests.unit.test_gbdt import SMALL, gbdt_problem
+from tests.support.problems import planted_problem_data
+from tests.support.problems import SMALL, gbdt_problem
 
 
 def awkward_rows(rng: np.random.Generator, n: int, zeros: float = 0.3, width: int = 6) -> np.ndarray:

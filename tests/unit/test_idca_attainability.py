@@ -1,10 +1,10 @@
-"""The attainability estimates of bench/idca_attainability.py against brute force on small random problems."""
+"""The attainability estimates of bench/papers/idca_attainability.py against brute force on small random problems."""
 import itertools
 
 import numpy as np
 import pytest
 
-from bench.idca_attainability import band_share, correct_by_count, noise_ceiling, pdp_relaxation
+from bench.papers.idca_attainability import band_share, correct_by_count, noise_ceiling, pdp_relaxation
 from solvers.partial import partial_dp, partial_sp
 
 INTERVAL = [0.1, 0.6]

@@ -1,7 +1,7 @@
 """SSG, IPC (Algorithms 1+2 and 1+3), YNW and Lagrangian GDA on problems with known answers.
 
 Known answers: the IPC paper's Simple Example (f* = −0.5 at (0, ±1)), the convex logistic
-problem solved by SLSQP (tests/unit/reference.py) and the planted-disparity data (conftest).
+problem solved by SLSQP (tests/support/reference.py) and the planted-disparity data (conftest).
 """
 import numpy as np
 import pytest
@@ -12,8 +12,8 @@ from solvers import CONSTRAINTS, ModelSpec, Problem, group_fairness, solve
 from solvers.models import model_factory
 from solvers.observer import Observer
 from solvers.problem import Evaluation
-from tests.unit.conftest import planted_problem_data
-from tests.unit.reference import convex_problem, simple_example
+from tests.support.problems import planted_problem_data
+from tests.support.reference import convex_problem, simple_example
 
 # ---------------------------------------------------------------- Simple Example (IPC §5)
 # Paper settings where the paper gives them: x_0 = (0, 0.5), ε̂ = 1e-2, ρ̂ = 2ρ = 10 (ρ = 5).

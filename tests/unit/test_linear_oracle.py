@@ -1,4 +1,4 @@
-"""bench.linear_oracle: the test-set oracle of two group thresholds (group_thresholds' deterministic rule fitted
+"""bench.quality.linear_oracle: the test-set oracle of two group thresholds (group_thresholds' deterministic rule fitted
 on the scored rows) against brute force on small problems."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from bench.linear_oracle import oracle
+from bench.quality.linear_oracle import oracle
 
 
 def _brute(score, y, group, eps):

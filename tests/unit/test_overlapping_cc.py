@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.datasets import data_dir
+from bench.common.datasets import data_dir
 
 CC = data_dir() / "communities_crime.csv"
 GROUP_COLUMNS = ["racepctblack", "racePctHisp", "racePctAsian"]

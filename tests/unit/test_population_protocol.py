@@ -1,11 +1,11 @@
-"""bench.population: the protocol's exact population metrics against a direct computation, the seeded bootstrap,
+"""bench.quality.population: the protocol's exact population metrics against a direct computation, the seeded bootstrap,
 and fairlearn's bound that asks for the same max − min gap."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bench.population import _aimed_bound, bootstrap_rows, population_metrics
+from bench.quality.population import _aimed_bound, bootstrap_rows, population_metrics
 
 
 def test_population_metrics_equal_a_direct_computation_on_a_small_table():

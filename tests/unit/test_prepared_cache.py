@@ -11,7 +11,7 @@ import pytest
 
 from solvers import ProblemSpec, SpecError, prepare, run
 from solvers.prepared_cache import PreparedCache, prepared_bytes
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 TABLE = planted_table(1200, seed=4)
 

@@ -1,5 +1,5 @@
-"""bench.promise's summary: kept shares, largest excess and the accuracy cost against the best violating model."""
-from bench.promise import job_key, summarise
+"""bench.quality.promise's summary: kept shares, largest excess and the accuracy cost against the best violating model."""
+from bench.quality.promise import job_key, summarise
 
 
 def _job(method: str, seed: int, gap: float, accuracy: float, tolerance: float = 0.02) -> tuple[str, dict]:
@@ -60,7 +60,7 @@ def test_the_zero_gap_ceiling_is_the_mean_keep_probability_over_the_cells():
 def test_headline_takes_the_median_of_back_to_back_pairs(monkeypatch):
     """--headline fits fairlearn then auto ``repeats`` times and reports the median of the pairs' ratios (wall and
     CPU), with each pair stored; the report shows the pairs and the other tables' rows."""
-    import bench.promise as promise
+    import bench.quality.promise as promise
 
     walls = iter([10.0, 1.2, 20.0, 1.0, 8.0, 1.6])  # fairlearn, auto, ... -> ratios 0.12, 0.05, 0.2
     monkeypatch.setitem(promise.DATASETS, "adult_sex", (lambda: None, promise.DATASETS["adult_sex"][1]))
@@ -80,7 +80,7 @@ def test_headline_takes_the_median_of_back_to_back_pairs(monkeypatch):
 def test_a_rerun_keeps_the_first_stored_figures_and_the_report_compares_them():
     """--rerun: the replacing job carries the stored figures as ``previous``; a second rerun keeps the first ones;
     the before/after section counts kept jobs and the largest excess from them."""
-    import bench.promise as promise
+    import bench.quality.promise as promise
 
     key, old = _job("auto+guarantee", 0, 0.05, 0.80)
     first = promise._previous(old)
@@ -94,7 +94,7 @@ def test_a_rerun_keeps_the_first_stored_figures_and_the_report_compares_them():
 
 
 def test_misses_are_classified_on_train_then_by_the_reference_on_the_same_test_split():
-    from bench.misses import CLASSES, classify
+    from bench.quality.misses import CLASSES, classify
 
     _, job = _job("auto+guarantee", 0, 0.05, 0.8)
     assert classify({**job, "test_gap": 0.01}, 0.0) is None                                # kept

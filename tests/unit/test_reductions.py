@@ -2,7 +2,6 @@
 problem, the randomised classifier's score convention, its storage without pickle, stopping mid-fit."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
@@ -16,7 +15,7 @@ from solvers.algorithms.reductions import component, difference_bound
 from solvers.models import linear
 from solvers.observer import Observer
 from solvers.randomized import CLIP, RandomizedModel
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 TOL = 0.05
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from solvers import solve
-from tests.unit.reference import convex_problem, simple_example
+from tests.support.reference import convex_problem, simple_example
 
 
 def test_convex_reference_has_an_active_constraint_and_beats_erm_on_it():

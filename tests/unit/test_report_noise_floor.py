@@ -9,7 +9,7 @@ import pytest
 from solvers import ProblemSpec, run
 from solvers.fairness.report import NOISE_FLOOR_WARN, fairness_entries, warnings_for
 from solvers.spec import ConstraintSpec
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 
 def _family(kind, tolerance, **extra):

@@ -64,7 +64,7 @@ def test_run_without_validation_and_mlp(table):
 
 def test_a_diverged_solver_is_reported_not_evaluated(monkeypatch):
     import solvers.api as api
-    from tests.datagen import planted_table
+    from bench.common.datagen import planted_table
 
     real_solve = api.solve
 

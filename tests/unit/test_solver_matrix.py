@@ -34,7 +34,7 @@ import torch
 from solvers import CONSTRAINTS, ModelSpec, Problem, group_fairness, solve
 from solvers.metrics import loss_gap
 from solvers.models import model_factory
-from tests.unit.conftest import planted_problem_data
+from tests.support.problems import planted_problem_data
 
 N = 1500
 GROUPS = ["a", "b"]

@@ -134,7 +134,7 @@ def test_a_job_caps_the_margin_at_the_limit_unless_told(kind, randomized, cap):
     """Small validation groups: the bound is out of reach, so the margin stops at the limit (0.9 of ε, for
     deterministic and randomised rules alike) or at the cap the job names."""
     from solvers import ProblemSpec, run
-    from tests.datagen import planted_table
+    from bench.common.datagen import planted_table
 
     fields = dict(target="income", positive_label=">50K", sensitive=["sex"], max_iterations=50, device="cpu",
                   constraints=[{"type": kind, "tolerance": 0.02}], split={"test": 0.2, "validation": 0.2, "seed": 0})

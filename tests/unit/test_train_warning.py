@@ -5,7 +5,7 @@ import pytest
 
 from solvers import ProblemSpec, run
 from solvers.fairness.report import warnings_for
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 TOL = 0.02
 
