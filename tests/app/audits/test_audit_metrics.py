@@ -74,7 +74,7 @@ def test_partial_and_auc_fairness_match_brute_force(scored):
 
 def test_bootstrap_is_the_percentile_interval_of_the_resamples(scored):
     """A metric that reads rows (log loss) is bootstrapped over row resamples; the rate metrics' and the AUC's
-    cell draws: tests/app/test_audit_cells.py."""
+    cell draws: tests/app/audits/test_audit_cells.py."""
     spec = MetricSpec(type="log_loss", threshold=0.6)
     rows = resamples(len(scored.y), n_boot=50, seed=0)
     rng = np.random.default_rng(0)

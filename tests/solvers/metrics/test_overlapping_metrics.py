@@ -183,7 +183,7 @@ def test_every_solver_that_takes_overlapping_groups_solves_on_a_membership():
 
     n, k = 120, 5
     m = _random_membership(n, k, seed=12)
-    names = [s for s in generic_solvers() if s != "auto"]  # auto runs these (tests/unit/test_overlapping_spec.py)
+    names = [s for s in generic_solvers() if s != "auto"]  # auto runs these (tests/solvers/data/test_overlapping_spec.py)
     assert {"plada", "ssg", "lagrangian", "penalty", "erm"} <= set(names)
     for name in names:
         families = [DemographicParity(0.05, {"reference": "overall"}), Intersectional(0.05, {"min_group_fraction": 0.1})]
