@@ -57,7 +57,8 @@ def object_store(log: Path) -> Iterator[ObjectStore]:
                                 stderr=subprocess.STDOUT)
     endpoint = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: reachable(endpoint), 60, 0.1, lambda: f"moto_server at {endpoint}\n{log.read_text()[-2000:]}",
+        wait_until(lambda: reachable(endpoint), 60, 0.1,
+                   lambda: f"moto_server at {endpoint}\n{log.read_text()[-2000:]}",
                    check=lambda: _assert_running(proc, log))
         yield ObjectStore(endpoint, "test", "test")
     finally:

@@ -73,12 +73,15 @@ class Watch:
         self.stack, self.client, self.job_id, self.seen = stack, client, job_id, set()
 
     def until(self, what, condition, timeout=180.0) -> dict:
+        last: list[dict] = []
+
         def read() -> dict | None:
-            job = self.client.get(f"/api/v1/jobs/{self.job_id}").json()
-            self.seen.add(job["status"])
-            assert job["status"] != "failed", job
-            return job if condition(job) else None
-        return wait_until(read, timeout, 0.05, lambda: f"{what}\n{self.stack.log('worker')}\n{self.stack.log('worker2')}")
+            last[:] = [self.client.get(f"/api/v1/jobs/{self.job_id}").json()]
+            self.seen.add(last[0]["status"])
+            assert last[0]["status"] != "failed", last[0]
+            return last[0] if condition(last[0]) else None
+        return wait_until(read, timeout, 0.05,
+                          lambda: f"{what}: {last}\n{self.stack.log('worker')}\n{self.stack.log('worker2')}")
 
 
 def test_a_paused_worker_is_fenced_off(fenced_stack):

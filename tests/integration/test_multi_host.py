@@ -1,6 +1,7 @@
-"""Two worker hosts that share nothing with the API but PostgreSQL, Redis and an S3 server (``bench.common.objectstore``):
-each has a ``FAIRSOLVE_HOME`` of its own and, where ``ip netns`` works (root on Linux), a network namespace of its
-own that reaches only those three services (``bench.common.netns``); elsewhere they are plain processes (``bench.common.hosts``).
+"""Two worker hosts that share nothing with the API but PostgreSQL, Redis and an S3 server
+(``bench.common.objectstore``): each has a ``FAIRSOLVE_HOME`` of its own and, where ``ip netns`` works (root on Linux),
+a network namespace of its own that reaches only those three services (``bench.common.netns``); elsewhere they are
+plain processes (``bench.common.hosts``).
 A sweep runs on them; one host is SIGKILLed (its Celery main process and its pool) while it runs a job past a
 checkpoint, and the reaper re-queues that job, which the other host resumes from the checkpoint it reads from the
 object store. Every job succeeds exactly once and its artifacts are read through the API."""
@@ -58,7 +59,8 @@ def kill_host_mid_job(stack, client, host: str) -> str:
                 return job, pool
         return None
 
-    job, pool = wait_until(running_here, 120, 0.05, lambda: f"{host} running a job past a checkpoint\n{stack.log(host)}")
+    job, pool = wait_until(running_here, 120, 0.05,
+                           lambda: f"{host} running a job past a checkpoint\n{stack.log(host)}")
     for victim in (main.pid, *pool):
         os.kill(victim, signal.SIGKILL)
     main.wait(timeout=10)
