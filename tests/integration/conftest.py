@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench.common.stack import REDIS_URL, pg_database, start_stack, stop_stack
+from tests.support.jobs import FUZZ_RATE_LIMIT
 
-FUZZ_RATE_LIMIT = 1000.0  # requests per second per key on the shared PostgreSQL stack
 
 
 @pytest.fixture(scope="session")

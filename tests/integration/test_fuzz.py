@@ -32,7 +32,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_headers_conformance, response_schema_conformance
 
 from bench.common.jobs import active_jobs, seed
-from tests.integration.conftest import FUZZ_RATE_LIMIT
+from tests.support.jobs import FUZZ_RATE_LIMIT
 
 pytestmark = pytest.mark.integration
 

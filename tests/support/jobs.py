@@ -8,6 +8,8 @@ import subprocess
 from bench.common.stack import ROOT, answers
 from bench.common.wait import wait_until
 
+FUZZ_RATE_LIMIT = 1000.0  # requests per second per key on the shared PostgreSQL stack (the fuzzer paces under it)
+
 
 def job_when(client, job_id: str, ready, timeout: float = 120) -> dict:
     """The job once ``ready(job)`` holds (read every 0.2 s)."""
