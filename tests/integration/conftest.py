@@ -8,7 +8,6 @@ from bench.common.stack import REDIS_URL, pg_database, start_stack, stop_stack
 from tests.support.jobs import FUZZ_RATE_LIMIT
 
 
-
 @pytest.fixture(scope="session")
 def postgres_stack(tmp_path_factory):
     database_url, drop = pg_database()
