@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 bench: $(STAMP)
-	$(PY) -m bench.adult_plada
+	$(PY) -m bench.papers.adult_plada
 
 clean:
 	rm -rf .fairsolve .pytest_cache

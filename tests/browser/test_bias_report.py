@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.browser.test_dashboard import dataset, owner_key, sign_in, succeeded_job  # noqa: F401 - fixtures
+from tests.support.browser import sign_in
 
 pytestmark = pytest.mark.integration
 SECTIONS = ("#report-header", "#summary", "#summary-table", "section.attribute", "table.group-table",

@@ -10,8 +10,8 @@ import pandas as pd
 from safetensors.torch import load
 
 from fairsolve.model import FairModel
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 GBDT = {"type": "gbdt", "n_estimators": 15, "num_leaves": 7}
 

@@ -8,8 +8,8 @@ import time
 import uuid
 from datetime import datetime, timezone
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 
 def _at(stamp: str) -> float:

@@ -12,8 +12,8 @@ import pytest
 from safetensors.numpy import save as save_numpy
 
 from app.core.strict_json import strict_loads
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 pytestmark = pytest.mark.integration
 
