@@ -12,7 +12,7 @@ from fastapi import HTTPException
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
-from app.auth import authenticate
+from app.auth.keys import authenticate
 from bench.common.stack import ROOT
 
 

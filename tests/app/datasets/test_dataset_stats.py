@@ -11,10 +11,11 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app import storage
-from app.auth import Caller
+from app.datasets import storage
+from app.auth.keys import Caller
 from app.auth.sessions import SESSION_COOKIE
-from app.api.dashboard import install, pages, stats
+from app.api.dashboard import install, pages
+from app.datasets import stats
 from app.api.dashboard.pages import page_caller
 from app.api.deps import app_settings, get_db
 from app.models import Dataset
