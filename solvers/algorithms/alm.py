@@ -177,6 +177,31 @@ class BalancedConstraintBatches:
             return self.problem.evaluate(self.model, None)
         return self.split_evaluate(self.batch(), self.balanced_batches(1)[0])
 
+    def space_evaluate(self, obj_idx: Tensor, zeta1: Tensor, zeta2: Tensor | None = None) -> PairedEvaluation:
+        """:meth:`fused_evaluate` in score space: one forward over ξ, ζ1 (and ζ2) through ``self.net`` (no graph
+        under the driver) and the score space of (F on ξ, G on ζ1) for :func:`weighted_gradient`; G on ζ2 as
+        ``second`` (None without ζ2)."""
+        problem, b, n1 = self.problem, obj_idx.numel(), zeta1.numel()
+        y = problem.y.index_select(0, obj_idx)
+        d1 = self.balanced_data(zeta1)
+        rows = torch.cat([obj_idx, zeta1] if zeta2 is None else [obj_idx, zeta1, zeta2])
+        scores, tape = self.net.forward(problem.X.index_select(0, rows))
+        objective = problem.objective(scores[:b], y)
+        c1 = constraint_values(problem, scores[b:b + n1], d1)
+        c2 = None if zeta2 is None else constraint_values(problem, scores[b + n1:], self.balanced_data(zeta2))
+        space = ScoreSpace(problem, self.net, tape, scores, b, y, b, d1)
+        return PairedEvaluation(scores[:b], objective, c1, space=space, second=c2)
+
+    def space_constraints(self, idx: Tensor) -> SpaceEvaluation:
+        """G on the balanced batch ``idx`` alone (one forward, no objective) with its score space: the
+        evaluation of a fresh constraint batch (SSw's ζ'). ``objective`` is not computed (a 0 placeholder)."""
+        data = self.balanced_data(idx)
+        scores, tape = self.net.forward(self.problem.X.index_select(0, idx))
+        constraints = constraint_values(self.problem, scores, data)
+        space = ScoreSpace(self.problem, self.net, tape, scores, 0, data.y, 0, data)
+        return SpaceEvaluation(scores, scores.new_zeros(()), constraints, space=space)
+
+
     def constraint_samples(self) -> int:
         return self.n_nonempty_groups * self.per_group
 
@@ -226,18 +251,6 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
             self.zeta_pos = 0
         self.zeta_pos += 1
         return self.zeta_block[self.zeta_pos - 1]
-
-    def space_evaluate(self, obj_idx: Tensor, zeta1: Tensor, zeta2: Tensor) -> PairedEvaluation:
-        """:meth:`fused_evaluate` in score space: one forward over ξ, ζ1, ζ2 through ``self.net`` (no graph under
-        the driver) and the score space of (F on ξ, G on ζ1) for :func:`weighted_gradient`."""
-        problem, b, n1 = self.problem, obj_idx.numel(), zeta1.numel()
-        y = problem.y.index_select(0, obj_idx)
-        d1, d2 = self.balanced_data(zeta1), self.balanced_data(zeta2)
-        scores, tape = self.net.forward(problem.X.index_select(0, torch.cat([obj_idx, zeta1, zeta2])))
-        objective = problem.objective(scores[:b], y)
-        c1, c2 = constraint_values(problem, scores[b:b + n1], d1), constraint_values(problem, scores[b + n1:], d2)
-        space = ScoreSpace(problem, self.net, tape, scores, b, y, b, d1)
-        return PairedEvaluation(scores[:b], objective, c1, space=space, second=c2)
 
     def step(self, k: int, current: Evaluation):
         c = self.config

@@ -59,6 +59,8 @@ class ScoreSpace:
                 du_g, offset = vjp if du_g is None else du_g + vjp, offset + m
         if start == 0 and stop == b == s.numel():  # F and G on the same rows
             return du_g if du_f is None else du_f if du_g is None else du_f + du_g
+        if b == 0 and start == 0 and stop == s.numel() and du_g is not None:  # G alone, on every row
+            return du_g
         pieces = [s.new_zeros(b) if du_f is None else du_f, s.new_zeros(start - b),
                   s.new_zeros(stop - start) if du_g is None else du_g, s.new_zeros(s.numel() - stop)]
         return torch.cat([piece for piece in pieces if piece.numel()])
