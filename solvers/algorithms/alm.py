@@ -57,6 +57,7 @@ from torch import Tensor
 from ..catalog.stochastic import StochasticConstraintsConfig
 from ..constraints import FairnessData
 from ..groups import CellIndex
+from ..objectives import Objective
 from ..problem import Evaluation, Problem
 from .base import ALGORITHMS, Algorithm, project
 from .score_space import ScoreSpace, ScoreSpaceAlgorithm, SpaceEvaluation, constraint_values, weighted_gradient
@@ -123,8 +124,9 @@ class BalancedConstraintBatches:
             self._layout_cache = layout  # a dict of tensors (recomputed identically after a restore)
         return layout
 
-    def balanced_data(self, idx: Tensor) -> FairnessData:
-        """:meth:`FairnessData.subset` for a balanced batch ``idx``, reusing its fixed by-group cells."""
+    def balanced_data(self, idx: Tensor, y: Tensor | None = None) -> FairnessData:
+        """:meth:`FairnessData.subset` for a balanced batch ``idx``, reusing its fixed by-group cells (``y``: its
+        labels when the caller gathered them already)."""
         layout = self._balanced_layout()
         per_group = idx.numel() // layout["groups"].numel()
         cells = layout["cells"].get(per_group)
@@ -133,7 +135,7 @@ class BalancedConstraintBatches:
             cells = (group, CellIndex.build(group, self.problem.data.n_groups))
             layout["cells"][per_group] = cells
         group, by_group = cells
-        y = self.problem.y.index_select(0, idx)
+        y = self.problem.y.index_select(0, idx) if y is None else y
         return FairnessData(y=y, group=group, n_groups=by_group.n_cells, by_group=by_group)
 
     def fused_evaluate(self, obj_idx: Tensor, con_idx: list[Tensor], with_graph: int) -> tuple[Tensor, Tensor,
@@ -176,6 +178,40 @@ class BalancedConstraintBatches:
         if self.full_batch:
             return self.problem.evaluate(self.model, None)
         return self.split_evaluate(self.batch(), self.balanced_batches(1)[0])
+
+    def space_evaluate(self, obj_idx: Tensor, zeta1: Tensor, zeta2: Tensor | None = None) -> PairedEvaluation:
+        """:meth:`fused_evaluate` in score space: one forward over ξ, ζ1 (and ζ2) through ``self.net`` (no graph
+        under the driver) and the score space of (F on ξ, G on ζ1) for :func:`weighted_gradient`; G on ζ2 as
+        ``second`` (None without ζ2)."""
+        problem, b, n1 = self.problem, obj_idx.numel(), zeta1.numel()
+        rows = torch.cat([obj_idx, zeta1] if zeta2 is None else [obj_idx, zeta1, zeta2])
+        labels = problem.y.index_select(0, rows)            # every row's label at once (views below)
+        y, d1 = labels[:b], self.balanced_data(zeta1, labels[b:b + n1])
+        scores, tape = self.net.forward(problem.X.index_select(0, rows))
+        part1, part2 = scores[b:b + n1], None if zeta2 is None else scores[b + n1:]
+        d2 = None if zeta2 is None else self.balanced_data(zeta2, labels[b + n1:])
+        if isinstance(problem.objective, Objective):  # ℓ once over every row, shared with a family whose loss is ℓ
+            losses = problem.objective.per_sample(scores, labels)
+            objective = losses[:b].mean()
+            d1.share_losses(problem.objective, part1, losses[b:b + n1])
+            if d2 is not None:
+                d2.share_losses(problem.objective, part2, losses[b + n1:])
+        else:
+            objective = problem.objective(scores[:b], y)
+        c1 = constraint_values(problem, part1, d1)
+        c2 = None if d2 is None else constraint_values(problem, part2, d2)
+        space = ScoreSpace(problem, self.net, tape, scores, b, y, b, d1, labels=labels)
+        return PairedEvaluation(scores[:b], objective, c1, space=space, second=c2)
+
+    def space_constraints(self, idx: Tensor) -> SpaceEvaluation:
+        """G on the balanced batch ``idx`` alone (one forward, no objective) with its score space: the
+        evaluation of a fresh constraint batch (SSw's ζ'). ``objective`` is not computed (a 0 placeholder)."""
+        data = self.balanced_data(idx)
+        scores, tape = self.net.forward(self.problem.X.index_select(0, idx))
+        constraints = constraint_values(self.problem, scores, data)
+        space = ScoreSpace(self.problem, self.net, tape, scores, 0, data.y, 0, data, labels=data.y)
+        return SpaceEvaluation(scores, scores.new_zeros(()), constraints, space=space)
+
 
     def constraint_samples(self) -> int:
         return self.n_nonempty_groups * self.per_group
@@ -226,18 +262,6 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
             self.zeta_pos = 0
         self.zeta_pos += 1
         return self.zeta_block[self.zeta_pos - 1]
-
-    def space_evaluate(self, obj_idx: Tensor, zeta1: Tensor, zeta2: Tensor) -> PairedEvaluation:
-        """:meth:`fused_evaluate` in score space: one forward over ξ, ζ1, ζ2 through ``self.net`` (no graph under
-        the driver) and the score space of (F on ξ, G on ζ1) for :func:`weighted_gradient`."""
-        problem, b, n1 = self.problem, obj_idx.numel(), zeta1.numel()
-        y = problem.y.index_select(0, obj_idx)
-        d1, d2 = self.balanced_data(zeta1), self.balanced_data(zeta2)
-        scores, tape = self.net.forward(problem.X.index_select(0, torch.cat([obj_idx, zeta1, zeta2])))
-        objective = problem.objective(scores[:b], y)
-        c1, c2 = constraint_values(problem, scores[b:b + n1], d1), constraint_values(problem, scores[b + n1:], d2)
-        space = ScoreSpace(problem, self.net, tape, scores, b, y, b, d1)
-        return PairedEvaluation(scores[:b], objective, c1, space=space, second=c2)
 
     def step(self, k: int, current: Evaluation):
         c = self.config

@@ -132,8 +132,13 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
 
 
 def _parameter_sum(params: list[torch.Tensor]) -> torch.Tensor:
-    """Σ of every parameter entry, shape (1,): non-finite exactly when some parameter is (up to float overflow)."""
-    return torch.stack([p.sum() for p in params]).sum().reshape(1) if params else torch.zeros(1)
+    """Σ of |every parameter entry| (Σ of the per-tensor ℓ1 norms), shape (1,): non-finite exactly when some parameter
+    is (up to float overflow). One fused ``_foreach_norm`` for every tensor (not one reduction per tensor)."""
+    if not params:
+        return torch.zeros(1)
+    if len({(p.dtype, p.device) for p in params}) > 1:  # (the fused norm wants one dtype and device)
+        return torch.stack([p.abs().sum() for p in params]).sum().reshape(1)
+    return torch.stack(torch._foreach_norm(params, 1)).sum().reshape(1)
 
 
 def _flat(tensor: torch.Tensor) -> torch.Tensor:

@@ -41,11 +41,16 @@ class ScoreSpace:
     start: int
     data: FairnessData
     rows: SparseRows | None = None  # CSR copies of the forward's X (full batch, linear net): :mod:`solvers.sparse_rows`
+    labels: Tensor | None = None  # the labels of EVERY row of the forward pass (for :meth:`shared_derivative`)
 
     def score_gradient(self, alpha: float, w: Tensor | None) -> Tensor:
         """u = α ∂F/∂s + ∂(wᵀG)/∂s over every row of the forward pass (0 on rows neither depends on)."""
         problem, s, b, start = self.problem, self.scores, self.b, self.start
         stop = start + self.data.y.numel()
+        if self.labels is not None and b <= start:
+            u = self.shared_derivative(alpha, w, stop)
+            if u is not None:
+                return u
         du_f = problem.objective.derivative(s[:b], self.y) * (alpha / b) if alpha != 0.0 else None
         du_g = None
         families = problem.constraints
@@ -59,13 +64,56 @@ class ScoreSpace:
                 du_g, offset = vjp if du_g is None else du_g + vjp, offset + m
         if start == 0 and stop == b == s.numel():  # F and G on the same rows
             return du_g if du_f is None else du_f if du_g is None else du_f + du_g
+        if b == 0 and start == 0 and stop == s.numel() and du_g is not None:  # G alone, on every row
+            return du_g
         pieces = [s.new_zeros(b) if du_f is None else du_f, s.new_zeros(start - b),
                   s.new_zeros(stop - start) if du_g is None else du_g, s.new_zeros(s.numel() - stop)]
         return torch.cat([piece for piece in pieces if piece.numel()])
 
+    def shared_derivative(self, alpha: float, w: Tensor | None, stop: int) -> Tensor | None:
+        """u when F's rows [0, b) and G's rows [start, stop) are disjoint and G is one family whose loss is the
+        objective ℓ with a closed-form ℓ' (``loss_gap`` under the same loss; or no G term, w None): then
+
+            u_i = ℓ'(s_i, y_i) a_i,   a = (α/b on F's rows, the family's score weights on G's rows, 0 elsewhere)
+
+        (:meth:`LossGap.score_weights`): ONE ℓ' over every row and one product instead of a derivative, a VJP and
+        zero blocks per part. The same values as the general path. None when it does not apply."""
+        problem, s, b, start = self.problem, self.scores, self.b, self.start
+        objective = problem.objective
+        pieces = [_filled(b, alpha / b if alpha != 0.0 else 0.0, s)] if b else []
+        if start > b:
+            pieces.append(_filled(start - b, 0.0, s))
+        if stop > start:
+            if w is None:
+                pieces.append(_filled(stop - start, 0.0, s))
+            else:
+                families = problem.constraints
+                weights = getattr(families[0], "score_weights", None) if len(families) == 1 else None
+                if weights is None or families[0].loss is not objective:
+                    return None
+                pieces.append(weights(s if stop - start == s.numel() else s[start:stop], self.data, w))
+        if s.numel() > stop:
+            pieces.append(_filled(s.numel() - stop, 0.0, s))
+        return objective.derivative(s, self.labels) * (torch.cat(pieces) if len(pieces) > 1 else pieces[0])
+
     def gradient(self, alpha: float, w: Tensor | None) -> list[Tensor]:
         """∇θ [α F + wᵀ G]."""
         return self.net.pullback(self.tape, self.score_gradient(alpha, w), self.rows)
+
+
+_FILLED: dict = {}
+
+
+def _filled(n: int, value: float, like: Tensor) -> Tensor:
+    """A cached, read-only vector of ``n`` entries equal to ``value`` in ``like``'s dtype and device (the constant
+    blocks of :meth:`ScoreSpace.shared_derivative`; never written)."""
+    key = (n, value, like.dtype, like.device)
+    hit = _FILLED.get(key)
+    if hit is None:
+        if len(_FILLED) > 256:
+            _FILLED.clear()
+        hit = _FILLED[key] = torch.full((n,), value, dtype=like.dtype, device=like.device)
+    return hit
 
 
 @dataclass

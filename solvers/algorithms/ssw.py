@@ -24,10 +24,18 @@ Choices the paper leaves open (documented here):
   ``batch_size=None`` is full batch.
 * G already contains the fairness tolerance (G = Δ̂ − ε ≤ 0); ε_k is the method's extra
   infeasibility tolerance on top of it.
-* The switching test needs one host sync per iteration (a Python branch). The objective batch ξ is
-  drawn (and F evaluated) together with ζ before the test, in the evaluation the driver logs; ξ is
-  independent of ζ so this is the same law as drawing it after the test (one unused forward on
-  constraint steps).
+* The switching test needs one host sync per iteration (a Python branch: G(x_k; ζ) is read with ``tolist``).
+  The objective batch ξ is drawn (and F evaluated) together with ζ before the test, in ONE forward over
+  ξ ∪ ζ that also gives the evaluation the driver logs; ξ is independent of ζ so this is the same law as
+  drawing it after the test (its rows are unused on constraint steps). The constraint step's fresh batch ζ'
+  is drawn only when the test fails (Algorithm 3 line 10; the random stream is that of the paper's order),
+  and costs a second forward over ζ' alone.
+* Gradients: for the library's linear / MLP models S^f and S^c are taken in score space
+  (:mod:`.score_space`: one forward without autograd graph, the closed-form ∂F/∂s on the ξ rows or the
+  constraint family's closed-form ∂(e_{j*}ᵀG)/∂s on the ζ' rows, j* = argmax_i G_i(x_k; ζ') (the first
+  maximiser; ∂ max_i G_i = ∂G_{j*} off ties), one hand-written backward). Other models, objectives or
+  constraint parameters use autograd on the same quantities; both give the same iterates up to float
+  rounding (tests/unit/test_ssw_score_space.py checks them against the autograd implementation).
 * Output: the LAST iterate. Algorithm 3 outputs x_τ with τ drawn from I = {k ≥ k0} with
   P(τ = k) ∝ η_k; that needs a post-loop hook the shared driver does not have, and the paper's own
   experiments (and public code, save_iter=None) report the last iterate. Not implemented.
@@ -38,14 +46,22 @@ from __future__ import annotations
 import math
 
 import torch
+from torch.nn.functional import one_hot
 
 from ..problem import Evaluation
 from .alm import BalancedConstraintBatches
-from .base import ALGORITHMS, Algorithm, gradient
+from .base import ALGORITHMS, Algorithm, gradient, project
+from .score_space import ScoreSpaceAlgorithm
 
 
 @ALGORITHMS.implements("ssw")
-class SSw(BalancedConstraintBatches, Algorithm):
+class SSw(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
+    def __init__(self, problem, config, model, seed: int = 0) -> None:
+        super().__init__(problem, config, model, seed)
+        dev = problem.device
+        self.flags = (torch.zeros(1, device=dev), torch.ones(1, device=dev))  # constraint_step 0 / 1
+        self._eps = (None, None)  # (ε_k, its logged tensor): ε_k is constant for 500 iterations at a time
+
     def start(self, current: Evaluation) -> None:
         b = self.config.batch_size
         n = self.problem.n_samples
@@ -57,25 +73,62 @@ class SSw(BalancedConstraintBatches, Algorithm):
         j = k % self.epoch_len if c.tol_per_epoch else k
         return c.eps0 * c.eps_decay ** max(0, j - c.decay_start + 1)
 
+    def evaluate(self) -> Evaluation:
+        """F on ξ and G on ζ (drawn in that order) from one forward; with a score space when ``self.net``."""
+        if self.net is None:
+            return BalancedConstraintBatches.evaluate(self)
+        if self.full_batch:
+            return ScoreSpaceAlgorithm.evaluate(self)
+        obj_idx = self.batch()
+        if obj_idx is None:  # objective on the whole set, constraints on balanced batches
+            obj_idx = torch.arange(self.problem.n_samples, device=self.problem.device)
+        return self.space_evaluate(obj_idx, self.balanced_batches(1)[0])
+
     def step(self, k: int, current: Evaluation):
         c = self.config
         eps = self.epsilon(k)
         cons = current.constraints
+        space = getattr(current, "space", None)
         base = super().samples_per_step() if not self.full_batch else self.problem.n_samples
-        if cons.numel() == 0 or float(cons.detach().max()) <= eps:   # the one host sync
-            grads, eta, switched = gradient(current.objective, self.params), c.eta_f, 0.0
+        if cons.numel() == 0:
+            objective_step = True
+        elif space is not None:
+            objective_step = max(cons.tolist()) <= eps                 # the one host sync
+        else:
+            objective_step = float(cons.detach().max()) <= eps
+        if objective_step:
+            grads = space.gradient(1.0, None) if space is not None else self._autograd(current.objective)
             self._samples = base + (0 if self.full_batch else self.constraint_samples())
         else:
             if not self.full_batch:   # S^c on a fresh constraint batch ζ'
-                cons = self.problem.evaluate(self.model, self.constraint_idx()).constraints
-            grads, eta, switched = gradient(cons.max(), self.params), c.eta_c, 1.0
+                idx = self.constraint_idx()
+                if space is not None:
+                    fresh = self.space_constraints(idx)
+                    space, cons = fresh.space, fresh.constraints
+                else:
+                    with torch.enable_grad():
+                        cons = self.problem.evaluate(self.model, idx).constraints
+            if space is not None:  # e_{j*}, j* the first maximiser (as argmax), on the device
+                grads = space.gradient(0.0, one_hot(cons.argmax(), cons.numel()).to(cons.dtype))
+            else:
+                grads = self._autograd(cons, maximum=True)
             self._samples = base + (0 if self.full_batch else 2 * self.constraint_samples())
-        with torch.no_grad():
+        eta = c.eta_f if objective_step else c.eta_c
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                torch._foreach_add_(self.params, grads, alpha=-eta)
+        else:  # (a score-space run: the driver turned grad mode off)
             torch._foreach_add_(self.params, grads, alpha=-eta)
-            self.problem.project_(self.params)
-        dev = self.problem.device
-        return self.evaluate(), {"constraint_step": torch.tensor([switched], device=dev),
-                                 "epsilon": torch.tensor([eps], device=dev)}
+        project(self.problem, self.params)
+        if self._eps[0] != eps:
+            self._eps = (eps, torch.tensor([eps], device=self.problem.device))
+        return self.evaluate(), {"constraint_step": self.flags[0 if objective_step else 1], "epsilon": self._eps[1]}
+
+    def _autograd(self, value, maximum: bool = False) -> list:
+        """∇θ of ``value`` (of max_i value_i when ``maximum``) on its graph, also under a no-grad driver (a resumed
+        run's first evaluation has a graph; the max must be taken with grad mode on to extend it)."""
+        with torch.enable_grad():
+            return gradient(value.max() if maximum else value, self.params)
 
     def samples_per_step(self) -> int:
         return self._samples

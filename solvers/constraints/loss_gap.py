@@ -128,15 +128,26 @@ class LossGap(ConstraintFamily):
         G = torch.addmv(neg_tolerance, RT, sums) if shifted else torch.mv(RT, sums)
         return G if overall is None else G - overall * losses.mean()
 
-    def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
-        """∂(wᵀG)/∂f_i = ℓ'(f_i, y_i) ((M R̃ w)_i − cᵀw/n) (a partition: (R̃ w)_{g_i}, no c term)."""
+    @property
+    def loss(self):
+        """ℓ, the :class:`~solvers.objectives.Objective` whose group means the rows compare."""
+        self._require_bound()
+        return self._loss
+
+    def score_weights(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
+        """a_i = (M R̃ w)_i − cᵀw/n (a partition: (R̃ w)_{g_i}, no c term), so that ∂(wᵀG)/∂f_i = ℓ'(f_i, y_i) a_i:
+        a caller that also needs ℓ' elsewhere (the objective's rows of a score space) multiplies once."""
         cells = data.by_group
         R, _, _, overall = self._per_sample_matrices(cells, scores)
         w = w if w.dtype == scores.dtype else w.to(scores.dtype)
         per_sample = cells.pull(torch.mv(R, w), scores.shape[0])
         if overall is not None:
             per_sample = per_sample - overall.dot(w) / scores.shape[0]
-        return self._loss.derivative(scores, data.y) * per_sample
+        return per_sample
+
+    def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
+        """∂(wᵀG)/∂f_i = ℓ'(f_i, y_i) ((M R̃ w)_i − cᵀw/n) (a partition: (R̃ w)_{g_i}, no c term)."""
+        return self._loss.derivative(scores, data.y) * self.score_weights(scores, data, w)
 
 
 _CACHED_COMPOSITIONS = 4096  # bound of the per-count-vector cache (many groups: too many compositions to keep)
