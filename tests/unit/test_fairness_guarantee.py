@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+from scipy.special import ndtri
 import pytest
 import torch
 
@@ -9,7 +10,8 @@ from solvers import ProblemSpec, run
 from solvers.api import predict_scores
 from solvers.encoding import TableEncoder, build_groups, encode_labels
 from solvers.fairness.exact import exact_gaps
-from solvers.fairness.guarantee import MARGIN, guarantee_bounds
+from solvers.fairness.guarantee import guarantee_bounds
+from solvers.fairness.promise import PASS_TARGET, level_z
 from solvers.models import model_factory
 from solvers.spec import ConstraintSpec
 from tests.datagen import planted_table
@@ -70,7 +72,11 @@ def test_the_guarantee_holds_on_a_fresh_sample_of_the_planted_distribution():
     # verifiable at this validation size, and the first candidate aimed at the tolerance minus the predicted width
     width = g["predicted_width"][0]
     assert g["verifiable"] and 0 < width < tol
-    assert g["candidates"][0]["targets"][0] == pytest.approx(max(tol / 10, tol - MARGIN * width))
+    # ε − w − z_π (w / z) √(1 + v/c): the width plus the candidate and safety rows' noise at pass rate π
+    ratio = g["split"]["safety_rows"] / g["split"]["candidate_rows"]
+    aim = tol - width - ndtri(PASS_TARGET) * width / level_z(0.95, 1, 1) * np.sqrt(1 + ratio)
+    assert g["candidates"][0]["targets"][0] == pytest.approx(max(tol / 10, aim))
+    assert g["max_tests"] == 1 and g["tests"] == 1 and g["bound"] == "mover_clopper_pearson"
     assert out.fairness[0]["validation"]["value"] <= tol
     fresh = planted_table(200_000, seed=99)
     y, group, names = _labelled(fresh)
