@@ -60,17 +60,24 @@ _DENOMINATORS = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "
 def zero_gap_sd(kind: str, y: np.ndarray, group: np.ndarray, n_groups: int, rows: float) -> float | None:
     """σ of the module docstring: the widest pair's √(σ_a² + σ_b²) of a zero-gap model's rate estimates on ``rows``
     rows split like the labels ``y`` and groups (None for a family without a closed-form width)."""
-    if kind not in _DENOMINATORS:
-        return None
     y = np.asarray(y).reshape(-1) == 1
     g = np.asarray(group, dtype=np.int64).reshape(-1)
-    scale = rows / max(len(y), 1)
     size = np.bincount(g, minlength=n_groups).astype(np.float64)
     positives = np.bincount(g, weights=y.astype(np.float64), minlength=n_groups)
+    return zero_gap_sd_of_counts(kind, size, positives, rows)
+
+
+def zero_gap_sd_of_counts(kind: str, size: np.ndarray, positives: np.ndarray, rows: float) -> float | None:
+    """:func:`zero_gap_sd` from the groups' row and positive counts (of any rows split alike), e.g. a dataset's
+    stored counts before a job exists."""
+    if kind not in _DENOMINATORS:
+        return None
+    size, positives = np.asarray(size, dtype=np.float64), np.asarray(positives, dtype=np.float64)
+    scale = rows / max(size.sum(), 1.0)
     base = np.where(size > 0, positives / np.maximum(size, 1), np.nan)
     widest = 0.0
     for rate in _DENOMINATORS[kind]:
-        n, p = {"sr": (size, base), "tpr": (positives, np.full(n_groups, 0.5)),
+        n, p = {"sr": (size, base), "tpr": (positives, np.full(len(size), 0.5)),
                 "fpr": (size - positives, base)}[rate]
         v = n * scale
         ok = (v > 0) & np.isfinite(p)
@@ -79,6 +86,20 @@ def zero_gap_sd(kind: str, y: np.ndarray, group: np.ndarray, n_groups: int, rows
         var = np.clip(p[ok] * (1 - p[ok]), 1e-6, None) / v[ok]
         widest = max(widest, float(np.sqrt(np.sort(var)[-2:].sum())))   # the two widest groups: the widest pair
     return widest
+
+
+def plan_of_counts(families: Sequence, tolerances: Sequence[float], size: np.ndarray, positives: np.ndarray,
+                   total_rows: int, spec_share: float, confidence: float, max_tests: int) -> dict[str, Any]:
+    """Before a job exists (the dashboard's form): the safety share :func:`safety_share` would choose and the
+    :func:`certification` at it, from the groups' counts over the job's train ∪ validation rows (``size``,
+    ``positives``) and the table's ``total_rows``; ``spec_share`` the spec's validation share of train ∪ validation."""
+    rows = float(np.sum(size))
+    z = level_z(confidence, max_tests, len(families))
+    sds = [zero_gap_sd_of_counts(f.name, size, positives, rows) for f in families]
+    q = safety_share(sds, tolerances, z, spec_share)
+    out = _certify([zero_gap_sd_of_counts(f.name, size, positives, q * rows) for f in families], tolerances,
+                   q * rows, (1 - q) * rows, total_rows, z)
+    return {**out, "safety_share": q}
 
 
 def level_z(confidence: float, max_tests: int, n_constraints: int) -> float:
@@ -114,9 +135,14 @@ def certification(families: Sequence, tolerances: Sequence[float], y: np.ndarray
     ``total_rows`` the job's rows (the answer is in rows of the same table, split alike)."""
     z = level_z(confidence, max_tests, len(families))
     candidate_rows = len(y) if candidate_rows is None else candidate_rows
+    sds = [zero_gap_sd(f.name, y, group, n_groups, validation_rows) for f in families]
+    return _certify(sds, tolerances, validation_rows, candidate_rows, total_rows, z)
+
+
+def _certify(sds: Sequence[float | None], tolerances: Sequence[float], validation_rows: float, candidate_rows: float,
+             total_rows: int, z: float) -> dict[str, Any]:
     widths, shorts, needed = [], [], total_rows
-    for family, eps in zip(families, tolerances):
-        sd = zero_gap_sd(family.name, y, group, n_groups, validation_rows)
+    for sd, eps in zip(sds, tolerances):
         if sd is None:
             widths.append(None)
             shorts.append(None)
@@ -129,6 +155,30 @@ def certification(families: Sequence, tolerances: Sequence[float], y: np.ndarray
     certifiable = needed <= total_rows
     return {"certifiable": certifiable, "zero_gap_width": widths, "shortfall": shorts,
             "rows_needed": None if certifiable else needed, "pass_target": PASS_TARGET}
+
+
+def form_check(families: Sequence, tolerances: Sequence[float], group_rows: Sequence[float], positive_rate: float,
+               total_rows: int, test: float, validation: float, confidence: float, max_tests: int = 1
+               ) -> dict[str, Any]:
+    """What the job form says before a guarantee job is submitted: :func:`plan_of_counts` from a table's stored
+    counts — the rows of each group (``group_rows``, the whole table) and the overall positive label rate (every
+    group at that rate: a model that keeps the gap near 0 selects the groups about alike) — scaled to the
+    train ∪ validation rows of the split ``test`` / ``validation``; with the ``sentence`` the form shows."""
+    size = np.asarray(group_rows, dtype=np.float64) * (1.0 - test)
+    plan = plan_of_counts(families, tolerances, size, size * positive_rate, total_rows,
+                          validation / max(1.0 - test, 1e-9), confidence, max_tests)
+    pct = f"{100 * confidence:g} %"
+    if plan["certifiable"]:
+        shorts = [f"{v:.3f}" for v in plan["shortfall"] if v is not None]
+        sentence = (f"Certifiable at {total_rows:,} rows at {pct}: about {100 * plan['safety_share']:.0f} % of the "
+                    "training and validation rows go to the safety test"
+                    + (f", and a model aimed {'/'.join(shorts)} below the tolerance passes it about "
+                       f"{100 * PASS_TARGET:g} % of the time." if shorts else "; the test decides."))
+    else:
+        sentence = (f"Not certifiable at {total_rows:,} rows at {pct}: a model with no gap would have a "
+                    f"{'/'.join('—' if w is None else f'{w:.3f}' for w in plan['zero_gap_width'])} bound width; "
+                    f"about {plan['rows_needed']:,} rows would be needed. The job still runs and says so.")
+    return {**plan, "rows": total_rows, "sentence": sentence}
 
 
 def not_certifiable_warning(check: dict[str, Any], tolerances: Sequence[float], total_rows: int) -> str:
