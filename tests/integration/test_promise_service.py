@@ -124,5 +124,5 @@ def test_the_guarantee_check_says_before_training_what_the_job_then_says(stack):
         assert job["status"] == "succeeded", job["error"]
         g = job["result"]["guarantee"]
         assert g["certifiable"] is False and 0.5 * tight["rows_needed"] <= g["rows_needed"] <= 2 * tight["rows_needed"]
-        assert g["safety_share"] == tight["safety_share"] and g["max_tests"] == 1
+        assert abs(g["safety_share"] - tight["safety_share"]) < 0.01 and g["max_tests"] == 1
         assert any("about" in w and "rows would be needed" in w for w in job["result"]["warnings"])
