@@ -3,6 +3,7 @@ the real bound, and the rows it says are needed), and the promise sentence of ea
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from solvers.fairness.guarantee import guarantee_bounds
 from solvers.fairness.promise import (CERTIFIABLE_SHARE, SAFETY_SHARES, certification, level_z, promise_sentence,
