@@ -3,7 +3,7 @@ everything the worker stores out)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -19,7 +19,7 @@ from .encoding import TableEncoder, build_groups, encode_labels
 from .fairness.continuation import Continuation
 from .fairness.enforce import enforce_exact
 from .fairness.exact import tolerances
-from .fairness.guarantee import seldonian
+from .fairness.guarantee import safety_split, seldonian
 from .fairness.promise import certification, not_certifiable_warning, promise_sentence
 from .fairness.report import fairness_entries, warnings_for
 from .membership import Membership, overlapping_membership, rows_of
@@ -265,6 +265,9 @@ def continuation_of(result: SolveResult, data: Prepared, spec: ProblemSpec, prob
     seed, within ``deadline`` (a ``time.monotonic()`` value). ``seen``: the validation rows the solver may use
     (None under a guarantee); ``traced``: the validation rows of the exact trace of model changes."""
     continue_with = continuation_solver(spec.solver, result.tried)
+    if spec.guarantee is not None and continue_with.name == "group_thresholds":   # the guarantee aims its candidates
+        continue_with = SolverSpec(name=continue_with.name,                       # for the safety rows' noise itself
+                                   params={**(continue_with.params or {}), "margin_delta": None})
     return Continuation(
         families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
         solve=lambda p, m, obs, iterations, limit: solve(p, continue_with, obs, max_iterations=iterations,
@@ -355,6 +358,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     if observer is not None:  # progress counts against every phase's iterations
         observer = RunTotal(observer, spec.iteration_total())
     data = (prepare_with or prepare)(table, spec)
+    data = _guarantee_split(spec, data)   # a guarantee: its safety rows, sized for the tolerance
     setup_check(observer, started, spec.time_limit_s)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
     problem = _train_problem(data, spec, [c.build() for c in spec.constraints])
@@ -413,12 +417,25 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     )
 
 
+def _guarantee_split(spec: ProblemSpec, data: Prepared) -> Prepared:
+    """Under a guarantee (a validation split, disjoint groups): ``data`` with train ∪ validation split again into
+    candidate and safety rows (:func:`solvers.fairness.guarantee.safety_split`); a copy, the cached one unchanged."""
+    if spec.guarantee is None or "validation" not in data.splits or data.membership is not None:
+        return data
+    splits, _ = safety_split(data.splits, data.y, data.group, len(data.group_names),
+                             [c.build() for c in spec.constraints], spec.guarantee.confidence,
+                             spec.guarantee.max_tests, spec.split.seed)
+    return replace(data, splits=splits)
+
+
 def _certification(spec: ProblemSpec, data: Prepared, problem: Problem) -> dict[str, Any] | None:
-    """:func:`solvers.fairness.promise.certification` of a guarantee from the training split (None without a
-    guarantee, a validation split or disjoint groups)."""
+    """:func:`solvers.fairness.promise.certification` of a guarantee from the train ∪ validation rows at the safety
+    split's sizes (None without a guarantee, a validation split or disjoint groups)."""
     if spec.guarantee is None or "validation" not in data.splits or data.membership is not None:
         return None
-    train = data.splits["train"]
-    return certification(problem.constraints, [f.tolerance for f in problem.constraints], data.y[train], data.group[train],
-                         len(data.group_names), len(data.splits["validation"]), len(data.y),
-                         spec.guarantee.confidence, spec.guarantee.max_tests)
+    rows = np.concatenate([data.splits["train"], data.splits["validation"]])
+    out = certification(problem.constraints, [f.tolerance for f in problem.constraints], data.y[rows],
+                        data.group[rows], len(data.group_names), len(data.splits["validation"]), len(data.y),
+                        spec.guarantee.confidence, spec.guarantee.max_tests,
+                        candidate_rows=len(data.splits["train"]))
+    return {**out, "safety_share": round(len(data.splits["validation"]) / len(rows), 4)}

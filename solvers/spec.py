@@ -276,8 +276,10 @@ class GuaranteeSpec(Strict):
     confidence: float = Field(0.95, ge=0.5, lt=1.0, description="Probability 1 − α with which every constraint "
                               "of the accepted model holds on the data distribution (union bound over the "
                               "constraints, their groups and the candidates tested).")
-    max_tests: int = Field(2, ge=1, le=20, description="Most candidates tested on the validation split; each "
-                           "test runs at level α / max_tests so that the accepted one keeps the stated confidence.")
+    max_tests: int = Field(1, ge=1, le=20, description="Most candidates tested on the validation (safety) split; "
+                           "each test runs at level α / max_tests so that the accepted one keeps the stated "
+                           "confidence. The default 1: the candidate is selected on the training rows and only it is "
+                           "tested, so no confidence is split between candidates.")
     when_unverifiable: Literal["tightest", "tolerance"] = Field(
         "tightest", description="When the bound's width predicted at the validation split's size is at least the "
         "tolerance, no model can pass the test (the job ends with met: false): 'tightest' trains and enforces the "

@@ -2,20 +2,45 @@ r"""High-confidence fairness guarantee in the Seldonian sense (issue item 2): tr
 accept a candidate only if a one-sided upper confidence bound of every constraint on the validation split
 is ≤ its tolerance.
 
-**The bound.** Let α = 1 − confidence, R = ``max_tests`` and m the number of constraints. For a candidate
-model h the bound U_j(h) of constraint j is the one-sided upper bound of :mod:`.intervals` at level
-1 − α/(R m): for a rate gap the exact Clopper–Pearson construction (two one-sided events at the true extreme
-cells, each at α/(2Rm)), for a loss / AUC gap the bootstrap quantile (asymptotic). So for a *fixed* h,
-P(∃ j: Δ_j(h) > U_j(h)) ≤ α/R, Δ_j(h) the constraint's value on the data distribution.
+**The bound.** Let α = 1 − confidence, R = ``max_tests`` (default 1) and m the number of constraints. For a
+candidate model h the bound U_j(h) of constraint j is the one-sided upper bound of :mod:`.intervals` at level
+1 − α/(R m): for a rate gap the JOINT bound (the MOVER limit of the difference of the true extreme pair's rates
+from one-sided Clopper–Pearson limits, no union over cells; coverage ≥ the level by simulation in
+``tests/unit/test_fairness_intervals.py``), for a loss / AUC gap the bootstrap quantile (asymptotic). So for a
+*fixed* h, P(∃ j: Δ_j(h) > U_j(h)) ≤ α/R, Δ_j(h) the constraint's value on the data distribution.
 
-**The loop.** Candidates h_1, h_2, ... (at most 3R), aimed at what the test will accept (Seldonian candidate
-selection with a predicted bound): h_1 is the solver's model h_0, exactly enforced on train (:mod:`.enforce`)
-at τ_1 = max(ε/10, min(ε, ε − 1.25 w_0)); h_{r+1} continues h_r (warm start) with every training target tightened,
+**The safety split** (:func:`safety_split`, before anything is trained): the job's train ∪ validation rows are split
+again, stratified by group × label, into candidate rows (the solver's "train") and safety rows (its
+"validation", the test's), the safety share q chosen from the groups' sizes, label rates and the tolerance by
+:func:`solvers.fairness.promise.safety_share` (the smallest share whose aim is within a tenth of ε of the best:
+small groups or a tight tolerance get up to 0.7 of the rows, many rows as few as 0.15). The encoder stays the one
+fitted on the spec's train split (column means, scales and categories: no label and no gap information).
 
-    τ_{r+1} = max(ε/10, min(τ_r − ε/(2R), ε − 1.25 w_r)),
+**Candidate selection, then one test** (Seldonian candidate selection): every candidate is built and judged on the
+candidate rows only — aimed, enforced exactly there, its predicted bound v^train + w computed there — and the loop
+tests the first candidate whose predicted bound is ≤ ε; with R = 1 (the default) that is the only test, so no
+union over candidates is spent and the test runs at level 1 − α/m. The candidates are aimed at what the test
+will accept with probability π = :data:`~solvers.fairness.promise.PASS_TARGET`: h_1 is the solver's model h_0,
+exactly enforced on the candidate rows at
 
-then enforced exactly on train at τ_{r+1}, with w_r = (U^train(h_r) − v^train(h_r))·√(n_train/n_val) the
-bound's width predicted from the *training* split (its own bound's width rescaled to the validation size).
+    τ_1 = max(ε · TARGET_FLOOR, min(ε, ε − w_0 − z_π (w_0 / z) √(1 + v/c))),
+
+w_0 = (U^train(h_0) − v^train(h_0))·√(c/v) the bound's width predicted at the safety split's v rows from the
+candidate split's c rows (its own bound's width rescaled), z = z_{1−α/(Rm)}: the candidate's population gap is off
+τ by the candidate rows' sampling error (sd ≈ (w_0/z)·√(v/c)) and its safety value off that by the safety rows'
+(w_0/z), so a candidate aimed at ε − w_0 passes half the time and one aimed at τ_1 about π of the time
+(:mod:`.promise` states it). With R > 1, h_{r+1} continues h_r (warm start) with the targets
+
+    τ_{r+1} = max(ε/10, min(τ_r − ε/(2R), the aim above at h_r's width w_r)),
+
+then enforced exactly on the candidate rows.
+
+**Thresholded candidates (gbdt).** When the solver's model is a group-thresholds rule (``auto`` over gbdt:
+LightGBM scores cross-fitted on the candidate rows, per-group thresholds by the LP of
+:mod:`solvers.fairness.threshold_lp`), a candidate at τ is that rule fitted again at τ on the candidate rows, with
+its own population margin off (the aim above already leaves room for the candidate rows' sampling error); its
+predicted bound uses min(v^train, τ) — the LP keeps the gap of the out-of-fold rates it was fitted to ≤ τ, while the
+refitted base's in-sample train rates are optimistic.
 
 **Verifiability.** When w_0 ≥ ε for some constraint, no model can pass the test at this validation size, not
 even one with a validation value of 0 (``bench/quality/results/promise.md``: COMPAS by race, 636 and 420 validation rows
@@ -72,15 +97,15 @@ import copy
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from scipy.special import ndtri
 
+from ..algorithms.group_thresholds import report_of
 from .enforce import enforce_exact
 from .exact import exact_gaps, tolerances
 from .intervals import upper_bounds
+from .promise import PASS_TARGET, TARGET_FLOOR, level_z, safety_share, zero_gap_sd
 from .report import split_trivial_reasons
 
-TARGET_FLOOR = 0.1    # training targets stay ≥ ε/10: a zero-width band admits only constant classifiers
-MARGIN = 1.25         # next training target ε − MARGIN · predicted width (a quarter width for the train →
-                      # validation difference)
 ROUNDS_PER_TEST = 3   # candidates trained per allowed test (untested ones cost no confidence)
 TIGHTEST_ROWS = 2     # an unverifiable tolerance: aim at a band of this many rows of the smallest rate denominator
 MODEST_COST = 0.02    # ... unless that costs more train accuracy than this (or gives a near-trivial model)
@@ -95,13 +120,19 @@ def guarantee_bounds(families: Sequence, y_val: np.ndarray, logits_val: np.ndarr
     1 − (1 − confidence)/n_tests (one of ``n_tests`` candidates tested). A candidate is accepted iff every
     bound ≤ its tolerance; NaN (undefined) never passes."""
     return upper_bounds(families, y_val, logits_val, group_val, group_names,
-                        confidence=1.0 - (1.0 - confidence) / n_tests, seed=seed)
+                        confidence=1.0 - (1.0 - confidence) / n_tests, seed=seed, joint=True)
 
 
-def _next_targets(tau: np.ndarray, eps: np.ndarray, width: np.ndarray, max_tests: int) -> np.ndarray:
-    """τ ← max(ε·TARGET_FLOOR, min(τ − ε/(2R), ε − MARGIN·w))."""
-    return np.maximum(TARGET_FLOOR * eps, np.minimum(tau - eps / (2 * max_tests),
-                                                     eps - MARGIN * np.nan_to_num(width, nan=0.0)))
+def _aim(eps: np.ndarray, width: np.ndarray, z: float, safety_over_candidate: float) -> np.ndarray:
+    """ε − w − z_π (w/z) √(1 + v/c) (module docstring): the training target a candidate passes the test from with
+    probability about π; undefined widths (NaN) count 0."""
+    w = np.nan_to_num(width, nan=0.0)
+    return eps - w - float(ndtri(PASS_TARGET)) * (w / z) * np.sqrt(1.0 + safety_over_candidate)
+
+
+def _next_targets(tau: np.ndarray, eps: np.ndarray, aim: np.ndarray, max_tests: int) -> np.ndarray:
+    """τ ← max(ε·TARGET_FLOOR, min(τ − ε/(2R), aim))."""
+    return np.maximum(TARGET_FLOOR * eps, np.minimum(tau - eps / (2 * max_tests), aim))
 
 
 def _width(families, model, scores, train: tuple, group_names: Sequence[str], level: float, scale: float,
@@ -110,12 +141,13 @@ def _width(families, model, scores, train: tuple, group_names: Sequence[str], le
     X_tr, y_tr, g_tr = train
     logits = scores(model, X_tr) if logits is None else logits
     value = exact_gaps(families, y_tr, logits, g_tr, group_names) if value is None else value
-    return scale * (upper_bounds(families, y_tr, logits, g_tr, group_names, confidence=level, seed=seed) - value)
+    return scale * (upper_bounds(families, y_tr, logits, g_tr, group_names, confidence=level, seed=seed, joint=True)
+                    - value)
 
 
-def _first_targets(eps: np.ndarray, width: np.ndarray) -> np.ndarray:
-    """τ_1 = max(ε·TARGET_FLOOR, min(ε, ε − MARGIN·w_0))."""
-    return np.maximum(TARGET_FLOOR * eps, np.minimum(eps, eps - MARGIN * np.nan_to_num(width, nan=0.0)))
+def _first_targets(aim: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """τ_1 = max(ε·TARGET_FLOOR, min(ε, aim))."""
+    return np.maximum(TARGET_FLOOR * eps, np.minimum(eps, aim))
 
 
 def tightest_targets(families: Sequence, eps: np.ndarray, y: np.ndarray, group: np.ndarray,
@@ -142,6 +174,22 @@ def tightest_targets(families: Sequence, eps: np.ndarray, y: np.ndarray, group: 
     return out
 
 
+def safety_split(splits: dict[str, np.ndarray], y: np.ndarray, group: np.ndarray, n_groups: int, families: Sequence,
+                 confidence: float, max_tests: int, seed: int) -> tuple[dict[str, np.ndarray], float]:
+    """(splits with "train" / "validation" re-drawn, q): the rows of train ∪ validation split again, stratified by
+    group × label, into candidate rows ("train") and a share q of safety rows ("validation"), q by
+    :func:`~solvers.fairness.promise.safety_share` (module docstring, the safety split); the test split is untouched.
+    Families without a closed-form width keep the spec's share."""
+    from ..splitting import _split
+
+    rows = np.concatenate([splits["train"], splits["validation"]])
+    sds = [zero_gap_sd(f.name, y[rows], group[rows], n_groups, len(rows)) for f in families]
+    q = safety_share(sds, tolerances(families), level_z(confidence, max_tests, len(families)),
+                     len(splits["validation"]) / max(len(rows), 1))
+    keep, take = _split(rows, 2 * np.asarray(group) + np.asarray(y), q, seed + 2)
+    return {**splits, "train": keep, "validation": take}, q
+
+
 def seldonian(model, continuation, confidence: float, max_tests: int, train: tuple, val: tuple,
               group_names: Sequence[str], scores: Callable[[Any, np.ndarray], np.ndarray], *, enforce: bool = True,
               seed: int = 0, when_unverifiable: str = "tightest", pooled: tuple | None = None
@@ -157,6 +205,8 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     X_val, y_val, g_val = val
     level = 1.0 - (1.0 - confidence) / max_tests
     scale = np.sqrt(len(y_tr) / max(len(y_val), 1))
+    z = level_z(confidence, max_tests, len(families))
+    ratio = len(y_val) / max(len(y_tr), 1)   # v / c
     tau = eps.copy()
     candidates: list[dict[str, Any]] = []
     accepted = None      # (model, enforcement, bounds) of the first tested candidate that passed
@@ -171,13 +221,13 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
     start = retry = None  # unverifiable, tightest: the solver's model and its train accuracy, for a retry at ε
     fit = train          # the rows the exact correction is fitted on: train, or train ∪ validation (unverifiable)
     for r in range(ROUNDS_PER_TEST * max_tests):
-        if r == 0:  # aim the first candidate at what the test can accept: τ_1 = clip(ε − MARGIN · w_0)
+        if r == 0:  # aim the first candidate at what the test accepts with probability π (module docstring)
             first_width = _width(families, model, scores, train, group_names, level, scale, seed)
             verifiable = bool(np.all(first_width < eps))
             if not verifiable and pooled is not None:  # nothing is tested: the validation rows join the correction
                 fit = pooled
             if verifiable:
-                tau = _first_targets(eps, first_width)
+                tau = _first_targets(_aim(eps, first_width, z, ratio), eps)
             elif when_unverifiable == "tightest":  # no test can pass: the smallest gap the fitting rows resolve
                 tau = tightest_targets(families, eps, fit[1], fit[2], len(group_names))
                 start = (copy.deepcopy(model), _accuracy(y_tr, scores(model, X_tr)))
@@ -187,12 +237,21 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
             reason = "verifiable" if verifiable else f"unverifiable: {when_unverifiable}"
         elif retry is not None:  # the tightest aim looked costly: the solver's model aimed at the tolerance too
             model, tau = start[0], eps.copy()
+        elif report_of(model) is not None and enforce:   # group thresholds: refitted at τ below
+            pass
         else:
             result = continuation.resolve(model, tau)
             if result is None or result.diverged:
                 break
             model = result.model
-        if enforce:
+        thresholded = report_of(model) is not None
+        if thresholded and enforce:   # group thresholds: the rule fitted again at τ (module docstring, gbdt)
+            refit = continuation.resolve(model, tau)
+            if refit is None or refit.diverged:
+                break
+            model = refit.model
+            enforcement = report_of(model)
+        elif enforce:
             model, enforcement = enforce_exact(model, continuation, tau, *fit, group_names,
                                                lambda m: scores(m, fit[0]))
         # train-only decisions: near-trivial?, predicted bound, next targets
@@ -200,7 +259,8 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
         trivial = split_trivial_reasons(y_tr, train_logits, g_tr, group_names)
         value = exact_gaps(families, y_tr, train_logits, g_tr, group_names)
         width = _width(families, model, scores, train, group_names, level, scale, seed, train_logits, value)
-        predicted = value + width
+        # a thresholded rule's gap on the (out-of-fold) rates it was fitted to is ≤ τ by its LP
+        predicted = (np.minimum(value, tau) if thresholded and enforce else value) + width
         if np.any(width >= eps):  # even a validation value of 0 would fail the test: said in the message
             too_wide = width
         tested = not trivial and bool(np.all(predicted <= eps))
@@ -235,7 +295,7 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
                     fallback = (retry["excess"], retry["model"], retry["enforcement"], retry["bounds"])
         if tests >= max_tests or not verifiable:  # unverifiable: one candidate, aimed as asked, nothing to test
             break
-        tighter = _next_targets(tau, eps, width, max_tests)
+        tighter = _next_targets(tau, eps, _aim(eps, width, z, ratio), max_tests)
         if not tested and np.allclose(tighter, tau):  # nothing left to try below the floor
             break
         tau = tighter
@@ -280,6 +340,8 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
                          "fitted_on": "train" if fit is train else "train+validation"},
                  "predicted_width": None if first_width is None else [_num(w) for w in first_width],
                  "tolerances": eps.tolist(), "test_level": level, "max_tests": max_tests, "tests": tests,
+                 "bound": "mover_clopper_pearson", "pass_target": PASS_TARGET,
+                 "split": {"candidate_rows": int(len(y_tr)), "safety_rows": int(len(y_val))},
                  "candidates": candidates, "message": message}
     return model, enforcement, guarantee
 

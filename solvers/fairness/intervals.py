@@ -14,6 +14,17 @@ u_c(a) = B⁻¹(1 − a; x_c + 1, n_c − x_c), so P(p_c < l_c(a)) ≤ a and P(p
   bound of this construction: max_c u_c − min_c l_c (the same cell allowed twice) is valid too, but where one cell
   (typically the smallest group) has both the highest u and the lowest l it adds that cell's whole interval
   instead of half of two (two groups of 4,800 and 1,200 rows at rate 0.25, α = 0.025: 0.057 against 0.043).
+* *Joint upper bound* (:func:`rate_gap_upper_joint`, what the guarantee's test uses): the same fixed pair
+  (c⁺, c⁻), but one event about the DIFFERENCE p_{c⁺} − p_{c⁻} instead of two about its ends: the MOVER limit
+  (Newcombe 1998; Zou & Donner 2008) of a difference of two independent binomial proportions built from the
+  one-sided Clopper–Pearson limits at α (not α/2),
+  U_J = max(0, max_r max_{a ≠ b} (p̂_a − p̂_b + √((u_a(α) − p̂_a)² + (p̂_b − l_b(α))²))).
+  Since U_J ≥ the pair (c⁺, c⁻)'s own limit, P(Δ > U_J) ≤ P(p_{c⁺} − p_{c⁻} > its MOVER limit) ≈ α, again with
+  no union over cells; given the cells' sizes their hit counts are independent binomials. Its width is about
+  z_α √(σ_a² + σ_b²) against z_{α/2} (σ_a + σ_b) for the two-event bound: 0.017 against 0.032 for groups of 2,000
+  and 4,000 rows at rates 0.11 and 0.31, α = 0.05. MOVER is asymptotic, not exact; with Clopper–Pearson limits
+  its coverage is ≥ 1 − α up to simulation error in every case of the unit test (20 to 5,000 rows a cell, rates
+  0 to 0.9, gaps 0 to 0.2; ``tests/unit/test_fairness_intervals.py``), and nominal for large cells.
 * *Lower bound* L = max(0, max_r max_{a ≠ b} (l_a(α/(2C)) − u_b(α/(2C)))) over the C defined cells: the cells
   attaining the empirical max/min are data-dependent, so all 2C events are taken in the union bound:
   P(Δ < L) ≤ α.
@@ -125,6 +136,26 @@ def rate_gap_upper(hits: np.ndarray, counts: np.ndarray, alpha: float) -> float:
         return float("nan")
     lo, hi = clopper_pearson(hits, counts, alpha)   # one-sided bounds at α/2 each
     return float(_row_spread(lo, hi, defined).max())
+
+
+def rate_gap_upper_joint(hits: np.ndarray, counts: np.ndarray, alpha: float) -> float:
+    r"""U_J with P(Δ > U_J) ≤ α up to the MOVER approximation (module docstring, joint bound): per row, the largest
+    over ordered pairs a ≠ b of p̂_a − p̂_b + √((u_a − p̂_a)² + (p̂_b − l_b)²), u / l the one-sided Clopper–Pearson
+    bounds at α; NaN with no defined cell, 0 with a single one."""
+    defined = counts > 0
+    if not defined.any():
+        return float("nan")
+    lo, hi = clopper_pearson(hits, counts, 2.0 * alpha)   # each one-sided at α
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(defined, hits / np.maximum(counts, 1), np.nan)
+    up, down = (hi - rate) ** 2, (rate - lo) ** 2                      # (rows, K)
+    pair = (rate[:, :, None] - rate[:, None, :]) + np.sqrt(up[:, :, None] + down[:, None, :])   # [r, a, b]
+    k = counts.shape[1]
+    ok = defined[:, :, None] & defined[:, None, :] & ~np.eye(k, dtype=bool)[None]
+    used = defined.sum(1) > 1
+    if not used.any():
+        return 0.0
+    return float(max(0.0, np.where(ok, pair, -np.inf)[used].max()))
 
 
 def rate_gap_lower(hits: np.ndarray, counts: np.ndarray, alpha: float) -> float:
@@ -308,9 +339,10 @@ def bootstrap_values(family, y, logits, group, group_names, n_boot: int = DEFAUL
 # -------------------------------------------------------------------------------------------- per family
 def constraint_bounds(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
                       group_names: Sequence[str], *, confidence: float = 0.95, n_boot: int = DEFAULT_BOOT,
-                      seed: int = 0) -> list[Bound]:
+                      seed: int = 0, joint: bool = False) -> list[Bound]:
     """One :class:`Bound` per family: exact value, two-sided CI at ``confidence`` (per constraint) and
-    one-sided upper bound simultaneous over the m families (each at 1 − (1 − confidence)/m)."""
+    one-sided upper bound simultaneous over the m families (each at 1 − (1 − confidence)/m); ``joint``: the rate
+    families' upper bound is :func:`rate_gap_upper_joint` (method ``"mover_clopper_pearson"``)."""
     y = np.asarray(y).astype(int)
     logits = np.asarray(logits, dtype=np.float64).reshape(-1)
     group = group if isinstance(group, Membership) else np.asarray(group).astype(int)
@@ -325,8 +357,8 @@ def constraint_bounds(families: Sequence, y: np.ndarray, logits: np.ndarray, gro
         elif _exact_cp(family, group):
             hits, counts = _rate_cells(family.name, y, (logits > 0).astype(int), group, len(names))
             lo, hi = rate_gap_ci(hits, counts, confidence)
-            upper = rate_gap_upper(hits, counts, alpha / m)
-            out.append(Bound(values[j], lo, hi, upper, "clopper_pearson"))
+            upper = (rate_gap_upper_joint if joint else rate_gap_upper)(hits, counts, alpha / m)
+            out.append(Bound(values[j], lo, hi, upper, "mover_clopper_pearson" if joint else "clopper_pearson"))
         else:
             reps = bootstrap_values(family, y, logits, group, names, n_boot, seed)
             reps = reps[np.isfinite(reps)]
@@ -340,8 +372,10 @@ def constraint_bounds(families: Sequence, y: np.ndarray, logits: np.ndarray, gro
 
 def upper_bounds(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
                  group_names: Sequence[str], *, confidence: float = 0.95, n_boot: int = DEFAULT_BOOT,
-                 seed: int = 0) -> np.ndarray:
+                 seed: int = 0, joint: bool = False) -> np.ndarray:
     """(m,) one-sided upper confidence bounds holding simultaneously with probability ≥ ``confidence``
-    (union bound over the constraints and, inside a rate constraint, over its cells)."""
+    (union bound over the constraints and, inside a rate constraint, over its cells; ``joint``: the rate
+    families' joint bound, :func:`rate_gap_upper_joint`)."""
     return np.asarray([b.upper for b in constraint_bounds(families, y, logits, group, group_names,
-                                                          confidence=confidence, n_boot=n_boot, seed=seed)])
+                                                          confidence=confidence, n_boot=n_boot, seed=seed,
+                                                          joint=joint)])

@@ -2,21 +2,37 @@ r"""What a job promises about the POPULATION its rows come from, in one sentence
 certified at the job's size before anything is trained.
 
 **Certifiability before training.** The Seldonian test of :mod:`.guarantee` accepts a model when the one-sided upper
-bound of every gap on the validation split is ≤ ε. Even a model whose gap is 0 has a bound of the bound's width,
-so the test can pass only where that width leaves room for the model's own gap. Before training, the width is
-predicted for a model with no gap whose rates are those of the labels: for a rate family with denominators
-v_g (the validation split's rows, positives or negatives per group, estimated from the training split's shares
-scaled to the validation size) and rates p_g, the bound takes two one-sided events at the extreme groups
-(:mod:`.intervals`, each at level α' = (1 − confidence) / (2 R m), R = ``max_tests``, m the constraints), so
+bound of every gap on the safety (validation) split is ≤ ε; the bound of a rate gap is the joint MOVER bound of
+:mod:`.intervals`, whose width for two groups a, b is about z · √(σ_a² + σ_b²), σ_g² = p_g (1 − p_g) / v_g
+(v_g the group's denominator on the safety split: rows, positives or negatives), z = z_{1−α'}, α' = (1 − confidence)
+/ (R m) (R = ``max_tests``, m the constraints). Before training the rates are those of a model with no gap that
+selects as the labels do (p_g the group's label rate for demographic parity and an FPR, ½ for a TPR); the widest
+pair gives σ_s = max_{a ≠ b} √(σ_a² + σ_b²) and the width w₀ = z σ_s (:func:`zero_gap_sd`).
 
-    w₀ = z_{1−α'} · max_{a ≠ b} (√(p_a (1 − p_a) / v_a) + √(p_b (1 − p_b) / v_b)),
+**The aim and the pass probability.** A candidate enforced exactly at a training gap τ on c candidate rows has a
+population gap off τ by the candidate rows' sampling error (sd σ_c = σ_s √(v / c)), and its value on the safety
+rows is off that by theirs (σ_s); the test passes when that value is ≤ ε − w. So it passes with probability
+≥ π = :data:`PASS_TARGET` when
 
-with p_g the group's label rate for demographic parity (a useful model selects about as often as the labels say),
-½ for a TPR (the largest variance: TPRs are not known before training) and the group's label rate for an FPR.
-A tolerance is called **certifiable** when w₀ ≤ :data:`CERTIFIABLE_SHARE` · ε (the other half is left to the
-model's own gap and to the aim of :mod:`.guarantee`); otherwise the job says, before its result, about how many rows
-would make it so: w₀ shrinks as 1/√n at fixed shares, so n_needed = n · (w₀ / (CERTIFIABLE_SHARE · ε))².
-Loss and AUC gaps have no closed-form width: they are called certifiable and the test decides.
+    τ ≤ ε − w − z_π σ_s √(1 + v / c) = ε − s(v, c),        (the shortfall s, :func:`shortfall`)
+
+and :mod:`.guarantee` aims its candidate there (not lower: every bit of gap it may keep is accuracy). A tolerance is
+**certifiable** when that aim is at least the loop's floor TARGET_FLOOR · ε (a band narrower than that admits
+nearly constant classifiers), i.e. a candidate at the floor still passes with probability ≥ π; so a job called
+certifiable is met about π of the time (measured: ``bench/results/population.md``). Otherwise the job says, before
+its result, about how many rows would make it so: s ∝ 1/√n at fixed shares, so
+n_needed = n · (s / ((1 − TARGET_FLOOR) ε))².
+
+**The safety split** (:func:`safety_share`): of the r = train + validation rows, a share q goes to the test; with
+σ₁ the zero-gap sd on all r rows, σ_s = σ₁/√q and σ_c = σ₁/√(1 − q), so
+
+    s(q) = σ₁ (z / √q + z_π √(1/q + 1/(1 − q))),
+
+which is smallest near q ≈ 0.6 whatever σ₁. Rows given to the test are rows the model is not fitted on, so the
+share is the SMALLEST q of the grid :data:`SAFETY_SHARES` whose shortfall is within SPLIT_SLACK · ε of the best
+(max over the constraints of s_j(q) / ε_j): small groups (large σ₁) or a tight tolerance need the best share, many
+rows or a loose tolerance leave most of them to training. Loss and AUC gaps have no closed-form width: they are
+called certifiable, keep the spec's validation share, and the test decides.
 
 **The sentence** (:func:`promise_sentence`): with a guarantee that was met, "with probability ≥ 95 % the
 demographic_parity gap on data like these is ≤ 0.05"; not met, "not certified: …" with the rows it would need or
@@ -31,60 +47,148 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.special import ndtri
 
-#: a tolerance is certifiable when a zero-gap model's predicted bound width is at most this share of it
-CERTIFIABLE_SHARE = 0.5
+#: the probability with which a candidate aimed as the module docstring says should pass the test
+PASS_TARGET = 0.9
+#: the safety split's share of train ∪ validation is chosen on this grid (module docstring)
+SAFETY_SHARES = np.round(np.arange(0.15, 0.701, 0.05), 2)
+SPLIT_SLACK = 0.1      # ... the smallest share whose shortfall is within this share of ε of the best
+TARGET_FLOOR = 0.1     # the guarantee's training targets stay ≥ ε/10 (:mod:`.guarantee` imports it)
+CERTIFIABLE_SHARE = 1.0 - TARGET_FLOOR   # a certifiable tolerance's shortfall is at most this share of it
 _DENOMINATORS = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "equalized_odds": ("tpr", "fpr")}
 
 
-def zero_gap_width(kind: str, y: np.ndarray, group: np.ndarray, n_groups: int, validation_rows: int,
-                   level: float) -> float | None:
-    """w₀ of the module docstring for one rate family (None for a family without a closed-form width), from the
-    training rows' labels ``y`` and groups, at a validation split of ``validation_rows`` rows and one-sided level
-    ``level`` per event."""
-    if kind not in _DENOMINATORS:
-        return None
+def zero_gap_sd(kind: str, y: np.ndarray, group: np.ndarray, n_groups: int, rows: float) -> float | None:
+    """σ of the module docstring: the widest pair's √(σ_a² + σ_b²) of a zero-gap model's rate estimates on ``rows``
+    rows split like the labels ``y`` and groups (None for a family without a closed-form width)."""
     y = np.asarray(y).reshape(-1) == 1
     g = np.asarray(group, dtype=np.int64).reshape(-1)
-    scale = validation_rows / max(len(y), 1)
-    rows = np.bincount(g, minlength=n_groups).astype(np.float64)
+    size = np.bincount(g, minlength=n_groups).astype(np.float64)
     positives = np.bincount(g, weights=y.astype(np.float64), minlength=n_groups)
-    base = np.where(rows > 0, positives / np.maximum(rows, 1), np.nan)
-    z = float(ndtri(level))
+    return zero_gap_sd_of_counts(kind, size, positives, rows)
+
+
+def zero_gap_sd_of_counts(kind: str, size: np.ndarray, positives: np.ndarray, rows: float) -> float | None:
+    """:func:`zero_gap_sd` from the groups' row and positive counts (of any rows split alike), e.g. a dataset's
+    stored counts before a job exists."""
+    if kind not in _DENOMINATORS:
+        return None
+    size, positives = np.asarray(size, dtype=np.float64), np.asarray(positives, dtype=np.float64)
+    scale = rows / max(size.sum(), 1.0)
+    base = np.where(size > 0, positives / np.maximum(size, 1), np.nan)
     widest = 0.0
     for rate in _DENOMINATORS[kind]:
-        n, p = {"sr": (rows, base), "tpr": (positives, np.full(n_groups, 0.5)),
-                "fpr": (rows - positives, base)}[rate]
+        n, p = {"sr": (size, base), "tpr": (positives, np.full(len(size), 0.5)),
+                "fpr": (size - positives, base)}[rate]
         v = n * scale
         ok = (v > 0) & np.isfinite(p)
         if ok.sum() < 2:
             continue
-        sd = np.sqrt(np.clip(p[ok] * (1 - p[ok]), 1e-6, None) / v[ok])
-        top = np.sort(sd)[-2:]                      # the two widest groups give the widest pair
-        widest = max(widest, float(z * top.sum()))
+        var = np.clip(p[ok] * (1 - p[ok]), 1e-6, None) / v[ok]
+        widest = max(widest, float(np.sqrt(np.sort(var)[-2:].sum())))   # the two widest groups: the widest pair
     return widest
 
 
+def plan_of_counts(families: Sequence, tolerances: Sequence[float], size: np.ndarray, positives: np.ndarray,
+                   total_rows: int, spec_share: float, confidence: float, max_tests: int) -> dict[str, Any]:
+    """Before a job exists (the dashboard's form): the safety share :func:`safety_share` would choose and the
+    :func:`certification` at it, from the groups' counts over the job's train ∪ validation rows (``size``,
+    ``positives``) and the table's ``total_rows``; ``spec_share`` the spec's validation share of train ∪ validation."""
+    rows = float(np.sum(size))
+    z = level_z(confidence, max_tests, len(families))
+    sds = [zero_gap_sd_of_counts(f.name, size, positives, rows) for f in families]
+    q = safety_share(sds, tolerances, z, spec_share)
+    out = _certify([zero_gap_sd_of_counts(f.name, size, positives, q * rows) for f in families], tolerances,
+                   q * rows, (1 - q) * rows, total_rows, z)
+    return {**out, "safety_share": q}
+
+
+def level_z(confidence: float, max_tests: int, n_constraints: int) -> float:
+    """z_{1−α'}, α' = (1 − confidence) / (R m): the one-sided level of each constraint's test."""
+    return float(ndtri(1.0 - (1.0 - confidence) / (max_tests * max(n_constraints, 1))))
+
+
+def shortfall(sd_safety: float, safety_rows: float, candidate_rows: float, z: float,
+              pass_target: float = PASS_TARGET) -> float:
+    """s = z σ_s + z_π σ_s √(1 + v / c): how far below ε a candidate is aimed (module docstring)."""
+    return float(sd_safety * (z + ndtri(pass_target) * math.sqrt(1.0 + safety_rows / max(candidate_rows, 1.0))))
+
+
+def safety_share(sd_all: Sequence[float | None], tolerances: Sequence[float], z: float,
+                 default: float) -> float:
+    """q of the module docstring from each constraint's zero-gap sd on all train ∪ validation rows (``sd_all``,
+    None: no closed form) and tolerance; ``default`` (the spec's share) when no constraint has a closed form."""
+    pairs = [(sd, eps) for sd, eps in zip(sd_all, tolerances) if sd is not None and sd > 0]
+    if not pairs:
+        return float(default)
+    q = SAFETY_SHARES
+    z_pass = float(ndtri(PASS_TARGET))
+    ratio = np.max([sd * (z / np.sqrt(q) + z_pass * np.sqrt(1 / q + 1 / (1 - q))) / eps for sd, eps in pairs], axis=0)
+    return float(q[np.flatnonzero(ratio <= ratio.min() + SPLIT_SLACK)[0]])
+
+
 def certification(families: Sequence, tolerances: Sequence[float], y: np.ndarray, group: np.ndarray, n_groups: int,
-                  validation_rows: int, total_rows: int, confidence: float, max_tests: int) -> dict[str, Any]:
-    """{certifiable, zero_gap_width (per constraint), rows_needed}: the module docstring's check before training;
+                  validation_rows: int, total_rows: int, confidence: float, max_tests: int,
+                  candidate_rows: int | None = None) -> dict[str, Any]:
+    """{certifiable, zero_gap_width and shortfall (per constraint), rows_needed}: the module docstring's check before
+    training, from the labels and groups ``y``, ``group`` of any rows split like the job's (its train ∪ validation)
+    at a safety split of ``validation_rows`` rows and ``candidate_rows`` rows to fit on (default: ``len(y)``);
     ``total_rows`` the job's rows (the answer is in rows of the same table, split alike)."""
-    level = 1.0 - (1.0 - confidence) / (2.0 * max_tests * max(len(families), 1))
-    widths, needed = [], total_rows
-    for family, eps in zip(families, tolerances):
-        w = zero_gap_width(family.name, y, group, n_groups, validation_rows, level)
-        widths.append(None if w is None else round(w, 6))
-        if w is not None and w > CERTIFIABLE_SHARE * eps:
-            needed = max(needed, int(math.ceil(total_rows * (w / (CERTIFIABLE_SHARE * eps)) ** 2)))
+    z = level_z(confidence, max_tests, len(families))
+    candidate_rows = len(y) if candidate_rows is None else candidate_rows
+    sds = [zero_gap_sd(f.name, y, group, n_groups, validation_rows) for f in families]
+    return _certify(sds, tolerances, validation_rows, candidate_rows, total_rows, z)
+
+
+def _certify(sds: Sequence[float | None], tolerances: Sequence[float], validation_rows: float, candidate_rows: float,
+             total_rows: int, z: float) -> dict[str, Any]:
+    widths, shorts, needed = [], [], total_rows
+    for sd, eps in zip(sds, tolerances):
+        if sd is None:
+            widths.append(None)
+            shorts.append(None)
+            continue
+        short = shortfall(sd, validation_rows, candidate_rows, z)
+        widths.append(round(z * sd, 6))
+        shorts.append(round(short, 6))
+        if short > CERTIFIABLE_SHARE * eps:
+            needed = max(needed, int(math.ceil(total_rows * (short / (CERTIFIABLE_SHARE * eps)) ** 2)))
     certifiable = needed <= total_rows
-    return {"certifiable": certifiable, "zero_gap_width": widths, "rows_needed": None if certifiable else needed,
-            "share": CERTIFIABLE_SHARE}
+    return {"certifiable": certifiable, "zero_gap_width": widths, "shortfall": shorts,
+            "rows_needed": None if certifiable else needed, "pass_target": PASS_TARGET}
+
+
+def form_check(families: Sequence, tolerances: Sequence[float], group_rows: Sequence[float], positive_rate: float,
+               total_rows: int, test: float, validation: float, confidence: float, max_tests: int = 1
+               ) -> dict[str, Any]:
+    """What the job form says before a guarantee job is submitted: :func:`plan_of_counts` from a table's stored
+    counts — the rows of each group (``group_rows``, the whole table) and the overall positive label rate (every
+    group at that rate: a model that keeps the gap near 0 selects the groups about alike) — scaled to the
+    train ∪ validation rows of the split ``test`` / ``validation``; with the ``sentence`` the form shows."""
+    size = np.asarray(group_rows, dtype=np.float64) * (1.0 - test)
+    plan = plan_of_counts(families, tolerances, size, size * positive_rate, total_rows,
+                          validation / max(1.0 - test, 1e-9), confidence, max_tests)
+    pct = f"{100 * confidence:g} %"
+    if plan["certifiable"]:
+        shorts = [f"{v:.3f}" for v in plan["shortfall"] if v is not None]
+        sentence = (f"Certifiable at {total_rows:,} rows at {pct}: about {100 * plan['safety_share']:.0f} % of the "
+                    "training and validation rows go to the safety test"
+                    + (f", and a model aimed {'/'.join(shorts)} below the tolerance passes it about "
+                       f"{100 * PASS_TARGET:g} % of the time." if shorts else "; the test decides."))
+    else:
+        sentence = (f"Not certifiable at {total_rows:,} rows at {pct}: a model with no gap would have a "
+                    f"{'/'.join('—' if w is None else f'{w:.3f}' for w in plan['zero_gap_width'])} bound width; "
+                    f"about {plan['rows_needed']:,} rows would be needed. The job still runs and says so.")
+    return {**plan, "rows": total_rows, "sentence": sentence}
 
 
 def not_certifiable_warning(check: dict[str, Any], tolerances: Sequence[float], total_rows: int) -> str:
     return (f"the guarantee is unlikely to be certified at {total_rows:,} rows: a model with no gap would have a "
             f"{'/'.join('—' if w is None else f'{w:.3f}' for w in check['zero_gap_width'])} bound width on the "
-            f"validation split, more than {CERTIFIABLE_SHARE:g} of the tolerance "
-            f"({'/'.join(f'{t:g}' for t in tolerances)}); about {check['rows_needed']:,} rows would be needed")
+            f"safety split, and a candidate must be aimed "
+            f"{'/'.join('—' if w is None else f'{w:.3f}' for w in check['shortfall'])} below the tolerance "
+            f"({'/'.join(f'{t:g}' for t in tolerances)}) to pass its test with probability "
+            f"{100 * check['pass_target']:g} %, which leaves less than a tenth of it; about "
+            f"{check['rows_needed']:,} rows would be needed")
 
 
 def promise_sentence(constraints: Sequence[tuple[str, float]], guarantee: dict[str, Any] | None,

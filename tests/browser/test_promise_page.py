@@ -122,3 +122,39 @@ def test_job_page_states_the_guarantee(web_stack, owner_key, dataset, page):  # 
     assert ("not met" in shown.inner_text()) == (not guarantee["met"])
     if not guarantee["met"]:  # never a violating model presented as a fair one: the page says so in red
         assert "error" in shown.get_attribute("class")
+
+
+def test_job_form_says_whether_the_guarantee_can_be_certified_at_this_size(web_stack, owner_key, dataset,  # noqa: F811
+                                                                           page, tmp_path):
+    """Ticking the guarantee in the job form states, before anything is submitted, whether the tolerance can be
+    certified at this dataset's size and about how many rows it needs (the API's guarantee check, from the stored
+    counts); a looser tolerance turns it certifiable."""
+    sign_in(page, web_stack, owner_key, f"/jobs/new?dataset_id={dataset['id']}")
+    page.wait_for_selector("#job-form[data-ready=true]")
+    page.select_option("#f-target", "income")
+    page.fill("#f-positive", ">50K")
+    for box in page.locator("#f-sensitive input").all():
+        box.set_checked(box.get_attribute("value") == "sex")
+    check = page.locator("#guarantee-check")
+    assert check.is_hidden()
+    page.check("#f-guarantee")
+    page.wait_for_selector("#guarantee-check[data-state=ready]")
+    assert check.get_attribute("data-certifiable") == "false"    # 600 rows at DP ≤ 0.05
+    with web_stack.client(owner_key) as client:
+        answer = client.get(f"/api/v1/datasets/{dataset['id']}/guarantee-check",
+                            params={"target": "income", "positive_label": ">50K", "sensitive": "sex",
+                                    "constraint": ["demographic_parity:0.05"],
+                                    "test": page.input_value("#f-split-test"),
+                                    "validation": page.input_value("#f-split-validation")}).json()
+    assert not answer["certifiable"] and check.get_attribute("data-rows-needed") == str(answer["rows_needed"])
+    assert check.inner_text() == answer["sentence"] and f"{answer['rows_needed']:,} rows" in check.inner_text()
+    shot(page, tmp_path, "guarantee-check")
+    tolerance = page.locator(".constraint .c-tolerance").first
+    tolerance.fill("0.9")
+    page.evaluate("document.querySelector('#guarantee-check').dataset.state = 'stale'")
+    tolerance.dispatch_event("change")
+    page.wait_for_selector("#guarantee-check[data-state=ready]")
+    assert check.get_attribute("data-certifiable") == "true" and check.inner_text().startswith("Certifiable at 600")
+    page.uncheck("#f-guarantee")
+    page.wait_for_selector("#guarantee-check[data-state=idle]", state="attached")
+    assert check.is_hidden()

@@ -67,3 +67,51 @@ def test_exact_traces_promise_fields_and_shared_baseline(stack):
                                                       max_iterations=5))
         third = stack.wait_job(client, moved.json()["id"], {"succeeded", "failed"})
         assert wait_baseline(client, third["id"])["id"] != baseline["id"]
+
+
+def test_the_guarantee_check_says_before_training_what_the_job_then_says(stack):
+    """GET /datasets/{id}/guarantee-check (the job form's warning) from the stored counts: a tight tolerance is not
+    certifiable at 4,000 rows and names the rows it needs, a loose one is; the job run with the tight one states
+    the same before its result (certifiable: false, a rows_needed of the same order, a warning, no 422); a bad
+    query gets a 422 naming the field."""
+    from solvers.fairness.promise import form_check
+    from solvers.spec import ConstraintSpec
+
+    table = planted_table(4000, seed=6)
+    with stack.client() as client:
+        dataset = upload(client, table, name="guarantee-check")
+        query = {"target": "income", "positive_label": ">50K", "sensitive": "sex", "test": 0.2, "validation": 0.2}
+        tight = client.get(f"/api/v1/datasets/{dataset['id']}/guarantee-check",
+                           params={**query, "constraint": ["demographic_parity:0.02"]})
+        assert tight.status_code == 200, tight.text
+        tight = tight.json()
+        assert tight["available"] and not tight["certifiable"] and tight["rows_needed"] > 4000
+        assert f"about {tight['rows_needed']:,} rows would be needed" in tight["sentence"]
+        # the stored counts, computed here from the table: the same answer
+        counts = table["sex"].value_counts()
+        rate = float((table["income"] == ">50K").mean())
+        here = form_check([ConstraintSpec(type="demographic_parity", tolerance=0.02).build()], [0.02],
+                          counts.to_list(), rate, 4000, 0.2, 0.2, 0.95)
+        assert here["rows_needed"] == tight["rows_needed"] and here["safety_share"] == tight["safety_share"]
+        loose = client.get(f"/api/v1/datasets/{dataset['id']}/guarantee-check",
+                           params={**query, "constraint": ["demographic_parity:0.3"]}).json()
+        assert loose["certifiable"] and loose["rows_needed"] is None and loose["sentence"].startswith("Certifiable")
+        bad = client.get(f"/api/v1/datasets/{dataset['id']}/guarantee-check",
+                         params={**query, "sensitive": "nope", "constraint": ["demographic_parity:0.02"]})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "sensitive"]
+        numeric = client.get(f"/api/v1/datasets/{dataset['id']}/guarantee-check",
+                             params={**query, "sensitive": "age", "constraint": ["demographic_parity:0.02"]}).json()
+        assert numeric["available"] is False and "age" in numeric["reason"]
+
+        spec = job_spec(dataset["id"], solver={"name": "penalty", "params": {}}, max_iterations=100,
+                        time_limit_s=60, split={"test": 0.2, "validation": 0.2, "seed": 0},
+                        constraints=[{"type": "demographic_parity", "tolerance": 0.02}],
+                        guarantee={"confidence": 0.95})
+        resp = client.post("/api/v1/jobs", json=spec)
+        assert resp.status_code == 202, resp.text
+        job = stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"})
+        assert job["status"] == "succeeded", job["error"]
+        g = job["result"]["guarantee"]
+        assert g["certifiable"] is False and 0.5 * tight["rows_needed"] <= g["rows_needed"] <= 2 * tight["rows_needed"]
+        assert abs(g["safety_share"] - tight["safety_share"]) < 0.01 and g["max_tests"] == 1
+        assert any("about" in w and "rows would be needed" in w for w in job["result"]["warnings"])

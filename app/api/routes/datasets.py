@@ -165,6 +165,60 @@ def feature_screen(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
     return {"kept": screen.kept, "notes": screen.notes}
 
 
+@router.get("/{dataset_id}/guarantee-check")
+def guarantee_check(dataset_id: str, db: DB, settings: AppSettings, caller: CurrentCaller,
+                    target: str = Query(..., max_length=255), positive_label: str = Query(..., max_length=1000),
+                    sensitive: str = Query(..., max_length=255),
+                    constraint: list[str] = Query(..., max_length=20,
+                                                  description="type:tolerance, e.g. demographic_parity:0.05"),
+                    test: float = Query(0.2, ge=0.0, lt=1.0), validation: float = Query(0.2, gt=0.0, lt=1.0),
+                    confidence: float = Query(0.95, ge=0.5, lt=1.0), max_tests: int = Query(1, ge=1, le=20)
+                    ) -> dict[str, Any]:
+    """Before a guarantee job is submitted (the job form): can the tolerance be certified at this dataset's size,
+    and about how many rows would it need? From the stored counts of the ``sensitive`` column's values and the
+    target's positive rate (:func:`solvers.fairness.promise.form_check`: every group at the overall label rate).
+    ``available: false`` with a ``reason`` where the stored counts cannot say (a numeric or many-valued sensitive
+    column, a target without its counts)."""
+    from solvers.fairness.promise import form_check
+    from solvers.spec import ConstraintSpec
+
+    dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
+    problems = [("sensitive" if loc == "sensitive" else "target", f"unknown column {name!r}")
+                for loc, name in (("target", target), ("sensitive", sensitive))
+                if name not in {c["name"] for c in dataset.columns}]
+    families, tolerances = [], []
+    for text in constraint:
+        kind, _, tol = text.partition(":")
+        try:
+            families.append(ConstraintSpec(type=kind, tolerance=float(tol)).build())
+            tolerances.append(float(tol))
+        except ValueError as err:
+            problems.append(("constraint", f"{text!r}: {str(err).splitlines()[-1] if str(err) else 'invalid'}"))
+    if test + validation >= 1:
+        problems.append(("validation", "test + validation must be < 1"))
+    if problems:
+        raise HTTPException(status_code=422, detail=[{"loc": ["query", loc], "msg": msg, "type": "value_error"}
+                                                     for loc, msg in problems])
+    summary = dataset_summary(db, settings, dataset)
+    groups = (summary.get(sensitive) or {}).get("top")
+    n_distinct = next((c.get("n_distinct") for c in dataset.columns if c["name"] == sensitive), None)
+    if not groups or (n_distinct is not None and n_distinct > len(groups)):
+        return {"available": False, "reason": f"the stored summary has no count of every value of {sensitive!r}"}
+    labels = summary.get(target) or {}
+    if "top" in labels:
+        total = sum(labels["top"].values())
+        rate = labels["top"].get(positive_label, 0) / total if total else None
+    elif labels.get("min") == 0 and labels.get("max") == 1 and labels.get("mean") is not None:   # a 0/1 target
+        rate = labels["mean"] if positive_label in ("1", "1.0", "True", "true") else 1.0 - labels["mean"]
+    else:
+        rate = None
+    if rate is None:
+        return {"available": False, "reason": f"the stored summary has no count of {target!r} = {positive_label!r}"}
+    check = form_check(families, tolerances, list(groups.values()), rate, int(dataset.n_rows), test, validation,
+                       confidence, max_tests)
+    return {"available": True, **check}
+
+
 class ColumnNames(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

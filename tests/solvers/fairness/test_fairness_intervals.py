@@ -83,3 +83,47 @@ def test_bootstrap_upper_bound_covers_the_loss_gap():
         y, f, g = _sample(1500, rng)
         hits += upper_bounds([family], y, f, g, NAMES, n_boot=200, seed=int(rng.integers(1 << 30)))[0] >= truth
     assert hits / reps >= 0.92
+
+
+# the joint (MOVER–Clopper–Pearson) bound the guarantee's test uses: cells (rows, K) of sizes and true rates
+_JOINT_CASES = [
+    ([[30, 30]], [[0.11, 0.31]]),                       # tiny cells, a real gap
+    ([[100, 400]], [[0.10, 0.05]]),
+    ([[2000, 4000]], [[0.11, 0.31]]),                   # Adult-like safety split, large gap
+    ([[2000, 4000]], [[0.20, 0.20]]),                   # no gap
+    ([[50, 5000]], [[0.30, 0.25]]),                     # one very small group
+    ([[800, 1200, 300, 150, 60]], [[0.2, 0.22, 0.18, 0.25, 0.2]]),   # five groups (race)
+    ([[400, 900], [1600, 3100]], [[0.6, 0.7], [0.10, 0.08]]),        # equalized odds: a TPR row and an FPR row
+    ([[1000, 1000]], [[0.01, 0.0]]),                    # a rate at the boundary
+]
+
+
+@pytest.mark.parametrize("sizes,rates", _JOINT_CASES)
+def test_the_joint_rate_gap_bound_covers_the_true_gap_at_the_stated_confidence(sizes, rates):
+    """P(Δ ≤ U_J) ≥ 0.95 over 4,000 draws of binomial cells (up to 3 standard errors of the simulation: MOVER is
+    asymptotically exact, so large cells sit at the nominal level), and U_J is below the two-event bound."""
+    from solvers.fairness.intervals import rate_gap_upper, rate_gap_upper_joint
+
+    rng = np.random.default_rng(7)
+    n, p = np.asarray(sizes), np.asarray(rates)
+    true_gap = float((p.max(1) - p.min(1)).max())
+    draws, alpha = 4000, 0.05
+    covered = narrower = 0
+    for _ in range(draws):  # a simulation of the test, not a hot path
+        hits = rng.binomial(n, p)
+        joint = rate_gap_upper_joint(hits, n, alpha)
+        covered += true_gap <= joint
+        narrower += joint <= rate_gap_upper(hits, n, alpha) + 1e-12
+    se = np.sqrt(0.95 * 0.05 / draws)
+    assert covered / draws >= 0.95 - 3 * se
+    assert narrower / draws >= 0.99
+
+
+def test_the_joint_bound_is_about_half_the_two_event_bound_on_an_adult_sized_split():
+    from solvers.fairness.intervals import rate_gap_upper, rate_gap_upper_joint
+
+    hits, n = np.array([[220, 1240]]), np.array([[2000, 4000]])
+    joint, two = rate_gap_upper_joint(hits, n, 0.05), rate_gap_upper(hits, n, 0.05)
+    gap = 1240 / 4000 - 220 / 2000
+    assert (joint - gap) < 0.6 * (two - gap)
+    assert rate_gap_upper_joint(np.array([[5, 7]]), np.array([[0, 10]]), 0.05) == 0.0   # one defined cell

@@ -778,6 +778,43 @@
       return spec;
     }
 
+    // before training: can the guarantee be certified at this dataset's size? (its stored counts, 422-free)
+    const check = $("#guarantee-check");
+    let checking = 0;
+    async function checkGuarantee() {
+      const box = $("#f-guarantee");
+      if (!check || !box) return;
+      const hide = () => { checking++; check.hidden = true; check.dataset.state = "idle"; };
+      if (!box.checked) return hide();
+      const spec = buildSpec();
+      if (!spec.dataset_id || !spec.target || !spec.positive_label || spec.sensitive.length !== 1 ||
+          !spec.constraints.length) return hide();
+      const q = new URLSearchParams({ target: spec.target, positive_label: spec.positive_label,
+                                      sensitive: spec.sensitive[0], confidence: String(spec.guarantee.confidence) });
+      for (const c of spec.constraints) q.append("constraint", c.type + ":" + c.tolerance);
+      if (spec.split.test !== undefined) q.set("test", String(spec.split.test));
+      if (spec.split.validation !== undefined) q.set("validation", String(spec.split.validation));
+      const mine = ++checking;
+      check.dataset.state = "loading";
+      const res = await api("GET", "/api/v1/datasets/" + encodeURIComponent(spec.dataset_id) + "/guarantee-check?" + q);
+      if (mine !== checking) return;  // a newer check is on its way
+      check.hidden = false;
+      if (!res.ok || !res.data.available) {
+        check.className = "message warning";
+        check.dataset.certifiable = "unknown";
+        check.textContent = res.ok ? "Whether the guarantee can be certified is not known before the job runs: " +
+          res.data.reason + "." : "The guarantee check failed: " + errorText(res.status, res.data);
+      } else {
+        check.className = "message " + (res.data.certifiable ? "info" : "warning");
+        check.dataset.certifiable = String(res.data.certifiable);
+        check.dataset.rowsNeeded = res.data.rows_needed === null ? "" : String(res.data.rows_needed);
+        check.textContent = res.data.sentence;
+      }
+      check.dataset.state = "ready";
+    }
+    form.addEventListener("change", checkGuarantee);
+    form.addEventListener("input", (e) => { if (e.target.matches(".c-tolerance, #f-guarantee-confidence")) checkGuarantee(); });
+
     submitsTo(form, $("#submit-job"), "/api/v1/jobs", buildSpec, "/jobs/");
   }
 
