@@ -13,7 +13,9 @@ solvers dedicated to the spec's constraint types — each within what is left of
    millions of rows costs seconds and gigabytes, and 500 of them would spend the time limit on one candidate.
    ``group_thresholds`` over gbdt runs cross-fitted on train ∪ validation over LightGBM's own hyper-parameters
    (:data:`MODEL_SETTINGS`):
-   its rows are judged by its population margin (step 5), not by the validation rows it was fitted on.
+   its rows are judged by its population margin (step 5), not by the validation rows it was fitted on. Over a
+   linear model ``group_thresholds`` comes first (:data:`~solvers.catalog.auto.LEADS`, not under a guarantee),
+   its thresholds fitted on train ∪ validation (``threshold_rows``), and ends the portfolio when its margin is met.
 2. **Checks.** A non-finite parameter ("diverged"), a near-constant model ("near_constant": some group with a
    predicted-positive rate below :data:`MIN_GROUP_RATE` or above 1 − it) or a weak one (``weak``: balanced
    accuracy below :data:`MIN_BALANCED_ACCURACY`) ends the candidate; for a step-size search (PLADA's η) the
