@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install bench migrate clean
+.PHONY: run test install bench migrate lint clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,6 +22,9 @@ migrate: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 bench: $(STAMP)
 	$(PY) -m bench.adult_plada

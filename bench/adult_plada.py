@@ -34,7 +34,7 @@ def library_overhead(repeats: int) -> dict:
     """Same solve, twice per repeat: plain observer vs batched persistence into a fresh PostgreSQL DB."""
     from sqlalchemy.orm import sessionmaker
 
-    from app.db import make_engine
+    from app.core.db import make_engine
     from app.models import Dataset, Job
     from solvers import Observer, ProblemSpec, run
     from tests.stack import ROOT, pg_database

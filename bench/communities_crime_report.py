@@ -50,7 +50,7 @@ def markdown(res: dict) -> str:
     cc, ad = res["communities_crime"], res["adult_partition"]
     runs, main = cc["runs"], cc["runs"]["plada_expectation"]
     summed, small = cc["runs"]["plada_sum_table2"], cc["runs"]["plada_sum_small_eta"]
-    scale, rows = cc["scale_at_start"], cc["group_rows"]
+    scale = cc["scale_at_start"]
     worst = main["worst_second_half"]
     counts = cc["group_count_variants"]
     base = next(iter(counts.values()))

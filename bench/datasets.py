@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ADULT_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
@@ -57,9 +58,7 @@ def compas() -> pd.DataFrame:
     return raw.loc[keep, COMPAS_COLUMNS].reset_index(drop=True)
 
 
-def _libsvm(path: Path, n_features: int) -> tuple["np.ndarray", "np.ndarray"]:
-    import numpy as np
-
+def _libsvm(path: Path, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     rows, cols, labels = [], [], []
     with open(path) as fh:
         for i, line in enumerate(fh):

@@ -75,7 +75,7 @@ TIME_LIMITS = {"linear auto": 60, "mlp auto": 60}
 ONLY_SEEDS = {("adult_race5", "OxonFair(LightGBM)"): (0,)}
 HEADLINE = ("adult_sex", "demographic_parity", 0)
 HEADLINE_ACCURACY, RACE_ACCURACY, HEADLINE_TIME_RATIO = 0.856, 0.865, 0.1
-#: the headline's client follows each job with the API's long-poll (``GET /jobs/{id}?wait_s=``, app.job_wait), as
+#: the headline's client follows each job with the API's long-poll (``GET /jobs/{id}?wait_s=``, app.jobs.wait), as
 #: the ``fairsolve`` client does, so its end is seen one server check after it happens (not up to a poll later)
 LONG_POLL_S = 25.0
 #: the headline's worker runs at the bench's own priority (the service's default ``FAIRSOLVE_WORKER_NICE`` of 10

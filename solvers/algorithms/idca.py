@@ -359,7 +359,6 @@ class IDCA(Algorithm):
         mu = cfg.mu
         best_val = None
         best: list[Tensor] | None = None
-        state = {}
 
         for _ in range(cfg.inner_iterations):
             ev = self._subproblem(c, jac, center)

@@ -261,7 +261,7 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
                         f"tolerance ({_fmt(eps)}): more validation rows, a lower confidence or a looser tolerance "
                         "is needed")
         if first_width is not None and not bool(np.all(first_width < eps)):
-            message += (f"; the tolerance cannot be verified at this validation size, so the model was aimed at "
+            message += ("; the tolerance cannot be verified at this validation size, so the model was aimed at "
                         + (f"the smallest exact {_RESOLVED[fit is train]} resolves ({_fmt(aim)})"
                            if reason == "unverifiable: tightest" else f"the tolerance ({_fmt(aim)})")
                         + (f": {reason.split('(', 1)[1].rstrip(')')}" if "(" in reason else ""))

@@ -4,14 +4,14 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import sessionmaker
 
-from app.db import make_engine
+from app.core.db import make_engine
 from app.models import Base, Dataset
 
 
 @pytest.fixture
 def dataset_db(tmp_path):
     """A session factory on a fresh SQLite database holding the dataset ``d`` (owner ``t``)."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}")
+    engine = make_engine(f"sqlite:///{tmp_path / 'app.core.db'}")
     Base.metadata.create_all(engine)
     factory = sessionmaker(bind=engine)
     with factory() as s, s.begin():

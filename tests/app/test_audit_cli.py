@@ -1,4 +1,4 @@
-"""``fairsolve audit run`` without a server: exit 0 when every threshold holds, 1 on a breach, 2 on bad
+"""``fairsolve-admin audit run`` without a server: exit 0 when every threshold holds, 1 on a breach, 2 on bad
 input; the audit model file round-trips the job's spec, encoder and weights."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import pytest
 
 from app.audits.schedule import next_run
 from app.audits.sources import SourceError, check_source, read_source
-from app.storage import TableLimits
+from app.datasets.storage import TableLimits
 
 
 def test_paths_must_resolve_inside_an_allowed_directory(tmp_path):

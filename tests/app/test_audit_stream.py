@@ -77,7 +77,7 @@ def test_a_missing_column_is_named_before_reading(tmp_path):
 def test_the_group_cap_stops_the_stream_at_the_first_batch_past_it():
     """Groups past ``max_groups`` fail at the batch that brings them, before that batch is summarised (the
     batches after it are never read); a probability of exactly 0 or 1 is summarised finite (the report leaves the
-    run's child as JSON with no non-finite number: :mod:`app.sandbox`)."""
+    run's child as JSON with no non-finite number: :mod:`app.core.sandbox`)."""
     import json
 
     read = []

@@ -9,8 +9,8 @@ from fastapi import HTTPException
 from sqlalchemy import create_engine, event
 from sqlalchemy.orm import Session
 
-from app.auth import CallerCache, create_key, revoke
-from app.deps import lookup_caller
+from app.auth.keys import CallerCache, create_key, revoke
+from app.api.deps import lookup_caller
 from app.models import ApiKey, Base
 
 

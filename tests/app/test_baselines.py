@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select, update
 
-from app.baselines import (MAX_ITERATIONS, baseline_key, baseline_spec, ensure_baseline, solved_as_baseline,
+from app.jobs.baselines import (MAX_ITERATIONS, baseline_key, baseline_spec, ensure_baseline, solved_as_baseline,
                            solves_as_baseline, store_as_baseline)
 from app.models import Baseline, utcnow
 

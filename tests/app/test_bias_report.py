@@ -82,7 +82,7 @@ def test_a_job_report_is_computed_in_the_api_without_torch_sklearn_or_scipy_stat
         "import app.main\n"
         "from app.audits.bias_report import document, render\n"
         "from app.audits.report import evaluate\n"
-        "from app.routers.reports import JOB_PREDICTIONS, job_metrics\n"
+        "from app.api.routes.reports import JOB_PREDICTIONS, job_metrics\n"
         "rng = np.random.default_rng(0)\n"
         "frame = pd.DataFrame({'row': range(300), 'group': rng.choice(['F', 'M'], 300),\n"
         "                      'label': rng.integers(0, 2, 300), 'score': rng.random(300)})\n"

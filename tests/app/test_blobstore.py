@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from app.blobstore import ChecksumMismatch, sha256_file
-from app.blobstore.base import BlobError
-from app.blobstore.cache import ReadCache
-from app.blobstore.local import LocalStore
-from app.blobstore.s3 import PART_BYTES, S3Store
+from app.core.blobstore import ChecksumMismatch, sha256_file
+from app.core.blobstore.base import BlobError
+from app.core.blobstore.cache import ReadCache
+from app.core.blobstore.local import LocalStore
+from app.core.blobstore.s3 import PART_BYTES, S3Store
 from tests.objectstore import object_store
 
 
@@ -148,8 +148,8 @@ def test_the_read_cache_is_bounded_by_bytes_and_drops_the_least_recently_used(se
 def test_the_storage_url_chooses_the_backend_and_is_checked(tmp_path):
     from pydantic import ValidationError
 
-    from app.blobstore import blobs
-    from app.settings import Settings
+    from app.core.blobstore import blobs
+    from app.core.settings import Settings
 
     assert isinstance(blobs(Settings(FAIRSOLVE_HOME=str(tmp_path))), LocalStore)
     s3 = blobs(Settings(FAIRSOLVE_HOME=str(tmp_path), FAIRSOLVE_STORAGE_URL="s3://fair-bucket/some/prefix"))

@@ -5,7 +5,7 @@ import secrets
 
 import pytest
 
-from app.auth import bootstrap_key_problem, new_key
+from app.auth.keys import bootstrap_key_problem, new_key
 
 
 @pytest.mark.parametrize("key, embedded, problem", [

@@ -9,9 +9,9 @@ import pytest
 import redis
 from kombu.transport.redis import Channel
 
-from app.settings import get_settings
+from app.core.settings import get_settings
 from tests.stack import REDIS_URL
-from worker.broker_messages import live_task_ids
+from app.core.broker_messages import live_task_ids
 
 
 @pytest.fixture

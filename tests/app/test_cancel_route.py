@@ -7,10 +7,10 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.auth import Caller
-from app.deps import current_caller, get_db
+from app.auth.keys import Caller
+from app.api.deps import current_caller, get_db
 from app.models import Job
-from app.routers import jobs
+from app.api.routes import jobs
 
 
 def test_cancel_answers_from_its_updates(dataset_db):

@@ -5,7 +5,7 @@ import json
 
 import plotly.graph_objects as go
 
-from app.charts.labels import figure_json
+from app.render.charts.labels import figure_json
 
 EVIL = '<a href="https://evil.example/">x</a> & co'
 SAFE = '&lt;a href="https://evil.example/"&gt;x&lt;/a&gt; &amp; co'

@@ -1,4 +1,4 @@
-"""``fairsolve keys`` against a migrated SQLite database: the printed key authenticates; revoked, it does not."""
+"""``fairsolve-admin keys`` against a migrated SQLite database: the printed key authenticates; revoked, it does not."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fastapi import HTTPException
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
-from app.auth import authenticate
+from app.auth.keys import authenticate
 from tests.stack import ROOT
 
 

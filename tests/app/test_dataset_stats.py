@@ -11,15 +11,16 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app import storage
-from app.auth import Caller
-from app.sessions import SESSION_COOKIE
-from app.dashboard import install, pages, stats
-from app.dashboard.pages import page_caller
-from app.deps import app_settings, get_db
+from app.datasets import storage
+from app.auth.keys import Caller
+from app.auth.sessions import SESSION_COOKIE
+from app.api.dashboard import install, pages
+from app.datasets import stats
+from app.api.dashboard.pages import page_caller
+from app.api.deps import app_settings, get_db
 from app.models import Dataset
-from app.settings import Settings
-from app.table_profile import TableProfile
+from app.core.settings import Settings
+from app.datasets.table_profile import TableProfile
 from tests.datagen import planted_table
 
 

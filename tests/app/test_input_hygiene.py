@@ -11,12 +11,12 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, ValidationError
 
-from app.column_names import column_name_problem
+from app.datasets.column_names import column_name_problem
 from app.main import create_app
 from app.schemas import JobCreate
-from app.storage import DatasetError, profile_upload
+from app.datasets.storage import DatasetError, profile_upload
 from app.sweeps.grid import GridError, SweepCreate, expand
-from app.validation_answer import MAX_ECHO_CHARS, MAX_ERRORS
+from app.api.validation_answer import MAX_ECHO_CHARS, MAX_ERRORS
 
 BASE = {"dataset_id": "d", "target": "y", "positive_label": 1, "sensitive": ["s"],
         "constraints": [{"type": "demographic_parity", "tolerance": 0.1}], "solver": {"name": "plada"}}

@@ -1,4 +1,4 @@
-"""app.job_wait's PostgreSQL wake-up: a committed ``notify_ended`` wakes the waiters of that job only, a rolled-back
+"""app.jobs.wait's PostgreSQL wake-up: a committed ``notify_ended`` wakes the waiters of that job only, a rolled-back
 one wakes nobody; and the check schedule of the embedded database (no notifications)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import psycopg
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
-from app.job_wait import MAX_CHECK_S, MIN_CHECK_S, EndListener, check_interval, notify_ended
+from app.jobs.wait import MAX_CHECK_S, MIN_CHECK_S, EndListener, check_interval, notify_ended
 from tests.stack import PG_ADMIN
 
 

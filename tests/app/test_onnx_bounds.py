@@ -13,8 +13,8 @@ from app.audits.model_file import ModelError
 from app.onnx_models.bounds import GraphLimits, graph_cost
 from app.onnx_models.check import describe, load_checked
 from app.onnx_models.scorer import BLOCK_ROWS
-from app.routers.models import probe_session
-from app.settings import Settings
+from app.api.routes.models import probe_session
+from app.core.settings import Settings
 
 LIMITS = GraphLimits.from_settings(Settings())
 IN = helper.make_tensor_value_info("age", TensorProto.DOUBLE, ["N", 1])

@@ -17,8 +17,8 @@ from app.onnx_models.check import describe
 from app.onnx_models.export import pipeline_model
 from app.onnx_models.raw_values import as_written, file_text, speaks_fairsolve
 from app.onnx_models.scorer import OnnxModel
-from app.read_options import upload_options
-from app.storage import read_table
+from app.datasets.read_options import upload_options
+from app.datasets.storage import read_table
 from solvers import ProblemSpec, run
 
 AUDIT = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"]}

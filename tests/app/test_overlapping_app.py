@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from app.audits.model_file import ModelError, labelled_groups
-from app.charts.group_list import group_list_figure
-from app.charts.registry import ChartUnavailable
+from app.render.charts.group_list import group_list_figure
+from app.render.charts.registry import ChartUnavailable
 from solvers import ProblemSpec
 
 
@@ -33,7 +33,7 @@ def test_group_list_figure_lists_the_groups_largest_first():
 
 
 def test_baseline_keys_of_partition_jobs_are_unchanged_and_overlapping_groups_count():
-    from app.baselines import baseline_key
+    from app.jobs.baselines import baseline_key
 
     spec = {"dataset_id": "d", "target": "y", "positive_label": 1, "sensitive": ["a"],
             "constraints": [{"type": "demographic_parity", "tolerance": 0.1}]}

@@ -77,7 +77,7 @@ def test_a_superseded_start_writes_nothing(sessions, tmp_path):
 
     with sessions() as s, s.begin():
         s.execute(update(Job).values(status="running", starts=1, attempts=1))
-    from app.blobstore.local import LocalStore
+    from app.core.blobstore.local import LocalStore
 
     obs = PersistingObserver("j", sessions, flush_s=60, fence=1, checkpoint_key=lambda i: f"j.1.{i}.safetensors",
                              store=LocalStore(tmp_path))
@@ -119,16 +119,16 @@ def test_a_start_stopped_between_storing_and_naming_a_checkpoint_leaves_the_name
     """A start paused or killed after storing checkpoint 2 but before the job names it: the job still names
     checkpoint 1, and that file is still there with iteration 1, so the next start resumes from it instead of
     starting over (one key per checkpoint; the named one is removed only after its successor is named)."""
-    from app.blobstore.local import LocalStore
+    from app.core.blobstore.local import LocalStore
     from solvers import checkpoint as ckpt
-    from worker import tasks
+    from app.jobs import lifecycle
 
     store = LocalStore(tmp_path)
-    monkeypatch.setattr(tasks, "blobs", lambda: store)
+    monkeypatch.setattr(lifecycle, "blobs", lambda: store)
     with sessions() as s, s.begin():
         s.execute(update(Job).values(status="running", starts=1, attempts=1))
     obs = PersistingObserver("j", sessions, flush_s=60, fence=1,
-                             checkpoint_key=lambda i: tasks.checkpoint_key("j", 1, i), store=store)
+                             checkpoint_key=lambda i: lifecycle.checkpoint_key("j", 1, i), store=store)
     obs.on_start({"max_iterations": 10})
     obs.on_iteration(record(1))
     obs.on_checkpoint(ckpt.Checkpoint(iteration=1, samples_seen=10, elapsed_s=0.1))
@@ -142,14 +142,14 @@ def test_a_start_stopped_between_storing_and_naming_a_checkpoint_leaves_the_name
     with sessions() as s:
         job = s.get(Job, "j")
         assert job.progress["checkpoint_iteration"] == 1
-        saved = tasks._saved_checkpoint(job)
+        saved = lifecycle.saved_checkpoint(job)
     assert saved is not None and saved.iteration == 1
 
 
 def test_a_named_checkpoint_replaces_the_one_before(sessions, tmp_path):
     """Once checkpoint 2 is named, checkpoint 1's file is removed: a start keeps one named file (plus at most
     one being written)."""
-    from app.blobstore.local import LocalStore
+    from app.core.blobstore.local import LocalStore
     from solvers import checkpoint as ckpt
 
     with sessions() as s, s.begin():

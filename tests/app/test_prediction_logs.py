@@ -1,6 +1,6 @@
 """Prediction-log audits: a log of a job's own test predictions audits to the same metric values (and CIs) as
 re-scoring the job's model on the same rows; decision-only and label-less logs offer only the metrics they can
-give; bad columns are named; ``fairsolve audit run --predictions``. Score drift (KS, PSI per group) against
+give; bad columns are named; ``fairsolve-admin audit run --predictions``. Score drift (KS, PSI per group) against
 a reference run's summary: an alert on a planted shift, none on a resample of the same data."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 from pydantic import ValidationError
 from scipy.stats import ks_2samp

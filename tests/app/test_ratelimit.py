@@ -5,7 +5,7 @@ import math
 import time
 import uuid
 
-from app.ratelimit import SharedBuckets, TokenBuckets
+from app.api.middleware.ratelimit import SharedBuckets, TokenBuckets
 from tests.stack import REDIS_URL, free_port
 
 

@@ -1,14 +1,14 @@
 """Raw files (issue 30, item 9): a first line that looks like data is read as data with generated names, repeated
-header names are renamed (``decile_score``, ``decile_score.1``), each with a warning; ``fairsolve audit run`` takes
+header names are renamed (``decile_score``, ``decile_score.1``), each with a warning; ``fairsolve-admin audit run`` takes
 the upload's header, names, markers and separator options."""
 from __future__ import annotations
 
 import pytest
 
 from app.cli import main
-from app.header_check import deduplicated
-from app.read_options import OptionError, upload_options
-from app.storage import DatasetError, load_table, profile_upload
+from app.datasets.header_check import deduplicated
+from app.datasets.read_options import OptionError, upload_options
+from app.datasets.storage import DatasetError, load_table, profile_upload
 from bench.datasets import data_dir
 from tests.app.test_audit_cli import files  # noqa: F401 (the fixture: a job's audit model file)
 from tests.datagen import planted_table

@@ -1,4 +1,4 @@
-"""app.sandbox: a child process under a wall-clock, CPU and address-space limit returns its JSON value, or
+"""app.core.sandbox: a child process under a wall-clock, CPU and address-space limit returns its JSON value, or
 fails naming the limit it passed; an error comes back with its message; nothing non-finite leaves it."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from app.sandbox import ChildError, Limited, run_limited
+from app.core.sandbox import ChildError, Limited, run_limited
 
 MiB = 1 << 20
 
@@ -66,7 +66,7 @@ def test_the_child_dies_with_its_parent(tmp_path):
     from tests.stack import ROOT, alive
 
     marker = tmp_path / "child.pid"
-    script = ("import os, time\nfrom app.sandbox import run_limited\n"
+    script = ("import os, time\nfrom app.core.sandbox import run_limited\n"
               f"def fn():\n    open({str(marker)!r}, 'w').write(str(os.getpid()))\n    time.sleep(120)\n"
               "run_limited(fn, time_s=120, memory_bytes=1 << 28)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)

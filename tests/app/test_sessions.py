@@ -9,9 +9,9 @@ from sqlalchemy import create_engine, func, select
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
-from app.auth import authenticate, create_key, presented_key, revoke
+from app.auth.keys import authenticate, create_key, presented_key, revoke
 from app.models import Base, DashboardSession
-from app.sessions import (BIND_COOKIE, SESSION_COOKIE, check_same_origin, close_session, cookie_credential,
+from app.auth.sessions import (BIND_COOKIE, SESSION_COOKIE, check_same_origin, close_session, cookie_credential,
                           credential, open_session, session_key)
 
 
@@ -115,9 +115,9 @@ def test_sign_in_sets_the_pair_with_host_prefixed_secure_names_over_https(tmp_pa
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from app.dashboard import install
-    from app.deps import app_settings, get_db
-    from app.settings import get_settings
+    from app.api.dashboard import install
+    from app.api.deps import app_settings, get_db
+    from app.core.settings import get_settings
 
     engine = create_engine(f"sqlite:///{tmp_path / 'signin.db'}")
     Base.metadata.create_all(engine)

@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app import storage
+from app.datasets import storage
 from contextlib import contextmanager
 from types import SimpleNamespace
 from unittest import mock
 
-from app import spec_table as st
-from app.spec_table import distinct_value_table
-from app.table_profile import VALUES_CAP, TableProfile
+from app.datasets import spec_table as st
+from app.datasets.spec_table import distinct_value_table
+from app.datasets.table_profile import VALUES_CAP, TableProfile
 from solvers import ProblemSpec, SpecError, check_spec_against_table
 from solvers.spec import value_counts
 from tests.datagen import planted_table
@@ -129,7 +129,7 @@ def test_values_are_kept_only_when_few_and_exact():
 def test_stand_in_tables_are_kept_per_dataset_and_columns(stored):
     from types import SimpleNamespace
 
-    from app import spec_table as st
+    from app.datasets import spec_table as st
 
     columns, _ = stored
     one, two = (SimpleNamespace(id=i, sha256="s", columns=columns) for i in ("one", "two"))

@@ -8,7 +8,7 @@ import json
 import pytest
 from fastapi.routing import APIRoute
 
-from app.strict_json import NonFinite, StrictJSONRoute, first_non_finite, strict_loads
+from app.core.strict_json import NonFinite, StrictJSONRoute, first_non_finite, strict_loads
 
 
 @pytest.mark.parametrize("text, loc", [

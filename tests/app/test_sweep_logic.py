@@ -100,7 +100,7 @@ def test_partial_failure_and_pareto_front():
 
 def test_pareto_chart_of_an_unknown_metric_is_no_data():
     """bench.hostile: ``?y=<not a metric>`` answered 500 (KeyError 'mean'): only x was looked up."""
-    from app.charts import sweeps as sweep_charts
+    from app.render.charts import sweeps as sweep_charts
 
     out = summarize([_job("succeeded", "a", 0.1, 0, 0.85, 0.08), _job("succeeded", "erm", None, 0, 0.90, 0.30)])
     assert len(sweep_charts.pareto(out, "demographic_parity", "accuracy").data) == 2

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app import storage
-from app.table_profile import TableProfile, jsonable, kind_of
+from app.datasets import storage
+from app.datasets.table_profile import TableProfile, jsonable, kind_of
 
 
 def random_table(rng: np.random.Generator, n: int) -> pd.DataFrame:
@@ -84,7 +84,7 @@ def test_parquet_is_profiled_in_chunks(tmp_path, monkeypatch):
 
 def test_an_id_like_column_keeps_hashes_past_the_cap(monkeypatch):
     """Past COUNT_CAP distinct values a column keeps a hash per value: its distinct count stays exact."""
-    from app import table_profile
+    from app.datasets import table_profile
 
     monkeypatch.setattr(table_profile, "COUNT_CAP", 50)
     rng = np.random.default_rng(5)

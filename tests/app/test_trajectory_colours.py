@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from app.charts.trajectory import trajectory_figure
+from app.render.charts.trajectory import trajectory_figure
 
 
 def _traj() -> dict:

@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import insert
 from sqlalchemy.orm import sessionmaker
 
-from app.db import make_engine
+from app.core.db import make_engine
 from app.models import Base, Dataset, Job, TrajectoryPoint
-from app.routers.jobs import read_trajectory
+from app.jobs.trajectory import read_trajectory
 from tests.stack import pg_database
 
 TOTAL = 2000

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from app.header_check import first_row_verdict
-from app.read_options import DEFAULT_MISSING, OptionError, upload_options
-from app.storage import DatasetError, load_table, profile_upload
+from app.datasets.header_check import first_row_verdict
+from app.datasets.read_options import DEFAULT_MISSING, OptionError, upload_options
+from app.datasets.storage import DatasetError, load_table, profile_upload
 from bench.datasets import ADULT_COLUMNS, data_dir
 
 ADULT = data_dir() / "adult.data"

@@ -1,10 +1,10 @@
-"""The worker's start of a job against a real SQLite database: a stored spec it cannot read fails the job."""
+"""The start of a job (:func:`app.jobs.lifecycle.start`, the worker's first step) against a real SQLite database: a stored spec it cannot read fails the job."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 
 from app.models import Job
-from worker import tasks
+from app.jobs import lifecycle
 
 
 def test_a_stored_spec_the_worker_cannot_read_fails_the_job_instead_of_leaving_it_queued(dataset_db, monkeypatch):
@@ -19,8 +19,8 @@ def test_a_stored_spec_the_worker_cannot_read_fails_the_job_instead_of_leaving_i
         with dataset_db() as session, session.begin():
             yield session
 
-    monkeypatch.setattr(tasks, "session_scope", scope)
-    assert tasks._start("j", 1) is None
+    monkeypatch.setattr(lifecycle, "session_scope", scope)
+    assert lifecycle.start("j", 1) is None
     with dataset_db() as s:
         job = s.get(Job, "j")
         assert job.status == "failed" and job.finished_at is not None

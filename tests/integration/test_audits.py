@@ -2,7 +2,7 @@
 Celery beat. An audit with a one-minute schedule runs by itself, stores its report, and a failing
 threshold raises an alert whose webhook (a local HTTP server; its first answer is a 500, so Celery's
 retry delivers it) receives the alert JSON. Also: validation errors name the field, run now, drift,
-allow-listed sources, and the audit model file driving ``fairsolve audit run``."""
+allow-listed sources, and the audit model file driving ``fairsolve-admin audit run``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""An ``erm`` job is its own baseline (app.baselines.solves_as_baseline): through real API and worker processes its
+"""An ``erm`` job is its own baseline (app.jobs.baselines.solves_as_baseline): through real API and worker processes its
 result is stored as the baseline in the job's final transaction, and no ``compute_baseline`` fits the same model
 again; a job of another solver still has its baseline computed by that task."""
 

@@ -31,13 +31,12 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_headers_conformance, response_schema_conformance
 
-from app.charts import CHARTS
+from app.render.charts import CHARTS
 from tests.datagen import planted_table
 from tests.integration.conftest import FUZZ_RATE_LIMIT
 from tests.integration.test_job_flow import job_spec, upload
 
 pytestmark = pytest.mark.integration
-
 
 
 @schemathesis.check

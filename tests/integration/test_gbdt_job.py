@@ -7,7 +7,6 @@ import io
 
 import numpy as np
 import pandas as pd
-import pytest
 from safetensors.torch import load
 
 from fairsolve.model import FairModel

@@ -1,4 +1,4 @@
-"""``GET /api/v1/jobs/{id}?wait_s=`` (app.job_wait) through real API and worker processes, on PostgreSQL + Redis and
+"""``GET /api/v1/jobs/{id}?wait_s=`` (app.jobs.wait) through real API and worker processes, on PostgreSQL + Redis and
 on the embedded defaults: it answers as soon as the job ends, or once the wait is over while the job still runs;
 it refuses a wait outside [0, 30] naming ``wait_s``; another owner's job is a 404 at once, not after the wait."""
 

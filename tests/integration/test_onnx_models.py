@@ -17,7 +17,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from app.onnx_models.check import graph_inputs
-from app.settings import Settings
+from app.core.settings import Settings
 from fairsolve import Client
 from app.onnx_models.scorer import _feed
 from tests.datagen import planted_table

@@ -1,6 +1,4 @@
 """End-to-end behaviour of the solvers on the planted-disparity problem (conftest.planted)."""
-import numpy as np
-import pytest
 import torch
 
 from solvers import CONSTRAINTS, ModelSpec, Problem, group_fairness, solve

@@ -131,7 +131,7 @@ def test_lemma2_zero_model_strictly_feasible(variant):
 
 
 def test_roc_curve_area_equals_exact_auc(small):
-    from app.charts.roc import roc_points
+    from app.render.charts.roc import roc_points
 
     y, s, _ = small
     fpr, tpr = roc_points(s[y == 1], s[y == 0])

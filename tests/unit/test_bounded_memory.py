@@ -109,7 +109,7 @@ def test_full_batch_evaluation_outside_autograd_is_by_blocks_and_equal(monkeypat
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_text_as_categories_reads_the_same_table_and_prepares_the_same_problem(tmp_path, monkeypatch, fmt):
-    import app.storage as storage
+    import app.datasets.storage as storage
 
     df = table(600, seed=2)
     df["kind"] = df["kind"].astype(object)

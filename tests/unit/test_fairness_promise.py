@@ -3,7 +3,6 @@ the real bound, and the rows it says are needed), and the promise sentence of ea
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from solvers.fairness.guarantee import guarantee_bounds
 from solvers.fairness.promise import CERTIFIABLE_SHARE, certification, promise_sentence, zero_gap_width

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from solvers import CONSTRAINTS, ConstraintSpec, GroupRule, ProblemSpec, SolverSpec, run
+from solvers import CONSTRAINTS, ConstraintSpec, ProblemSpec, SolverSpec, run
 from solvers.constraints import FairnessData
 from solvers.objectives import OBJECTIVES
 

@@ -15,7 +15,6 @@ from solvers.fairness.intervals import constraint_bounds
 from solvers.fairness.report import fairness_entries
 from solvers.membership import Membership
 from solvers.metrics import classification_metrics, group_fairness
-from solvers.objectives import per_sample_loss
 from solvers.problem import Problem
 
 

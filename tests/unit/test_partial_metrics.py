@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from solvers import ConstraintSpec, Problem
+from solvers import ConstraintSpec
 from solvers.constraints import FairnessData
 from solvers.partial import (Intervals, partial_dp, partial_equal_opportunity, partial_equalized_odds,
                              partial_group_auc, partial_sp)
@@ -123,7 +123,6 @@ def test_dc_split_identity(typ, surrogate, interval):
             if typ == "partial_statistical_parity":
                 fam.theta.add_(torch.randn_like(fam.theta))
         plus, minus = fam.dc_parts(scores, data)
-        counts = torch.bincount(group, minlength=3).double()
         if typ == "partial_statistical_parity":
             theta = fam.theta.double()
             S = torch.stack([sig(scores[group == k][None, :] - theta[:, None]).mean(1) for k in range(3)], 1)

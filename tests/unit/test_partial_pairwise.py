@@ -135,7 +135,7 @@ def test_iterates_stay_feasible_and_loss_does_not_increase(planted):
     algo = PairwiseAUCPG(problem, config, problem.make_model())
     algo.start(algo.evaluate())
     assert algo.pairwise_values().max() <= 0
-    previous, pulls = float("inf"), 0
+    previous = float("inf")
     for k in range(40):
         ev, _ = algo.step(k, None)
         assert algo.pairwise_values().max() <= 0
