@@ -13,7 +13,9 @@ solvers dedicated to the spec's constraint types — each within what is left of
    millions of rows costs seconds and gigabytes, and 500 of them would spend the time limit on one candidate.
    ``group_thresholds`` over gbdt runs cross-fitted on train ∪ validation over LightGBM's own hyper-parameters
    (:data:`MODEL_SETTINGS`):
-   its rows are judged by its population margin (step 5), not by the validation rows it was fitted on.
+   its rows are judged by its population margin (step 5), not by the validation rows it was fitted on. Over a
+   linear model ``group_thresholds`` comes first (:data:`~solvers.catalog.auto.LEADS`, not under a guarantee),
+   its thresholds fitted on train ∪ validation (``threshold_rows``), and ends the portfolio when its margin is met.
 2. **Checks.** A non-finite parameter ("diverged"), a near-constant model ("near_constant": some group with a
    predicted-positive rate below :data:`MIN_GROUP_RATE` or above 1 − it) or a weak one (``weak``: balanced
    accuracy below :data:`MIN_BALANCED_ACCURACY`) ends the candidate; for a step-size search (PLADA's η) the
@@ -127,6 +129,9 @@ SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
 #: (step 5), as its fitting rows include the validation split
 MODEL_SETTINGS: dict[str, dict[str, tuple[dict[str, Any], ...]]] = {
     "gbdt": {"group_thresholds": ({"cross_fit": 3, "base_model": "spec"},)},
+    # a logistic base scores its train rows as unseen ones up to O(d/n): thresholds (and margin) on train ∪
+    # validation (solvers.catalog.auto.LEADS: tried first for linear models)
+    "linear": {"group_thresholds": ({"threshold_rows": "train_validation"},)},
 }
 #: a candidate is tightened while its worst exact value (validation or train) is above this share of the tolerance
 KEEP = 0.85
@@ -172,12 +177,13 @@ class Split:
         return cls(problem.X, problem.y.detach().cpu().numpy().astype(int), group)
 
 
-def portfolio(config: AutoConfig, model_type: str, families: list[str], generic: bool = False
+def portfolio(config: AutoConfig, model_type: str, families: list[str], generic: bool = False, leads: bool = True
               ) -> list[tuple[str, tuple[dict, ...]]]:
-    """(solver, settings to search) in the order auto tries them (:func:`~solvers.catalog.auto.portfolio_names`)."""
+    """(solver, settings to search) in the order auto tries them (:func:`~solvers.catalog.auto.portfolio_names`;
+    ``leads`` False: no validation split, a guarantee's candidates)."""
     own = MODEL_SETTINGS.get(model_type, {})
     return [(name, tuple(config.settings.get(name) or own.get(name) or SETTINGS.get(name, ({},))))
-            for name in portfolio_names(config, model_type, families, generic)]
+            for name in portfolio_names(config, model_type, families, generic, leads)]
 
 
 class _Continuous(Observer):
@@ -257,7 +263,8 @@ class _Portfolio:
         self.rows: list[_Row] = []
         generic = problem.membership is not None or any(
             getattr(f.config, "reference", "groups") == "overall" for f in self.families)
-        self.candidates = portfolio(config, problem.model_type, [f.name for f in self.families], generic)
+        self.candidates = portfolio(config, problem.model_type, [f.name for f in self.families], generic,
+                                    leads=validation is not None)
         self.budget = max_iterations  # every solve of the portfolio counts against it (issue 30 item 5)
         total = min(len(self.candidates) * (self.first + config.refinements * self.more), max_iterations)
         self.observer = _Continuous(observer, total)

@@ -415,6 +415,11 @@ def check_solver_supports(spec: ProblemSpec) -> None:
         if params.cross_fit and (spec.model.type != "gbdt" or params.base_job_id is not None):
             raise SpecError(("solver", "params", "cross_fit"), "cross_fit applies to a gbdt base trained by the "
                                                                "job (not to base_job_id or a linear / mlp base)")
+        if params.threshold_rows == "train_validation" and (params.cross_fit or (
+                spec.model.type != "linear" and params.base_job_id is None)):
+            raise SpecError(("solver", "params", "threshold_rows"), "threshold_rows 'train_validation' applies to a "
+                                                                    "linear base without cross_fit (an mlp or gbdt "
+                                                                    "base scores its own train rows optimistically)")
     if algorithm.name == "auto":
         from .catalog.auto import portfolio_names
 

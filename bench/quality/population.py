@@ -348,7 +348,8 @@ class Context:
         margin = (result.get("enforcement") or {}).get("margin")
         if margin:
             out["enforcement_margin"] = margin
-        onnx = client.get(f"/api/v1/jobs/{job['id']}/model.onnx")
+        onnx = client.get(f"/api/v1/jobs/{job['id']}/model.onnx", timeout=TIME_LIMIT_S)   # exported on request:
+        # slow on a loaded machine (30 s, the client's default, ran out at load average 25)
         onnx.raise_for_status()
         out["onnx"] = onnx.content
         self._wait_idle(job["id"])

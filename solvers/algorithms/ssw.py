@@ -35,7 +35,7 @@ Choices the paper leaves open (documented here):
   constraint family's closed-form ∂(e_{j*}ᵀG)/∂s on the ζ' rows, j* = argmax_i G_i(x_k; ζ') (the first
   maximiser; ∂ max_i G_i = ∂G_{j*} off ties), one hand-written backward). Other models, objectives or
   constraint parameters use autograd on the same quantities; both give the same iterates up to float
-  rounding (tests/unit/test_ssw_score_space.py checks them against the autograd implementation).
+  rounding (tests/solvers/algorithms/test_ssw_score_space.py checks them against the autograd implementation).
 * Output: the LAST iterate. Algorithm 3 outputs x_τ with τ drawn from I = {k ≥ k0} with
   P(τ = k) ∝ η_k; that needs a post-loop hook the shared driver does not have, and the paper's own
   experiments (and public code, save_iter=None) report the last iterate. Not implemented.

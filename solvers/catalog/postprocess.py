@@ -47,6 +47,13 @@ class GroupThresholdsConfig(PrimalConfig):
         "chosen on every train and validation row, each scored by a model boosted on the other folds "
         "(solvers.gbdt.cross_fit); K + 1 more LightGBM fits. None or 0: off (the validation split alone: with the "
         "tuned base as accurate on Adult, COMPAS and bank, bench/quality/results/gbdt_defaults.md). 1 is refused.")
+    threshold_rows: Literal["validation", "train_validation"] = Field(
+        "validation", description="Without cross-fitting, the rows whose base scores choose the thresholds: "
+        "'validation' (held out from the base), or 'train_validation' (every train and validation row, the train "
+        "rows scored in sample: for a linear base, whose in-sample scores are distributed as on unseen rows up to "
+        "O(d/n), the rates the rule is fitted on come from all the fitting rows and the population margin "
+        "shrinks accordingly). Refused for an mlp or gbdt base trained by the job (their in-sample scores are "
+        "optimistic; gbdt: cross_fit).")
     cross_fit_model: Literal["train", "refit"] = Field(
         "refit", description="With cross-fitting, the stored base model: 'refit' (boosted again on train + "
         "validation with the same rounds; on Adult, sex, DP ≤ 0.02 over 5 seeds the more accurate at a lower test "

@@ -6,7 +6,7 @@ is ≤ its tolerance.
 candidate model h the bound U_j(h) of constraint j is the one-sided upper bound of :mod:`.intervals` at level
 1 − α/(R m): for a rate gap the JOINT bound (the MOVER limit of the difference of the true extreme pair's rates
 from one-sided Clopper–Pearson limits, no union over cells; coverage ≥ the level by simulation in
-``tests/unit/test_fairness_intervals.py``), for a loss / AUC gap the bootstrap quantile (asymptotic). So for a
+``tests/solvers/fairness/test_fairness_intervals.py``), for a loss / AUC gap the bootstrap quantile (asymptotic). So for a
 *fixed* h, P(∃ j: Δ_j(h) > U_j(h)) ≤ α/R, Δ_j(h) the constraint's value on the data distribution.
 
 **The safety split** (:func:`safety_split`, before anything is trained): the job's train ∪ validation rows are split

@@ -24,7 +24,7 @@ u_c(a) = B⁻¹(1 − a; x_c + 1, n_c − x_c), so P(p_c < l_c(a)) ≤ a and P(p
   z_α √(σ_a² + σ_b²) against z_{α/2} (σ_a + σ_b) for the two-event bound: 0.017 against 0.032 for groups of 2,000
   and 4,000 rows at rates 0.11 and 0.31, α = 0.05. MOVER is asymptotic, not exact; with Clopper–Pearson limits
   its coverage is ≥ 1 − α up to simulation error in every case of the unit test (20 to 5,000 rows a cell, rates
-  0 to 0.9, gaps 0 to 0.2; ``tests/unit/test_fairness_intervals.py``), and nominal for large cells.
+  0 to 0.9, gaps 0 to 0.2; ``tests/solvers/fairness/test_fairness_intervals.py``), and nominal for large cells.
 * *Lower bound* L = max(0, max_r max_{a ≠ b} (l_a(α/(2C)) − u_b(α/(2C)))) over the C defined cells: the cells
   attaining the empirical max/min are data-dependent, so all 2C events are taken in the union bound:
   P(Δ < L) ≤ α.

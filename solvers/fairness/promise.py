@@ -19,7 +19,7 @@ rows is off that by theirs (σ_s); the test passes when that value is ≤ ε −
 and :mod:`.guarantee` aims its candidate there (not lower: every bit of gap it may keep is accuracy). A tolerance is
 **certifiable** when that aim is at least the loop's floor TARGET_FLOOR · ε (a band narrower than that admits
 nearly constant classifiers), i.e. a candidate at the floor still passes with probability ≥ π; so a job called
-certifiable is met about π of the time (measured: ``bench/results/population.md``). Otherwise the job says, before
+certifiable is met about π of the time (measured: ``bench/quality/results/population.md``). Otherwise the job says, before
 its result, about how many rows would make it so: s ∝ 1/√n at fixed shares, so
 n_needed = n · (s / ((1 − TARGET_FLOOR) ε))².
 

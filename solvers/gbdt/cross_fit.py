@@ -49,23 +49,51 @@ def _boost(X: np.ndarray, y: np.ndarray, params: dict[str, Any], rounds: int):
     return lgb.train(params, lgb.Dataset(X, label=y, params=params), num_boost_round=int(rounds))
 
 
+def _binned(X: np.ndarray, y: np.ndarray, params: dict[str, Any]):
+    """One LightGBM dataset of all the rows, binned once: every fold's training rows are a ``subset`` of it (the
+    same bin boundaries for every fold model and the refit, one binning instead of K + 1)."""
+    import lightgbm as lgb
+
+    return lgb.Dataset(X, label=y, params=params, free_raw_data=False).construct()
+
+
 def out_of_fold_scores(X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: Any, rounds: int, k: int,
-                       seed: int) -> np.ndarray:
-    """(n,) raw scores, each row's from the model boosted on the folds without it (``rounds`` rounds)."""
+                       seed: int, fold: np.ndarray | None = None, known: dict[int, np.ndarray] | None = None,
+                       binned: Any = None) -> np.ndarray:
+    """(n,) raw scores, each row's from the model boosted on the folds without it (``rounds`` rounds).
+
+    ``fold``: the rows' folds (default :func:`fold_of`); ``known``: fold → the scores of its rows already given by
+    a model boosted on the other folds' rows alone (e.g. the base model of the train split, for a validation fold):
+    that fold is not boosted again. ``binned``: :func:`_binned` of (X, y), whose subsets the fold models train on."""
     if not MIN_FOLDS <= k <= MAX_FOLDS:
         raise ValueError(f"cross_fit: {MIN_FOLDS} to {MAX_FOLDS} folds, not {k}")
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1)
-    fold = fold_of(y, group, k, seed)
+    fold = fold_of(y, group, k, seed) if fold is None else np.asarray(fold)
+    known = known or {}
     params = _params(spec, seed)
     scores = np.zeros(len(y))
-    for j in range(k):   # K model fits (not a loop over rows)
+    for j in range(k):   # at most K model fits (not a loop over rows)
         out = fold == j
-        booster = _boost(X[~out], y[~out], params, rounds)
+        if j in known:
+            scores[out] = known[j]
+            continue
+        if binned is not None:
+            import lightgbm as lgb
+
+            booster = lgb.train(params, binned.subset(np.flatnonzero(~out).tolist(), params=params),
+                                num_boost_round=int(rounds))
+        else:
+            booster = _boost(X[~out], y[~out], params, rounds)
         scores[out] = booster.predict(X[out], raw_score=True, num_threads=params["num_threads"])
     return scores
 
 
-def refit(X: np.ndarray, y: np.ndarray, spec: Any, rounds: int, seed: int):
-    """The base model boosted on all the rows given (``rounds`` rounds): a ``lightgbm.Booster``."""
+def refit(X: np.ndarray, y: np.ndarray, spec: Any, rounds: int, seed: int, binned: Any = None):
+    """The base model boosted on all the rows given (``rounds`` rounds): a ``lightgbm.Booster`` (``binned``: the
+    rows' :func:`_binned` dataset, reused)."""
+    if binned is not None:
+        import lightgbm as lgb
+
+        return lgb.train(_params(spec, seed), binned, num_boost_round=int(rounds))
     return _boost(np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1), _params(spec, seed),
                   rounds)

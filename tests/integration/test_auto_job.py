@@ -20,9 +20,9 @@ def test_a_job_without_a_solver_runs_auto_and_records_what_it_tried(stack):
         assert job["status"] == "succeeded", job["error"]
         assert job["spec"]["solver"]["name"] == "auto"
         tried = job["result"]["tried"]
-        # in portfolio order (ssg, plada, lagrangian, penalty, then DP's dedicated reductions and group_thresholds),
-        # stopping once a candidate satisfies the spec (auto is not exhaustive by default)
-        portfolio = ["ssg", "plada", "lagrangian", "penalty", "reductions", "group_thresholds"]
+        # in portfolio order (a linear model's lead group_thresholds, then ssg, plada, lagrangian, penalty and DP's
+        # dedicated reductions), stopping once a candidate satisfies the spec (auto is not exhaustive by default)
+        portfolio = ["group_thresholds", "ssg", "plada", "lagrangian", "penalty", "reductions"]
         solvers = list(dict.fromkeys(t["solver"] for t in tried))
         assert solvers == portfolio[:len(solvers)]
         chosen = [t for t in tried if t.get("selected")]

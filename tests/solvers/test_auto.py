@@ -3,6 +3,7 @@ tolerance, skips diverged and near-constant candidates and records what it tried
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -81,7 +82,7 @@ def test_the_portfolio_ends_once_a_strong_candidate_keeps_every_tolerance_with_m
                       validation=val).tried
         return [{k: v for k, v in t.items() if k not in ("seconds", "selected")} for t in tried]
 
-    short, full = rows({}), rows({"exhaustive": True})
+    short, full = rows({"budget_s": 600}), rows({"exhaustive": True})   # no candidate cut by a loaded machine's clock
     assert len(short) < len(full) and short == full[:len(short)]  # the same solves, cut after a candidate
     last = short[-1]["solver"]
     assert full[len(short)]["solver"] != last  # ... at the end of the candidate's refinements
@@ -309,7 +310,10 @@ def test_the_gbdt_portfolio_tries_its_cheapest_dedicated_solvers_first_and_other
         names = portfolio_names(AutoConfig(), "gbdt", families)
         assert names[:len(CHEAPEST_FIRST["gbdt"])] == list(CHEAPEST_FIRST["gbdt"]) and "reductions" in names
     linear = portfolio_names(AutoConfig(), "linear", ["demographic_parity"])
-    assert linear.index("reductions") < linear.index("group_thresholds")   # catalogue order outside gbdt
+    assert linear[0] == "group_thresholds" and linear.count("group_thresholds") == 1   # linear's lead (LEADS)
+    plain = portfolio_names(AutoConfig(), "linear", ["demographic_parity"], leads=False)   # under a guarantee
+    assert plain.index("reductions") < plain.index("group_thresholds")   # catalogue order outside gbdt
+    assert plain[:4] == ["ssg", "plada", "lagrangian", "penalty"]
     assert portfolio_names(AutoConfig(portfolio=["reductions", "group_thresholds"]), "gbdt",
                            ["demographic_parity"]) == ["reductions", "group_thresholds"]   # a given order is kept
 
@@ -348,3 +352,24 @@ def test_max_iterations_bounds_the_whole_portfolio_and_its_progress():
     assert result.status == "completed" and sum(t.get("selected", False) for t in result.tried) == 1
     unbounded = solve(train, {"name": "auto", "params": params}, max_iterations=BUDGET, validation=val)
     assert len(unbounded.tried) > len(result.tried) and unbounded.iterations > 400  # the budget cut the portfolio
+
+
+def test_linear_auto_leads_with_group_thresholds_on_train_and_validation_rows_and_stops_on_its_margin():
+    """A linear job's auto first fits group thresholds over a logistic base on every train and validation row
+    (``threshold_rows``) with the population margin; met, it ends the portfolio (one row in ``tried``)."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    sex = rng.choice(["F", "M"], n)
+    x = rng.normal(size=(n, 3))
+    logit = x @ np.array([1.0, -0.5, 0.3]) + 0.8 * (sex == "M")
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no")
+    table = pd.DataFrame({"x0": x[:, 0], "x1": x[:, 1], "x2": x[:, 2], "sex": sex, "y": y})
+    spec = ProblemSpec.model_validate({
+        "target": "y", "positive_label": "yes", "sensitive": ["sex"], "model": {"type": "linear"},
+        "constraints": [{"type": "demographic_parity", "tolerance": 0.08}],
+        "split": {"test": 0.2, "validation": 0.3, "seed": 0}, "device": "cpu"})
+    out = run(table, spec)
+    assert [t["solver"] for t in out.tried] == ["group_thresholds"]
+    row = out.tried[0]
+    assert row["params"] == {"threshold_rows": "train_validation"} and row["margin_met"] and row["selected"]
+    assert out.enforcement["split"] == "train+validation" and out.enforcement["margin"]["met"]

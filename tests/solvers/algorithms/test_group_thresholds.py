@@ -383,3 +383,68 @@ def test_the_tuned_base_replaces_only_the_hyper_parameters_left_at_their_default
     linear = run(table, ProblemSpec(**{**fields, "model": {"type": "linear"}, "max_iterations": 50},
                                     solver={"name": "group_thresholds"}))
     assert linear.enforcement["base_params"] is None
+
+
+def test_cross_fitting_boosts_k_minus_1_fold_models_and_reuses_the_train_split_base_for_the_validation_fold(
+        monkeypatch):
+    """With a validation split, the validation rows are one fold: the base boosted on the train split is that fold's
+    model, so ``cross_fit: 3`` boosts 2 fold models (each on the validation rows and the other train fold) and the
+    refit, 3 ``lightgbm.train`` calls instead of 4, and the validation rows' out-of-fold scores are the base's."""
+    import lightgbm as lgb
+
+    import solvers.gbdt.cross_fit as cross_fit
+
+    real, fits, scored = lgb.train, [], {}
+
+    def counting(params, train_set, *args, **kwargs):
+        booster = real(params, train_set, *args, **kwargs)
+        fits.append(train_set.num_data())
+        return booster
+
+    real_oof = cross_fit.out_of_fold_scores
+
+    def recording(X, y, group, spec, rounds, k, seed, fold=None, known=None, binned=None):
+        scored.update(fold=fold, known=known)
+        return real_oof(X, y, group, spec, rounds, k, seed, fold=fold, known=known, binned=binned)
+
+    monkeypatch.setattr(lgb, "train", counting)
+    monkeypatch.setattr(cross_fit, "out_of_fold_scores", recording)
+    table = _table(1500, 4)
+    spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"], max_iterations=20,
+                       constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
+                       split={"test": 0.2, "validation": 0.3, "seed": 0},
+                       model={"type": "gbdt", "n_estimators": 20, "num_leaves": 7, "min_child_samples": 10},
+                       solver={"name": "group_thresholds", "params": {"cross_fit": 3, "base_model": "spec"}})
+    out = run(table, spec)
+    n_val = round(0.3 * 1500)
+    n_fit = len(scored["fold"])
+    n_train = n_fit - n_val
+    assert out.enforcement["cross_fit"] == {"folds": 3, "model": "refit"}
+    assert out.enforcement["split"] == "train+validation"
+    assert (scored["fold"][n_train:] == 0).all() and set(scored["fold"][:n_train]) == {1, 2}
+    assert list(scored["known"]) == [0] and len(scored["known"][0]) == n_fit - n_train
+    train_folds = np.bincount(scored["fold"][:n_train])[1:]
+    assert sorted(fits) == sorted([n_fit - train_folds[0], n_fit - train_folds[1], n_fit])   # 2 folds + refit
+
+
+def test_linear_thresholds_on_train_and_validation_rows_on_request_and_refused_for_gbdt():
+    """``threshold_rows: train_validation`` fits a linear base's thresholds (and their population margin) on every
+    train and validation row: the margin's rows are all of them, so it is narrower than on the validation split
+    alone; a gbdt base the job trains is refused (its train scores are in sample)."""
+    table = _table(3000, 5)
+    fields = dict(target="y", positive_label="yes", sensitive=["sex"], max_iterations=200,
+                  constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
+                  split={"test": 0.2, "validation": 0.3, "seed": 0})
+    val = run(table, ProblemSpec(**fields, solver={"name": "group_thresholds"}))
+    both = run(table, ProblemSpec(**fields, solver={"name": "group_thresholds",
+                                                    "params": {"threshold_rows": "train_validation"}}))
+    assert val.enforcement["split"] == "validation" and both.enforcement["split"] == "train+validation"
+    assert both.enforcement["margin"]["met"] and val.enforcement["margin"]["met"]
+    assert both.enforcement["margin"]["share"] < val.enforcement["margin"]["share"]
+    gbdt = {"type": "gbdt", "n_estimators": 10, "num_leaves": 7}
+    from solvers.spec import SpecError
+
+    with pytest.raises(SpecError, match="threshold_rows") as refused:
+        run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds",
+                                                             "params": {"threshold_rows": "train_validation"}}))
+    assert refused.value.loc == ("solver", "params", "threshold_rows")
