@@ -6,13 +6,13 @@ budget of ``--budget-s`` seconds per run (the iteration cap is effectively infin
 :func:`solvers.run`. ``--budget cpu`` (default) counts CPU seconds of the solving thread (an observer stops
 the run), ``--budget wall`` wall seconds (the spec's ``time_limit_s``): on shared cores a wall budget gives
 each method whatever share of the CPU the other processes leave it. Mean ± std of Ind, Sp, Sf, Ina, Wd
-(:mod:`solvers.benchmark_metrics`) on the train and test splits. ``--table-json`` runs some methods and
+(:mod:`solvers.metrics.benchmark`) on the train and test splits. ``--table-json`` runs some methods and
 writes their part only, so methods can run in parallel processes; ``--merge-tables`` joins the parts.
 
 Part 2 — per-iteration cost: our ``ssl_alm``, ``ssg`` and ``ghost`` against humancompatible-train's
 (PyPI ``humancompatible-train``, ``requirements-bench.txt``) ALM + MoreauEnvelope (SSL-ALM), SSG and
 GhostSQP on the same model (same initial weights), the same data and batch sizes drawn by the same
-seeded :class:`solvers.batching.BatchSampler`. Seconds per iteration (CPU time of the running thread and
+seeded :class:`solvers.data.batching.BatchSampler`. Seconds per iteration (CPU time of the running thread and
 wall time) and the ratio theirs / ours, median over ``--cost-rounds`` interleaved rounds.
 
 Protocol choices (the paper runs ACSIncome-OK, which is not available offline):
@@ -117,9 +117,9 @@ def bce_gap(y: np.ndarray, logits: np.ndarray, protected: np.ndarray) -> float:
 def table3(runs: int, budget_s: float, methods: list[str], budget: str = "cpu", on_run=None) -> dict:
     """Table 3 rows of ``methods``; ``on_run(partial_table)`` after every run (progress files)."""
     from solvers import RecordingObserver, prepare, run
-    from solvers.api import predict_scores
-    from solvers.benchmark_metrics import benchmark_metrics
-    from solvers.models import model_factory
+    from solvers.pipeline import predict_scores
+    from solvers.metrics.benchmark import benchmark_metrics
+    from solvers.models.factory import model_factory
 
     table = adult()
     spec0 = spec_for("erm", {}, 0, budget_s)
@@ -184,7 +184,7 @@ def summarise(rows: list[dict]) -> dict:
 # ----------------------------------------------------------------------------- part 2: per-iteration cost
 def _problem():
     from solvers import prepare
-    from solvers.models import model_factory
+    from solvers.models.factory import model_factory
     from solvers.problem import Problem
 
     spec = spec_for("erm", {}, 0, 600)

@@ -13,21 +13,21 @@ or ``solvers.catalog`` never loads torch: the API process validates specs withou
 """
 from __future__ import annotations
 
-from ._lazy import lazy_exports
+from .lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "catalog": ["ALGORITHMS", "CONSTRAINTS", "list_constraints", "list_solvers"],
     "algorithms": ["Algorithm", "AlgorithmConfig", "SolveResult"],
-    "api": ["Prepared", "RunOutput", "SolverDiverged", "prepare", "run", "solve"],
+    "pipeline": ["Prepared", "RunOutput", "SolverDiverged", "prepare", "run", "solve"],
     "constraints": ["ConstraintFamily"],
     "device": ["resolve_device"],
-    "encoding": ["TableEncoder", "build_groups", "encode_labels"],
-    "membership": ["Membership", "overlapping_membership"],
-    "metrics": ["classification_metrics", "group_fairness"],
+    "data.encoding": ["TableEncoder", "build_groups", "encode_labels"],
+    "data.membership": ["Membership", "overlapping_membership"],
+    "metrics.classification": ["classification_metrics", "group_fairness"],
     "observer": ["IterationRecord", "Observer", "RecordingObserver", "StoppedInSetup"],
     "problem": ["Problem"],
-    "spec": ["ConstraintSpec", "GroupRule", "GuaranteeSpec", "ModelSpec", "OverlappingGroups", "ProblemSpec", "SolverSpec",
+    "data.spec": ["ConstraintSpec", "GroupRule", "GuaranteeSpec", "ModelSpec", "OverlappingGroups", "ProblemSpec", "SolverSpec",
              "SpecError", "SplitSpec",
              "check_spec_against_table"],
-    "splitting": ["split_indices"],
+    "data.splitting": ["split_indices"],
 })

@@ -38,7 +38,7 @@ from safetensors.torch import load_file
 from sqlalchemy import delete, func, select, update
 
 from app.artifacts import artifact_file, write_artifacts
-from app.audits.model_file import problem_spec
+from solvers.formats.model_file import problem_spec
 from app.base_jobs import base_job_id
 from app.baselines import (ensure_baseline, queued_baseline_id, send_baseline, solved_as_baseline,
                            solves_as_baseline, store_as_baseline)
@@ -50,7 +50,7 @@ from app.observability import job_id_var
 from app.queue import send_job, task_id
 from app.settings import get_settings
 from solvers import ProblemSpec, SolverDiverged, SpecError, StoppedInSetup, run
-from solvers import checkpoint as ckpt
+from solvers.formats import checkpoint as ckpt
 from worker.celery_app import celery_app
 from worker.broker_messages import live_task_ids
 from worker.persistence import PersistingObserver, StaleAttempt

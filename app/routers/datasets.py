@@ -169,7 +169,7 @@ def feature_screen(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
                    positive_label: str | None = Query(None, max_length=1000),
                    sensitive: list[str] = Query([], max_length=50)) -> dict[str, Any]:
     """What ``features: null`` would use for this target: ``kept`` columns and ``notes`` (column, excluded or
-    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.feature_screen`).
+    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.data.feature_screen`).
     ``target`` and ``positive_label`` are required (checked after the dataset is found: another owner's is a 404)."""
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     names = {c["name"] for c in dataset.columns}

@@ -25,14 +25,14 @@ from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, sta
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
-from app.audits.model_file import ModelError
+from solvers.formats.model_file import ModelError
 from app.blobstore import blobs, model_file, model_key
 from app.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.models import Dataset, UploadedModel, new_id
 from app.onnx_models import AUDIT_FIELDS, is_onnx_bytes
 from app.routers.datasets import printable
 from app.routers.jobs import owned_dataset, spec_error
-from app.strict_json import strict_loads
+from solvers.formats.strict_json import strict_loads
 from app.storage import DatasetError, remove_quietly, stream_to_disk
 from app.upload_route import UploadRoute
 

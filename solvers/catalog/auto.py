@@ -95,7 +95,7 @@ def portfolio_names(config: AutoConfig, model_type: str, families: list[str], ge
     declared only for constraint types of the spec, keeping those that handle ``model_type`` and every family
     (for gbdt: the dedicated group_thresholds, fair_boosting and reductions, in the order of
     :data:`CHEAPEST_FIRST`) and, when ``generic`` (overlapping groups, per-group rate rows:
-    :func:`solvers.spec.needs_generic_path`), the ``overlapping_groups`` ones. Empty: auto cannot serve the spec."""
+    :func:`solvers.data.spec.needs_generic_path`), the ``overlapping_groups`` ones. Empty: auto cannot serve the spec."""
     if config.portfolio is not None:
         names = list(config.portfolio)
     else:

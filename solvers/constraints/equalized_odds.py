@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ..groups import spread, spread_adjoint
+from .cells import spread, spread_adjoint
 from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates
 
 
@@ -36,7 +36,7 @@ class EqualizedOdds(ConstraintFamily):
     def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
         """Closed form for the sigmoid surrogate: with r the cell means laid out as (y, g), the gap row y gets
         weight ω_y (``separate``: ω = (w_fpr, w_tpr); the max: w split evenly among the tied largest gaps, as
-        ``amax``), so ∂(wᵀG)/∂r_{g,y} = ω_y ∂spread_y/∂r_{g,y} (:func:`~solvers.groups.spread_adjoint`), chained by
+        ``amax``), so ∂(wᵀG)/∂r_{g,y} = ω_y ∂spread_y/∂r_{g,y} (:func:`~solvers.constraints.cells.spread_adjoint`), chained by
         :func:`~.base.rates_vjp`; autograd otherwise."""
         if self.config.surrogate != "sigmoid":
             return super().vjp(scores, data, w)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..groups import deviation, spread
+from .cells import deviation, spread
 from .base import ConstraintFamily
 
 
@@ -18,7 +18,7 @@ class GroupRateFamily(ConstraintFamily):
       the absolute value of eq. 15 (a rate below the population's is as unfair as one above it). On a mini-batch
       ŝ is the batch's rate and a row whose group is absent from the batch is 0 (before − ε).
 
-    Overlapping groups (a membership) need nothing more: the group means are Mᵀσ / N_g (:mod:`solvers.groups`),
+    Overlapping groups (a membership) need nothing more: the group means are Mᵀσ / N_g (:mod:`solvers.constraints.cells`),
     and ŝ is the mean over the rows, not over the pairs. Needs :meth:`bind` for the per-group rows."""
 
     def _on_bind(self) -> None:

@@ -35,7 +35,7 @@ class LossGap(ConstraintFamily):
     1/n_g of the means folded in): one ``index_add`` for the group sums and one product — no loop over
     groups or samples. Needs :meth:`bind`.
 
-    Overlapping groups (a sparse membership M, :mod:`solvers.membership`; PLADA's C&C threshold groups): the
+    Overlapping groups (a sparse membership M, :mod:`solvers.data.membership`; PLADA's C&C threshold groups): the
     group sums are Mᵀℓ and the shares no longer add up to the population, so one-sided rows take L as the
     batch's plain mean (1/n) Σ_i ℓ_i instead: G_g = L_g − L − δ = (Mᵀℓ)_g / n_g − 1ᵀℓ / n − δ; the size filter
     is N_g > ``min_group_fraction`` · N with N the number of training samples (not Σ_g N_g).

@@ -2,25 +2,25 @@ r"""The exact (indicator-based, non-surrogate) value of each constraint family o
 on the same scale as the family's tolerance ε: the user's constraint is kept iff value ≤ ε.
 
 One value per family (the maximum over the family's rows), from the definitions already used for
-evaluation — :mod:`solvers.metrics`, :mod:`solvers.auc.metrics`, :mod:`solvers.partial.metrics` — never a
+evaluation — :mod:`solvers.metrics.classification`, :mod:`solvers.metrics.auc`, :mod:`solvers.metrics.partial` — never a
 second definition. With ŷ_i = 1{f_i > 0}:
 
 * ``demographic_parity`` / ``equal_opportunity`` / ``equalized_odds``: max − min over groups of the
-  selection rate / TPR / max(TPR gap, FPR gap) (:func:`solvers.metrics.group_fairness`); DP / EOpp with
-  ``reference="overall"``: max_g |r_g − r| against the overall rate (:func:`solvers.metrics.rate_deviation`);
+  selection rate / TPR / max(TPR gap, FPR gap) (:func:`solvers.metrics.classification.group_fairness`); DP / EOpp with
+  ``reference="overall"``: max_g |r_g − r| against the overall rate (:func:`solvers.metrics.classification.rate_deviation`);
 * ``loss_gap``: one-sided max_g (L_g − L), two-sided max_{a,b} (L_a − L_b) = max_g L_g − min_g L_g,
-  over the groups above ``min_group_fraction`` (:func:`solvers.metrics.loss_gap`); ``intersectional``
+  over the groups above ``min_group_fraction`` (:func:`solvers.metrics.classification.loss_gap`); ``intersectional``
   the same with its loss (hinge) and size filter;
 * ``minority_rate``: c·P/n − P_min/n with P (P_min) the positive predictions overall (of the minority)
-  — the family's row G + ε with σ replaced by the indicator (:func:`solvers.metrics.minority_rate`);
+  — the family's row G + ε with σ replaced by the indicator (:func:`solvers.metrics.classification.minority_rate`);
 * ``auc_parity``: |AUĈ(G1,G1') − AUĈ(G2,G2')| of the family's variant, protected group vs the rest
-  (:func:`solvers.auc.metrics.fairness_gap`, no bootstrap);
+  (:func:`solvers.metrics.auc.fairness_gap`, no bootstrap);
 * ``partial_statistical_parity`` / ``partial_demographic_parity``: exact pSP / pDP on the family's resolved
-  interval (:func:`solvers.partial.metrics.partial_sp` / ``partial_dp``, the values of its ``exact_metrics``);
+  interval (:func:`solvers.metrics.partial.partial_sp` / ``partial_dp``, the values of its ``exact_metrics``);
 * any other family: the value its ``exact_metrics`` reports under its type name.
 
-Overlapping groups: ``group`` a :class:`~solvers.membership.Membership` (or the ``membership`` argument);
-the families of :data:`solvers.spec.OVERLAPPING_CONSTRAINTS` (one-sided loss gaps, DP, EOpp) are then taken
+Overlapping groups: ``group`` a :class:`~solvers.data.membership.Membership` (or the ``membership`` argument);
+the families of :data:`solvers.data.spec.OVERLAPPING_CONSTRAINTS` (one-sided loss gaps, DP, EOpp) are then taken
 over its pairs, any other family raises ValueError.
 
 A value that is undefined on the split (e.g. a TPR gap with no positive labels) is NaN, which no
@@ -33,9 +33,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..membership import Membership
-from ..metrics import group_fairness, loss_gap, minority_rate, rate_deviation
-from ..spec import OVERLAPPING_CONSTRAINTS
+from ..data.membership import Membership
+from ..metrics.classification import group_fairness, loss_gap, minority_rate, rate_deviation
+from ..data.spec import OVERLAPPING_CONSTRAINTS
 
 _RATE_FAMILIES = ("demographic_parity", "equal_opportunity", "equalized_odds")
 
@@ -63,7 +63,7 @@ def _minority_value(family, y, logits, group, group_names) -> float:
 
 
 def _auc_value(family, y, logits, group, group_names) -> float:
-    from ..auc.metrics import fairness_gap, protected_index
+    from ..metrics.auc import fairness_gap, protected_index
 
     protected = np.asarray(group) == protected_index(list(group_names), family.config.protected)
     return _float(fairness_gap(np.asarray(y, dtype=float), np.asarray(logits, dtype=float), protected,
@@ -71,7 +71,7 @@ def _auc_value(family, y, logits, group, group_names) -> float:
 
 
 def _partial_value(family, y, logits, group, group_names) -> float:
-    from ..partial.metrics import partial_dp, partial_sp
+    from ..metrics.partial import partial_dp, partial_sp
 
     k, interval = len(group_names), family.resolved_interval
     if family.metric_key == "psp":
@@ -98,7 +98,7 @@ def exact_gaps(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.
     """(len(families),) float64: each family's exact value on this split (see module docstring),
     comparable to ``family.tolerance``. ``logits`` are the raw scores f (ŷ = 1{f > 0}).
 
-    ``group`` (or ``membership``) a :class:`solvers.membership.Membership`: groups that overlap (module
+    ``group`` (or ``membership``) a :class:`solvers.data.membership.Membership`: groups that overlap (module
     docstring)."""
     y = np.asarray(y).astype(int)
     logits = np.asarray(logits, dtype=np.float64).reshape(-1)

@@ -3,7 +3,7 @@ accept a candidate only if a one-sided upper confidence bound of every constrain
 is ≤ its tolerance.
 
 **The bound.** Let α = 1 − confidence, R = ``max_tests`` and m the number of constraints. For a candidate
-model h the bound U_j(h) of constraint j is the one-sided upper bound of :mod:`.intervals` at level
+model h the bound U_j(h) of constraint j is the one-sided upper bound of :mod:`.confidence` at level
 1 − α/(R m): for a rate gap the exact Clopper–Pearson construction (two one-sided events at the true extreme
 cells, each at α/(2Rm)), for a loss / AUC gap the bootstrap quantile (asymptotic). So for a *fixed* h,
 P(∃ j: Δ_j(h) > U_j(h)) ≤ α/R, Δ_j(h) the constraint's value on the data distribution.
@@ -75,7 +75,7 @@ import numpy as np
 
 from .enforce import enforce_exact
 from .exact import exact_gaps, tolerances
-from .intervals import upper_bounds
+from .confidence import upper_bounds
 from .report import split_trivial_reasons
 
 TARGET_FLOOR = 0.1    # training targets stay ≥ ε/10: a zero-width band admits only constant classifiers
@@ -122,7 +122,7 @@ def tightest_targets(families: Sequence, eps: np.ndarray, y: np.ndarray, group: 
                      n_groups: int) -> np.ndarray:
     """τ_j = min(ε_j · TARGET_FLOOR, TIGHTEST_ROWS / D_j) for the rate families, ε_j · TARGET_FLOOR for the others
     (module docstring, verifiability); D_j over the groups present on the training split (a partition; with
-    overlapping groups, a :class:`~solvers.membership.Membership`, ε_j · TARGET_FLOOR)."""
+    overlapping groups, a :class:`~solvers.data.membership.Membership`, ε_j · TARGET_FLOOR)."""
     if not isinstance(group, np.ndarray):  # overlapping groups (a Membership): only loss gaps, no rate band
         return TARGET_FLOOR * np.asarray(eps, dtype=np.float64)
     y = np.asarray(y) == 1

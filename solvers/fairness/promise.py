@@ -7,7 +7,7 @@ so the test can pass only where that width leaves room for the model's own gap. 
 predicted for a model with no gap whose rates are those of the labels: for a rate family with denominators
 v_g (the validation split's rows, positives or negatives per group, estimated from the training split's shares
 scaled to the validation size) and rates p_g, the bound takes two one-sided events at the extreme groups
-(:mod:`.intervals`, each at level α' = (1 − confidence) / (2 R m), R = ``max_tests``, m the constraints), so
+(:mod:`.confidence`, each at level α' = (1 − confidence) / (2 R m), R = ``max_tests``, m the constraints), so
 
     w₀ = z_{1−α'} · max_{a ≠ b} (√(p_a (1 − p_a) / v_a) + √(p_b (1 − p_b) / v_b)),
 

@@ -13,7 +13,7 @@ from safetensors.torch import save_file
 from app.audits.model import AuditModel
 from app.cli import main
 from solvers import ProblemSpec, run
-from solvers.encoding import TableEncoder
+from solvers.data.encoding import TableEncoder
 from tests.datagen import planted_table
 from tests.stack import ROOT
 

@@ -8,7 +8,8 @@ import json
 import pytest
 from fastapi.routing import APIRoute
 
-from app.strict_json import NonFinite, StrictJSONRoute, first_non_finite, strict_loads
+from solvers.formats.strict_json import NonFinite, first_non_finite, strict_loads
+from app.strict_json import StrictJSONRoute
 
 
 @pytest.mark.parametrize("text, loc", [

@@ -16,7 +16,7 @@ import pytest
 from safetensors.numpy import save_file
 from sqlalchemy import create_engine, text
 
-from app.audits.model_file import FORMAT_KEY, FORMAT_VERSION
+from solvers.formats.model_file import FORMAT_KEY, FORMAT_VERSION
 from app.models import utcnow
 from tests.datagen import planted_table
 from tests.integration.test_api_restart import restart_api

@@ -11,7 +11,7 @@ import json
 import pytest
 from safetensors.numpy import save as save_numpy
 
-from app.strict_json import strict_loads
+from solvers.formats.strict_json import strict_loads
 from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from solvers.membership import overlapping_membership
-from solvers.metrics import loss_gap, rate_deviation
+from solvers.data.membership import overlapping_membership
+from solvers.metrics.classification import loss_gap, rate_deviation
 from tests.datagen import planted_table
 from tests.integration.test_job_flow import job_spec, upload
 

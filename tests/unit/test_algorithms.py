@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from solvers import CONSTRAINTS, ModelSpec, Problem, group_fairness, solve
-from solvers.models import model_factory
+from solvers.models.factory import model_factory
 
 TOL = 0.05
 

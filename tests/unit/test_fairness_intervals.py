@@ -1,12 +1,12 @@
-"""solvers.fairness.intervals: the bounds' statistics equal the exact values, and their coverage by simulation."""
+"""solvers.fairness.confidence: the bounds' statistics equal the exact values, and their coverage by simulation."""
 import numpy as np
 import pytest
 
-from solvers.auc.metrics import auc_between
+from solvers.metrics.auc import auc_between
 from solvers.fairness.exact import exact_gaps
-from solvers.fairness.intervals import (bootstrap_statistic, clopper_pearson, constraint_bounds, upper_bounds,
-                                        weighted_auc)
-from solvers.spec import ConstraintSpec
+from solvers.fairness.confidence import (bootstrap_statistic, clopper_pearson, constraint_bounds, upper_bounds,
+                                         weighted_auc)
+from solvers.data.spec import ConstraintSpec
 
 NAMES = ["a", "b", "c"]
 

@@ -7,7 +7,7 @@ import pytest
 
 from solvers.fairness.guarantee import guarantee_bounds
 from solvers.fairness.promise import CERTIFIABLE_SHARE, certification, promise_sentence, zero_gap_width
-from solvers.spec import ConstraintSpec
+from solvers.data.spec import ConstraintSpec
 
 
 def _families(tol: float):

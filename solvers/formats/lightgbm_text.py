@@ -1,5 +1,5 @@
 """LightGBM's own text model read back (``lightgbm.Booster(model_str=...)``), without torch: the gbdt score model
-(:mod:`solvers.gbdt.model`) and the API's ONNX export (:mod:`app.onnx_models.export`) share it."""
+(:mod:`solvers.models.gbdt.model`) and the API's ONNX export (:mod:`app.onnx_models.export`) share it."""
 from __future__ import annotations
 
 

@@ -16,7 +16,7 @@ Loss- and share-based metrics (same names as the constraint families):
   the positive predictions (the IPC constraint c·P − P_min ≤ 0 holds iff minority_rate ≥ c),
   ``minority_rate_by_group`` = {g: P_g / P}; None when nothing is predicted positive.
 
-Groups that overlap: ``group`` may be a :class:`~solvers.membership.Membership` (a row in several groups)
+Groups that overlap: ``group`` may be a :class:`~solvers.data.membership.Membership` (a row in several groups)
 wherever it is an (n,) index; every per-group count is then taken over its (row, group) pairs (Mᵀv, one
 ``bincount``), the overall rates over the rows. :func:`rate_deviation` is the ``reference="overall"`` form of the
 DP / equal-opportunity constraints: max_g |r_g − r|. The pairwise criteria and the minority rate need a
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .membership import Membership, pairs_of
+from ..data.membership import Membership, pairs_of
 
 
 def _rates(hits: np.ndarray, index: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,12 +114,12 @@ def loss_gap(y: np.ndarray, logits: np.ndarray, group: np.ndarray | None, group_
     """``{name: max_g L_g − L, name_by_group: {g: L_g − L}}`` over groups with N_g > fraction · n.
 
     ℓ is the objective ``loss``'s per-sample loss on the raw scores f (float64). Overlapping groups (``group``
-    or ``membership`` a :class:`solvers.membership.Membership`): L_g = (Mᵀℓ)_g / N_g over its pairs,
+    or ``membership`` a :class:`solvers.data.membership.Membership`): L_g = (Mᵀℓ)_g / N_g over its pairs,
     L = (1/n) Σ_i ℓ_i as for a partition.
     """
     import torch
 
-    from .objectives import per_sample_loss
+    from ..objectives import per_sample_loss
 
     y = np.asarray(y).astype(int)
     n, k = y.size, len(group_names)
@@ -158,10 +158,10 @@ MAX_PAIRWISE_GROUPS = 20
 
 
 def fairness_criteria(y: np.ndarray, score: np.ndarray, group: np.ndarray, n_groups: int) -> dict[str, Any]:
-    """The stochastic benchmark's Ind, Sp, Sf, Wd (:mod:`solvers.benchmark_metrics`, defined for two
+    """The stochastic benchmark's Ind, Sp, Sf, Wd (:mod:`solvers.metrics.benchmark`, defined for two
     groups) as the maximum over pairs of groups, and Ina = P(ŷ ≠ y). With more than
     ``MAX_PAIRWISE_GROUPS`` groups the pairwise criteria are None (too many pairs to be useful)."""
-    from .benchmark_metrics import benchmark_metrics, ina, predictions
+    from .benchmark import benchmark_metrics, ina, predictions
 
     out: dict[str, Any] = {"inaccuracy": _opt(ina(y, predictions(score))) if y.size else None}
     present = [g for g in range(n_groups) if np.any(group == g)]
@@ -181,11 +181,11 @@ def fairness_criteria(y: np.ndarray, score: np.ndarray, group: np.ndarray, n_gro
 
 def _scores(y: np.ndarray, pred: np.ndarray, score: np.ndarray, both: bool) -> dict[str, float | None]:
     """accuracy P(ŷ = y); balanced accuracy (TPR + TNR) / 2; ROC AUC, the Mann–Whitney statistic with ties ½
-    (:func:`solvers.auc.metrics.auc`, O(n log n)); log loss −mean(y log p + (1 − y) log(1 − p)), p = σ(f) clipped
+    (:func:`solvers.metrics.auc.auc`, O(n log n)); log loss −mean(y log p + (1 − y) log(1 − p)), p = σ(f) clipped
     to [10⁻¹⁵, 1 − 10⁻¹⁵] — scikit-learn's ``accuracy_score``, ``balanced_accuracy_score``, ``roc_auc_score`` and
     ``log_loss`` to rounding (a test compares them), without their input checks (most of a job's evaluation time).
     The balanced accuracy and AUC need both classes (``both``; None otherwise)."""
-    from .auc.metrics import auc
+    from .auc import auc
 
     positive = y == 1
     hit = pred == y

@@ -9,7 +9,7 @@ feasible set Θ of the linear model.
   θ_0 = 0 lies in every ball.
 * ``mlp``: x → [Linear → activation] × len(hidden) → Linear(·, 1), PyTorch's default
   initialisation drawn from the solver's seeded generator.
-* ``gbdt``: gradient-boosted trees on LightGBM (:mod:`solvers.gbdt`), no torch parameters; trained by the
+* ``gbdt``: gradient-boosted trees on LightGBM (:mod:`solvers.models.gbdt`), no torch parameters; trained by the
   boosting solvers only.
 
 Algorithms keep iterates in Θ by calling :func:`project_` after every step
@@ -107,7 +107,7 @@ def project_ball(v: Tensor, ball: str, radius: float) -> Tensor:
 def project_(model: nn.Module, spec=None) -> nn.Module:
     """Project ``model``'s parameters onto its feasible set Θ in place; return the model.
 
-    With ``spec`` (a :class:`~solvers.spec.ModelSpec`), its ``ball``/``radius`` are used
+    With ``spec`` (a :class:`~solvers.data.spec.ModelSpec`), its ``ball``/``radius`` are used
     (the weight of the model's final linear layer); otherwise the model's own (a
     :class:`ScoreModel` built by :func:`linear`). Models without a ball are left unchanged.
     """
@@ -158,7 +158,7 @@ def mlp(n_features: int, hidden: list[int] | tuple[int, ...] = (64, 64), activat
 
 
 def model_factory(spec) -> ModelFactory:
-    """Factory ``n_features -> nn.Module`` for a :class:`~solvers.spec.ModelSpec`."""
+    """Factory ``n_features -> nn.Module`` for a :class:`~solvers.data.spec.ModelSpec`."""
     if spec.type == "gbdt":
         from .gbdt import gbdt  # imports LightGBM only when a gbdt model is loaded
 

@@ -8,7 +8,7 @@ with σ⁺(x) = max{x + 0.5, 0}, σ⁻(x) = max{x − 0.5, 0} (note: centred ram
 width-2 ramp of :func:`solvers.constraints.indicator_surrogate`), or ``sigmoid`` σ(x) = 1/(1+e^{−x}).
 
 Intervals, per-group intervals and unions (Remark 5.3) enter only through
-φ_k(F) = c_k(F)/|I_k| (see :mod:`solvers.partial.intervals`).
+φ_k(F) = c_k(F)/|I_k| (see :mod:`solvers.metrics.percentile_intervals`).
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ import torch.nn.functional as F_
 from torch import Tensor
 
 from ..catalog.partial import PartialConfig
-from ..constraints.base import CONSTRAINTS, ConstraintFamily, FairnessData
-from .intervals import Intervals
-from .metrics import partial_report
+from .base import CONSTRAINTS, ConstraintFamily, FairnessData
+from ..metrics.percentile_intervals import Intervals
+from ..metrics.partial import partial_report
 
 
 _CELL_LAYOUT: dict[int, tuple[weakref.ref, Any]] = {}
@@ -139,7 +139,7 @@ class PartialFamily(ConstraintFamily):
         """Called by :class:`~solvers.problem.Problem` after :meth:`bind`: resolves ``interval='auto'``
         on the training data (once)."""
         if self.resolved_interval is None:
-            from .auto import choose_interval
+            from .partial_auto import choose_interval
 
             self.auto_report = choose_interval(problem, self)
             self.resolved_interval = self.auto_report["interval"]

@@ -1,7 +1,7 @@
 r"""Exact (indicator-based) partial-fairness metrics of He, Huang, Yao & Lin (§4, App. A).
 
 Notation: scores h_i = h_w(ξ_i), groups γ_i ∈ {0..G−1}, interval I_k per group (see
-:mod:`solvers.partial.intervals`; one interval [α, β) in the paper).
+:mod:`solvers.metrics.percentile_intervals`; one interval [α, β) in the paper).
 
 **Empirical estimator** (the paper leaves it open; we use its App. A convention everywhere).
 In each group k sort the scores decreasingly (ties in a fixed, stable order), and *keep* the
@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .intervals import Intervals
+from .percentile_intervals import Intervals
 
 
 def within_group_positions(scores: np.ndarray, cells: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,12 +1,12 @@
 r"""The ``auc_parity`` constraint family: |AUC(G1,G1') − AUC(G2,G2')| ≤ κ (paper problem (2)).
 
-Surrogate rows (paper (10), square loss, exact O(n) closed form of :mod:`solvers.auc.surrogate`):
+Surrogate rows (paper (10), square loss, exact O(n) closed form of :mod:`solvers.constraints.auc_surrogate`):
 
     G_C1(θ) = f₁(θ) − 1 − κ,   G_C2(θ) = f₂(θ) − 1 − κ,
 
 so ``gap`` = (f₁ − 1, f₂ − 1). γ = +1 is the ``protected`` group (default: the first group);
 all other groups are γ = −1. Exact metrics (ties ½, bootstrap CIs) come from
-:mod:`solvers.auc.metrics` through :meth:`exact_metrics`.
+:mod:`solvers.metrics.auc` through :meth:`exact_metrics`.
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..constraints.base import CONSTRAINTS, ConstraintFamily, FairnessData
-from .metrics import auc_fairness, protected_index
-from .surrogate import level_values, term_sets
+from .base import CONSTRAINTS, ConstraintFamily, FairnessData
+from ..metrics.auc import auc_fairness, protected_index
+from .auc_surrogate import level_values, term_sets
 
 Variant = Literal["group", "inter", "intra", "aeg_positive", "aeg_negative", "bpsn_bnsp"]
 
@@ -38,7 +38,7 @@ class AUCParity(ConstraintFamily):
         protected_index(self.group_names, self.config.protected)  # validate the name early
 
     def sets(self, y: Tensor, group: Tensor) -> tuple[Tensor, Tensor]:
-        """Membership (n, 5) of P_k, Q_k (:func:`solvers.auc.surrogate.term_sets`)."""
+        """Membership (n, 5) of P_k, Q_k (:func:`solvers.constraints.auc_surrogate.term_sets`)."""
         return term_sets(y, group == self.protected_index(), self.config.variant)
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
@@ -60,7 +60,7 @@ class AUCParity(ConstraintFamily):
 @torch.no_grad()
 def exact_gap(family: AUCParity, y: Tensor, scores: Tensor, group: Tensor) -> tuple[float | None, float | None]:
     """(exact AUĈ(D+,D−), exact fairness gap) on tensors — used by model selection."""
-    from .metrics import auc, fairness_gap
+    from ..metrics.auc import auc, fairness_gap
 
     yn, sn, gn = y.cpu().numpy(), scores.double().cpu().numpy(), group.cpu().numpy()
     return auc(yn, sn), fairness_gap(yn, sn, gn == family.protected_index(), family.config.variant)

@@ -1,6 +1,6 @@
 """Prepared tables kept for the next solve on the same rows (a worker's, per process).
 
-:func:`~solvers.api.prepare` (labels, groups, the stratified split, the encoder fitted on the train rows and the
+:func:`~solvers.pipeline.prepare` (labels, groups, the stratified split, the encoder fitted on the train rows and the
 encoded X) is a function of the table and of the spec's :data:`PREPARE_FIELDS` alone. A worker that runs several
 jobs on one dataset (a sweep, a user trying solvers, a job and its unconstrained baseline) prepares it once per
 (table, those fields): the stratified split and the encoding are then paid once, not by every job.
@@ -9,7 +9,7 @@ Keys: ``(table_key, prepare_key(spec))``, where ``table_key`` is the caller's na
 worker: the stored file's SHA-256, its format and reading options, as its table cache,
 :func:`app.storage.load_table`) and :func:`prepare_key` the canonical JSON of the prepare fields: another split
 seed, target, feature list or grouping is another entry, and a file of other content another key. A hit still
-runs the checks of the spec that depend on its other fields (:func:`~solvers.spec.check_spec_against_table`, the
+runs the checks of the spec that depend on its other fields (:func:`~solvers.data.spec.check_spec_against_table`, the
 model's size on the encoder's width), so a spec is refused exactly as without the cache.
 
 Entries are shared by the solves that hit them: nothing downstream writes into a :class:`Prepared`'s arrays
@@ -26,10 +26,10 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-from .api import Prepared, prepare
+from ..pipeline import Prepared, prepare
 from .spec import ProblemSpec, check_spec_against_table
 
-#: the spec fields :func:`~solvers.api.prepare` reads (besides the table)
+#: the spec fields :func:`~solvers.pipeline.prepare` reads (besides the table)
 PREPARE_FIELDS = frozenset({"target", "positive_label", "sensitive", "group_rules", "overlapping_groups",
                             "features", "split"})
 

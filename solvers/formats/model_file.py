@@ -2,8 +2,8 @@
 
 An audit model file is safetensors whose metadata carries ``fairsolve_audit_model`` (the format
 version), ``spec`` (the job's problem spec, JSON), ``encoder`` (the fitted
-:class:`~solvers.encoding.TableEncoder`, JSON), ``groups`` and ``job_id``
-(:mod:`app.audits.model` reads the weights and scores tables with it).
+:class:`~solvers.data.encoding.TableEncoder`, JSON), ``groups`` and ``job_id``
+(the service's audits and the client's :class:`fairsolve.FairModel` read the weights and score tables with it).
 """
 from __future__ import annotations
 
@@ -15,11 +15,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from safetensors import SafetensorError, safe_open
 
-from app.schemas import problem_fields
-from app.strict_json import strict_loads
-from solvers import ProblemSpec
-from solvers.encoding import TableEncoder
-from solvers.spec import MAX_GBDT_TEXT_BYTES, MAX_PARAMETERS
+from ..data.encoding import TableEncoder
+from ..data.spec import MAX_GBDT_TEXT_BYTES, MAX_PARAMETERS, ProblemSpec
+from .strict_json import strict_loads
 
 FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
 
@@ -29,8 +27,9 @@ class ModelError(ValueError):
 
 
 def problem_spec(job_spec: dict) -> ProblemSpec:
-    """A job's stored spec (the API body, plus the notes stored beside it) as the library's :class:`ProblemSpec`."""
-    return ProblemSpec.model_validate(problem_fields(job_spec))
+    """A job's stored spec (the API body, plus the notes stored beside it, e.g. ``dataset_id``, which a strict
+    :class:`ProblemSpec` refuses) as the library's :class:`ProblemSpec`."""
+    return ProblemSpec.model_validate({k: v for k, v in job_spec.items() if k in ProblemSpec.model_fields})
 
 
 def read_metadata(path: Path) -> dict[str, str]:
@@ -113,8 +112,8 @@ def required_columns(spec: ProblemSpec, encoder: TableEncoder) -> list[str]:
 def labelled_groups(spec: ProblemSpec, required: list[str], table) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Labels y, group index and group names of every row of ``table`` for a model that reads ``required``
     (ModelError on a missing column or no rows; SpecError when the positive label never matches)."""
-    from solvers.encoding import build_groups
-    from solvers.spec import labels_of
+    from ..data.encoding import build_groups
+    from ..data.spec import labels_of
 
     if spec.overlapping_groups is not None:  # an audit's groups are a partition (its metrics and reports)
         raise ModelError("the model was trained on overlapping groups; audits need a partition of groups "

@@ -1,6 +1,6 @@
 """Target leakage: columns recorded after the outcome, found from the data itself, and models too accurate to be true.
 
-A screen (:mod:`solvers.feature_screen`) reads a sample of rows split in two halves: per-value statistics are
+A screen (:mod:`solvers.data.feature_screen`) reads a sample of rows split in two halves: per-value statistics are
 learnt on the first (``first``), judged on the second. Every column is reduced to small integer codes
 (:func:`codes`: its values, or :data:`BINS` quantile bins for numbers with more values, missing its own code).
 

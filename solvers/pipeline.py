@@ -13,22 +13,22 @@ from scipy.special import expit
 from torch import nn
 
 from .algorithms import SolveResult, run_algorithm
-from .algorithms.auc_postprocess import restore_model
-from .checkpoint import Checkpoint
-from .encoding import TableEncoder, build_groups, encode_labels
+from .models.thresholded import restore_model
+from .formats.checkpoint import Checkpoint
+from .data.encoding import TableEncoder, build_groups, encode_labels
 from .fairness.continuation import Continuation
 from .fairness.enforce import enforce_exact
 from .fairness.exact import tolerances
 from .fairness.guarantee import seldonian
 from .fairness.promise import certification, not_certifiable_warning, promise_sentence
 from .fairness.report import fairness_entries, warnings_for
-from .membership import Membership, overlapping_membership, rows_of
-from .metrics import classification_metrics, rate_deviation
-from .models import ball_domain, model_factory, scores_in_blocks
+from .data.membership import Membership, overlapping_membership, rows_of
+from .metrics.classification import classification_metrics, rate_deviation
+from .models.factory import ball_domain, model_factory, scores_in_blocks
 from .observer import Observer, RunTotal, StoppedInSetup
 from .problem import Problem
-from .spec import ProblemSpec, SolverSpec, SpecError, check_spec_against_table
-from .splitting import split_indices
+from .data.spec import ProblemSpec, SolverSpec, SpecError, check_spec_against_table
+from .data.splitting import split_indices
 
 
 def solve(
@@ -45,11 +45,35 @@ def solve(
 ) -> SolveResult:
     """Run the named algorithm (default ``auto``, :mod:`solvers.auto`) on a built :class:`Problem`.
 
-    ``solver``: a :class:`SolverSpec`, an algorithm name, or ``{"name":..., "params":...}``.
-    ``model``: optional warm start (otherwise ``problem.make_model()`` under ``seed``).
-    ``validation``: optional held-out :class:`Problem` (same features and groups, no constraints
-    needed) for algorithms whose output rule selects an iterate on validation data (``level_set``, ``iqrc``).
-    ``resume``: a :class:`~solvers.checkpoint.Checkpoint` of this same solve to continue from.
+    The algorithm minimises F(θ) subject to G_j(θ) ≤ 0 for every row j of the problem's constraint families
+    (``G = surrogate gap − tolerance``), stepping in the shared driver loop (:mod:`solvers.algorithms.driver`).
+
+    Parameters
+    ----------
+    problem : Problem
+        Tensors, model factory, objective and constraint families (bound to the training groups).
+    solver : SolverSpec, str, dict or None
+        A :class:`SolverSpec`, an algorithm name, or ``{"name": ..., "params": ...}``; None is ``auto``.
+    observer : Observer or None
+        Sees every iteration's record, may stop the run and receives checkpoints.
+    max_iterations : int
+        The most driver iterations.
+    time_limit_s : float
+        Wall-clock budget of the solve in seconds.
+    seed : int
+        Seeds the model's initialisation and the algorithm's randomness.
+    model : torch.nn.Module or None
+        A warm start (otherwise ``problem.make_model()`` under ``seed``).
+    validation : Problem or None
+        Held-out rows (same features and groups, no constraints needed) for algorithms whose output rule
+        selects an iterate on validation data (``level_set``, ``iqrc``).
+    resume : Checkpoint or None
+        A :class:`~solvers.formats.checkpoint.Checkpoint` of this same solve to continue from.
+
+    Returns
+    -------
+    SolveResult
+        The model, the trajectory's last record, the iterations run and the stop reason.
     """
     if solver is None:
         solver = SolverSpec()
@@ -97,7 +121,7 @@ class RunOutput:
 @torch.no_grad()
 def predict_scores(model: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
     """The raw scores f_θ(x) for every row (float64 numpy); P(y=1|x) = σ(f_θ(x)); by row blocks
-    (:func:`~solvers.models.scores_in_blocks`), so neither an MLP's activations nor the device copy of X is whole."""
+    (:func:`~solvers.models.factory.scores_in_blocks`), so neither an MLP's activations nor the device copy of X is whole."""
     return scores_in_blocks(model, torch.as_tensor(X, dtype=torch.float32), device).double().cpu().numpy()
 
 
@@ -124,7 +148,7 @@ class Prepared:
         return self.group if self.membership is None else self.membership
 
     def groups(self, split: str) -> np.ndarray | Membership:
-        """The groups of one split's rows (:func:`~solvers.membership.rows_of`)."""
+        """The groups of one split's rows (:func:`~solvers.data.membership.rows_of`)."""
         return rows_of(self.grouping, self.splits[split])
 
     @property
@@ -212,7 +236,7 @@ def setup_check(observer: Observer | None, started: float, time_limit_s: float) 
 def _describer(problem: Problem, validation: Problem | None, observer: Observer | None):
     """model ↦ (F, G rows against the user's tolerances, exact trace or None) on the train split, for the
     trajectory record of a model change outside a solver (:meth:`Continuation.record_change`)."""
-    from .exact_trace import ExactTracer
+    from .fairness.exact_trace import ExactTracer
 
     every = observer.exact_trace_every() if observer is not None else 0
     tracer = ExactTracer.for_problem(problem, validation, 1, 1) if every > 0 else None
@@ -246,7 +270,7 @@ OVERLAPPING_LABEL = "(overlapping groups)"  # the predictions' group column when
 SURROGATE_MET = 0.1  # G_j ≤ this · ε_j + 1e-3 on the train split for every row j: the solve met its surrogate
 
 
-def _train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem:
+def train_problem(data: Prepared, spec: ProblemSpec, families: list) -> Problem:
     """The train split as a :class:`Problem` with constraint families ``families``."""
     train = data.splits["train"]
     return Problem(
@@ -266,7 +290,7 @@ def continuation_of(result: SolveResult, data: Prepared, spec: ProblemSpec, prob
     (None under a guarantee); ``traced``: the validation rows of the exact trace of model changes."""
     continue_with = continuation_solver(spec.solver, result.tried)
     return Continuation(
-        families=problem.constraints, make_problem=lambda families: _train_problem(data, spec, families),
+        families=problem.constraints, make_problem=lambda families: train_problem(data, spec, families),
         solve=lambda p, m, obs, iterations, limit: solve(p, continue_with, obs, max_iterations=iterations,
                                                          time_limit_s=limit, seed=spec.seed, validation=seen, model=m),
         max_iterations=spec.max_iterations, deadline=deadline, observer=observer,
@@ -299,7 +323,7 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
         return seldonian(model, continuation, spec.guarantee.confidence, spec.guarantee.max_tests, rows("train"),
                          rows("validation"), names, scores, enforce=spec.exact_enforcement, seed=spec.seed,
                          when_unverifiable=spec.guarantee.when_unverifiable, pooled=rows("train", "validation"))
-    from .algorithms.group_thresholds import report_of
+    from .models.thresholded import report_of
 
     if spec.solver.entry.keeps_exact or report_of(model) is not None:  # chosen by the exact rates already (e.g. the
         return model, report_of(model), None                         # threshold LP, also as auto's pick): its record
@@ -321,9 +345,9 @@ def keep_promise(result: SolveResult, spec: ProblemSpec, data: Prepared, continu
 
 def evaluate_split(spec: ProblemSpec, constraints, y: np.ndarray, logits: np.ndarray, group: np.ndarray | Membership,
                    group_names: list[str], train_counts: np.ndarray) -> dict[str, Any]:
-    """Every metric of one split: :func:`~solvers.metrics.classification_metrics` of σ(f) with the
+    """Every metric of one split: :func:`~solvers.metrics.classification.classification_metrics` of σ(f) with the
     spec's loss / minority / intersectional settings, plus each constraint family's own exact metrics (and, for
-    a rate constraint against the overall rate, :func:`~solvers.metrics.rate_deviation` under
+    a rate constraint against the overall rate, :func:`~solvers.metrics.classification.rate_deviation` under
     ``<type>_overall``). ``group`` a :class:`Membership`: groups that overlap."""
     options = _metric_options(spec, constraints, group_names, train_counts)
     metrics = classification_metrics(y, expit(logits), group, group_names, logits=logits, **options)
@@ -342,14 +366,44 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
         prepare_with: Callable[[pd.DataFrame, ProblemSpec], Prepared] | None = None) -> RunOutput:
     """:func:`prepare`, solve on the train split, evaluate every split, predict the test split.
 
-    ``initial_state``: a state dict of the same model architecture to start from (a warm
-    start, e.g. the solution at a looser tolerance); None = the seeded initialisation.
-    ``resume``: a checkpoint of this same run (same table and spec) to continue from.
-    ``prepare_with``: what gives ``prepare(table, spec)`` (default :func:`prepare`; a worker's
-    :meth:`~solvers.prepared_cache.PreparedCache.prepared`, which keeps it for the next job on the same rows and
-    checks the spec against the table on a hit); its Prepared is read, never written.
-    Set-up (encoding, building the problem) counts against ``spec.time_limit_s`` and honours the observer's
-    stop request: :class:`~solvers.observer.StoppedInSetup` is raised before the first iteration."""
+    The solve minimises the objective F(θ) on the train split subject to every constraint's surrogate
+    G_j(θ) = Δ̂_j(θ) − ε_j ≤ 0; the promise is then kept on the EXACT metric (exact enforcement, the optional
+    Seldonian guarantee, :mod:`solvers.fairness`), and each split is reported with its exact values and
+    confidence intervals. Set-up (encoding, building the problem) counts against ``spec.time_limit_s`` and
+    honours the observer's stop request: :class:`~solvers.observer.StoppedInSetup` is raised before the first
+    iteration.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The rows: the target column, the sensitive (or overlapping-group) columns and the features.
+    spec : ProblemSpec
+        The problem: target, groups, constraints with tolerances, model, solver, split and budgets.
+    observer : Observer or None
+        Sees every iteration (numbered over all stages; ``max_iterations`` is ``spec.iteration_total()``).
+    initial_state : dict of str to torch.Tensor or None
+        A state dict of the same model architecture to start from (a warm start, e.g. the solution at a
+        looser tolerance); None = the seeded initialisation.
+    resume : Checkpoint or None
+        A checkpoint of this same run (same table and spec) to continue from.
+    prepare_with : callable or None
+        What gives ``prepare(table, spec)`` (default :func:`prepare`; a worker's
+        :meth:`~solvers.data.prepared_cache.PreparedCache.prepared`, which keeps it for the next job on the same
+        rows and checks the spec against the table on a hit); its Prepared is read, never written.
+
+    Returns
+    -------
+    RunOutput
+        The trained model, metrics and fairness report per split, test predictions, enforcement and
+        guarantee records, warnings.
+
+    Raises
+    ------
+    SpecError
+        The spec does not fit the table (a missing column, a group too small to split, …).
+    SolverDiverged
+        The solver reached non-finite parameters.
+    """
     started = time.perf_counter()
     deadline = time.monotonic() + spec.time_limit_s  # the whole run's, set-up included
     if observer is not None:  # progress counts against every phase's iterations
@@ -357,7 +411,7 @@ def run(table: pd.DataFrame, spec: ProblemSpec, observer: Observer | None = None
     data = (prepare_with or prepare)(table, spec)
     setup_check(observer, started, spec.time_limit_s)
     group, group_names, y, splits, X = data.group, data.group_names, data.y, data.splits, data.X
-    problem = _train_problem(data, spec, [c.build() for c in spec.constraints])
+    problem = train_problem(data, spec, [c.build() for c in spec.constraints])
     validation = None
     if "validation" in splits:  # held-out rows for output rules that select an iterate (level_set, iqrc)
         val = splits["validation"]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from .catalog import ALGORITHMS, CONSTRAINTS
+from ..catalog import ALGORITHMS, CONSTRAINTS
 
 # Sizes of a spec, checked when it is parsed (before anything is allocated for it). Columns and their names: a
 # table has at most FAIRSOLVE_MAX_UPLOAD_COLUMNS (default 2,000) columns.
@@ -85,7 +85,7 @@ class GroupRule(Strict):
 
 
 class OverlappingGroups(Strict):
-    r"""Groups a row can belong to several of (a sparse membership, :mod:`solvers.membership`), instead of the
+    r"""Groups a row can belong to several of (a sparse membership, :mod:`solvers.data.membership`), instead of the
     partition ``sensitive`` makes:
 
     * ``thresholds`` (PLADA's Communities & Crime groups): with cuts t_{c,1} < ... < t_{c,J_c} on each numeric
@@ -127,7 +127,7 @@ class OverlappingGroups(Strict):
 class ModelSpec(Strict):
     """``linear`` (optionally with its weights w in the ball ‖w‖_p ≤ radius, p = 1 or 2; the
     bias is free), ``mlp`` (``hidden`` sizes, ``activation``) or ``gbdt`` (gradient-boosted trees on LightGBM,
-    :mod:`solvers.gbdt`; its hyper-parameters carry LightGBM's names and defaults, ``n_estimators`` = boosting
+    :mod:`solvers.models.gbdt`; its hyper-parameters carry LightGBM's names and defaults, ``n_estimators`` = boosting
     rounds of a solve).
 
     Bounded before anything is built: at most ``MAX_HIDDEN_LAYERS`` hidden layers of at most
@@ -291,13 +291,55 @@ PROMISE_ROUNDS = 3
 
 
 class ProblemSpec(Strict):
-    """A whole job. ``features=None`` means every column except ``target``; the
-    sensitive columns ARE then used as model inputs too (list ``features``
-    explicitly to exclude them).
+    """A whole job: min_θ F(θ) on the train split subject to, for every constraint j, its exact fairness metric
+    Δ_j(θ) ≤ ε_j over the groups (the solver works on a surrogate, the promise is kept on Δ_j).
 
     Groups: ``sensitive`` (with ``group_rules``) makes a partition, one group per observed intersection;
     ``overlapping_groups`` makes groups a row can belong to several of (:class:`OverlappingGroups`). Exactly one
-    of the two is given."""
+    of the two is given.
+
+    Parameters
+    ----------
+    target : str
+        The label column.
+    positive_label : str, int, float or bool
+        The target's value that is y = 1.
+    binarize : bool
+        A target with more than two values: ``positive_label`` against all the others.
+    overlapping_groups : OverlappingGroups or None
+        Groups a row may belong to several of, instead of ``sensitive``.
+    sensitive : list of str
+        Sensitive columns; their observed intersections are the groups.
+    features : list of str or None
+        Model inputs; None means every column except ``target`` (the sensitive columns ARE then used as model
+        inputs too: list ``features`` explicitly to exclude them).
+    group_rules : dict of str to GroupRule
+        Per sensitive column: bins or value merges that form its groups.
+    model : ModelSpec
+        ``linear``, ``mlp`` or ``gbdt`` and their hyper-parameters.
+    objective : str
+        The training loss F: ``logistic``, ``hinge``, ``bce``, ``truncated_logistic`` or ``auc_square``.
+    constraints : list of ConstraintSpec
+        Each a constraint type of the catalog, its tolerance ε and its config.
+    solver : SolverSpec
+        The algorithm (default ``auto``) and its parameters.
+    split : SplitSpec
+        Train / validation / test fractions, stratified by group × label.
+    seed : int
+        Seeds the split, the initialisation and the solver.
+    max_iterations : int
+        Most iterations of the solve (a named solver's run, or all of ``auto``'s candidates together).
+    enforcement_iterations : int or None
+        Most iterations keeping the promise may add after the solve (None: what exact enforcement may take).
+    time_limit_s : float
+        Wall-clock budget of the whole run, set-up included.
+    device : str
+        ``auto``, ``cpu`` or ``cuda``.
+    guarantee : GuaranteeSpec or None
+        A high-confidence guarantee (Seldonian test on the validation split), e.g. ``{"confidence": 0.95}``.
+    exact_enforcement : bool
+        Enforce the exact constraint after the solve (False keeps the paper's output).
+    """
 
     target: Name
     positive_label: Scalar
@@ -360,7 +402,7 @@ class ProblemSpec(Strict):
     def promise_iterations(self) -> int:
         """The iterations keeping the promise may add after the solve (``enforcement_iterations``, default
         :data:`PROMISE_ROUNDS` continued solves of ``max_iterations // 2`` and one threshold correction), 0 when
-        nothing runs after it (:func:`solvers.api.keep_promise`: no constraints, ``erm``, or neither a guarantee
+        nothing runs after it (:func:`solvers.pipeline.keep_promise`: no constraints, ``erm``, or neither a guarantee
         nor exact enforcement of a solver that does not keep it by itself)."""
         entry = self.solver.entry
         if not self.constraints or entry.name == "erm" or (
@@ -414,7 +456,7 @@ def check_solver_supports(spec: ProblemSpec) -> None:
             raise SpecError(("solver", "params", "cross_fit"), "cross_fit applies to a gbdt base trained by the "
                                                                "job (not to base_job_id or a linear / mlp base)")
     if algorithm.name == "auto":
-        from .catalog.auto import portfolio_names
+        from ..catalog.auto import portfolio_names
 
         kinds = [CONSTRAINTS.entry(c.type).name for c in spec.constraints]
         if not portfolio_names(spec.solver.config(), spec.model.type, kinds, generic=needs_generic_path(spec)):
@@ -474,7 +516,7 @@ SHOWN_COUNTS = 10
 
 
 def value_counts(series: pd.Series) -> pd.Series:
-    """Occurrences of each normalised value (:func:`~solvers.encoding.normalise_values`; missing ones left out),
+    """Occurrences of each normalised value (:func:`~solvers.data.encoding.normalise_values`; missing ones left out),
     in :func:`most_frequent_first` order."""
     from .encoding import MISSING, normalise_values
 

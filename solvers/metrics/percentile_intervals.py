@@ -79,7 +79,7 @@ class Intervals:
     @classmethod
     def build(cls, spec: Any, group_names: Sequence[str]) -> "Intervals":
         if spec == "auto":
-            raise ValueError("interval 'auto' must be resolved first (see solvers.partial.auto)")
+            raise ValueError("interval 'auto' must be resolved first (see solvers.constraints.partial_auto)")
         if isinstance(spec, dict):
             per = []
             for name in group_names:

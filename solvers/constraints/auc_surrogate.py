@@ -22,7 +22,7 @@ printed G vector in (23)):
 
 f₁ ≤ 1 + κ is the surrogate of AUC(G1,G1') − AUC(G2,G2') ≤ κ (because 1[h'−h ≤ 0] on (G1,G1')
 is 1 − 1[h > h'] up to ties), f₂ ≤ 1 + κ of the reverse inequality. Sets are (label, protected)
-predicates as in :data:`solvers.auc.metrics.GROUP_SETS`; "G2 = G2' = everything" (Ex. 1, Ex. 4)
+predicates as in :data:`solvers.metrics.auc.GROUP_SETS`; "G2 = G2' = everything" (Ex. 1, Ex. 4)
 is the all-rows set, for which the surrogate of the constant ½ is c₁[c₂² + 2Var(h)].
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .metrics import GROUP_SETS
+from ..metrics.auc import GROUP_SETS
 
 #: term k → index g(k) of its weight ỹ_{g(k)} (objective, C1, C2)
 TERM_GROUP = (0, 1, 1, 2, 2)

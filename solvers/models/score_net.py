@@ -1,6 +1,6 @@
 r"""Hand-written forward and backward of the library's score models (``linear`` and ``mlp``).
 
-A score model (:mod:`solvers.models`) is f_θ(x) = a_L with
+A score model (:mod:`solvers.models.factory`) is f_θ(x) = a_L with
 
     h_0 = x,   a_l = h_{l−1} W_lᵀ + b_l,   h_l = φ(a_l)   (l = 1..L−1),   φ ∈ {ReLU, tanh}
 
@@ -21,8 +21,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.functional import linear
 
-from .models import ScoreModel
-from .sparse_rows import SparseRows
+from .factory import ScoreModel
+from ..data.sparse_rows import SparseRows
 
 _ACTIVATIONS = {nn.ReLU: "relu", nn.Tanh: "tanh"}
 
@@ -58,7 +58,7 @@ class ScoreNet:
     def forward(self, x: Tensor, rows: SparseRows | None = None) -> tuple[Tensor, list[Tensor]]:
         """(scores a_L of shape (n,), tape [h_0, ..., h_{L−1}]). Meant for grad mode off (the driver turns it off
         for score-space algorithms); with it on, the same values with a needless graph. ``rows``: CSR copies of
-        ``x`` (:mod:`solvers.sparse_rows`) for a :attr:`linear` net, whose product then reads x's non-zeros only."""
+        ``x`` (:mod:`solvers.data.sparse_rows`) for a :attr:`linear` net, whose product then reads x's non-zeros only."""
         if rows is not None and self.linear:
             return rows.mv(self.params[0].view(-1)).add_(self.params[1]), [x]
         act = torch.relu_ if self.activation == "relu" else torch.tanh_

@@ -30,13 +30,13 @@ Components, in this order:
   fairlearn's constant DummyClassifier (w_k = 0, b_k = ±1). The weights are float64, as scikit-learn computes
   them, and x·w_k is taken in float64, so the components decide as scikit-learn does up to summation order;
 * trees h_k(x) = 1{F_k(x) > 0}, F_k the raw score of LightGBM's LGBMClassifier (its ``predict`` is
-  1{σ(F_k) > ½}), each a :class:`~solvers.gbdt.GBDTModel` whose state is LightGBM's text model.
+  1{σ(F_k) > ½}), each a :class:`~solvers.models.gbdt.GBDTModel` whose state is LightGBM's text model.
 
 State (a plain ``state_dict``, safetensors-ready, no pickle): ``mix`` (K,) = w, ``draw`` (d,) = r (empty
 for the majority vote), ``linear.weight`` (K_l, d),
 ``linear.bias`` (K_l,), ``trees.<i>.booster`` (LightGBM's text as uint8) for i < K − K_l. Loading a state
 resizes the module to it; :func:`restore` builds one from a state alone (called by
-:func:`solvers.algorithms.auc_postprocess.restore_model` for every saved model).
+:func:`solvers.models.thresholded.restore_model` for every saved model).
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ class RandomizedModel(nn.Module):
                 setattr(owner, name, torch.zeros(saved.shape, dtype=torch.float64, device=current.device))
         n_trees = sum(1 for key in state_dict if key.startswith(prefix + "trees.") and key.endswith(".booster"))
         if n_trees != len(self.trees):
-            from .gbdt import gbdt   # LightGBM only for a model with trees
+            from .gbdt import gbdt  # LightGBM only for a model with trees
 
             self.trees = nn.ModuleList([gbdt(self.n_features) for _ in range(n_trees)])
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)

@@ -26,10 +26,10 @@ evaluated for all replicates at once: per-replicate group sums by one bincount i
 gathered means (minority rate), or, for AUC, multiplicity-weighted cumulative counts along the score order. CI = [q_{α/2}, q_{1−α/2}], upper bound = q_{1−α} of
 the replicate values (asymptotic, not exact).
 
-**Overlapping groups** (``group`` a :class:`~solvers.membership.Membership`) and the rate families against the
+**Overlapping groups** (``group`` a :class:`~solvers.data.membership.Membership`) and the rate families against the
 overall rate (``reference="overall"``): percentile bootstrap as above; a replicate's group sums are Wᵀ-weighted
 membership sums (W the (b, n) row multiplicities, sums = (W ∘ v) M through the sparse M), its statistic the
-exact value's definition (:func:`~solvers.metrics.rate_deviation`, the spread, the loss gap) on them.
+exact value's definition (:func:`~solvers.metrics.classification.rate_deviation`, the spread, the loss gap) on them.
 
 **Simultaneous upper bounds** (:func:`constraint_bounds`' ``upper``): with m constraints, each family's upper
 bound is taken at level 1 − α/m, so that by the union bound *all m* bounds hold together with probability
@@ -43,7 +43,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..membership import Membership
+from ..data.membership import Membership
 from .exact import exact_gaps
 
 DEFAULT_BOOT = 1000
@@ -196,7 +196,7 @@ def _loss_gap_statistic(family, y, logits, group, group_names) -> Callable[[np.n
 
 def _rate_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
     """idx ↦ per-replicate exact DP / EOpp value: the spread of the group rates or, with ``reference="overall"``,
-    max_g |r_g − r| (the definitions of :mod:`solvers.metrics`), rates over the drawn rows (EOpp: their
+    max_g |r_g − r| (the definitions of :mod:`solvers.metrics.classification`), rates over the drawn rows (EOpp: their
     positives)."""
     pred = (logits > 0).astype(float)
     mask = np.ones(len(y)) if family.name == "demographic_parity" else (y == 1).astype(float)
@@ -235,7 +235,7 @@ def _weights(idx: np.ndarray, n: int) -> np.ndarray:
 
 
 def weighted_auc(w: np.ndarray, scores: np.ndarray, in_g: np.ndarray, in_gp: np.ndarray) -> np.ndarray:
-    """AUĈ(G, G') (ties ½, self-pairs excluded, as :func:`solvers.auc.metrics.auc_between`) of every
+    """AUĈ(G, G') (ties ½, self-pairs excluded, as :func:`solvers.metrics.auc.auc_between`) of every
     replicate, row i counted w_{b,i} times: one sort, cumulative weighted counts of G' below each tie block."""
     order = np.argsort(scores, kind="stable")
     s = scores[order]
@@ -255,7 +255,7 @@ def weighted_auc(w: np.ndarray, scores: np.ndarray, in_g: np.ndarray, in_gp: np.
 
 def _auc_statistic(family, y, logits, group, group_names) -> Callable[[np.ndarray], np.ndarray]:
     """idx ↦ |AUĈ(G1,G1') − AUĈ(G2,G2')| of the family's variant on each replicate."""
-    from ..auc.metrics import GROUP_SETS, protected_index, set_mask
+    from ..metrics.auc import GROUP_SETS, protected_index, set_mask
 
     protected = group == protected_index(list(group_names), family.config.protected)
     g1, g1p, g2, g2p = GROUP_SETS[family.config.variant]

@@ -13,15 +13,15 @@ Every column except the target is screened; the rules, in order (the first that 
   ``last``) — excluded;
 * ``leakage``: on a sample of at most :data:`SAMPLE_ROWS` rows split in two halves, the column alone
   predicts the target on the second half from the target's mean per value (numbers: per quantile bin,
-  :data:`~solvers.leakage.BINS` bins) learnt on the first, with ROC AUC a (max(a, 1 − a) taken) ≥ :data:`LEAK_AUC`
+  :data:`~solvers.data.leakage.BINS` bins) learnt on the first, with ROC AUC a (max(a, 1 − a) taken) ≥ :data:`LEAK_AUC`
   — excluded; ``near_duplicate`` when it also has at most :data:`DUPLICATE_LEVELS` values (a recoding of
   the target);
 * ``outcome_only``: the column is defined (present, non-zero) almost only for one class
-  (:func:`~solvers.leakage.outcome_only`) — excluded;
+  (:func:`~solvers.data.leakage.outcome_only`) — excluded;
 * ``target_stem``: its name shares the target's stem and it predicts the target (AUC ≥
-  :data:`~solvers.leakage.STEM_AUC`; :func:`~solvers.leakage.shares_stem`) — excluded;
+  :data:`~solvers.data.leakage.STEM_AUC`; :func:`~solvers.data.leakage.shares_stem`) — excluded;
 * ``dominant``: among the columns still kept, one that alone predicts the target about as well as all the others
-  together and adds what none of them does (:func:`~solvers.leakage.dominant`, naive Bayes on the same halves) —
+  together and adds what none of them does (:func:`~solvers.data.leakage.dominant`, naive Bayes on the same halves) —
   excluded, one per round.
 
 A column kept with AUC in [:data:`FLAG_AUC`, :data:`LEAK_AUC`) is ``flagged``: it may be known only after the

@@ -6,7 +6,7 @@ r"""``interval: "auto"`` — the paper's Appendix B rule for choosing I.
    historical rate is known).
 3. Among candidate intervals I ∋ p (α ≤ p ≤ β), choose the one where w* is least fair, measured by
    the family's own exact metric (pSP^I or pDP^I on the training data, see
-   :mod:`solvers.partial.metrics`).
+   :mod:`solvers.metrics.partial`).
 
 Candidates (the paper gives none): ``auto_candidates`` when given, else every [a, b] on a 5 % grid
 with 0.2 ≤ b − a ≤ 0.5 (the paper's chosen intervals have widths 0.2–0.3). Widths are bounded
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .metrics import partial_dp, partial_sp
+from ..metrics.partial import partial_dp, partial_sp
 
 
 def default_candidates(p: float, step: float = 0.05, min_width: float = 0.2, max_width: float = 0.5) -> list[list[float]]:
@@ -31,7 +31,7 @@ def default_candidates(p: float, step: float = 0.05, min_width: float = 0.2, max
 
 
 def unconstrained_scores(problem, iterations: int, seed: int = 0) -> np.ndarray:
-    from ..api import solve
+    from ..pipeline import solve
     from ..problem import Problem
 
     plain = Problem(problem.X, problem.y, problem.group, problem.group_names, problem.model_factory,

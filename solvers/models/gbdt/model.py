@@ -14,7 +14,7 @@ refusing one whose feature count differs from the model's. A model without trees
 A boosting solver hands the model the scores it keeps of its training and validation rows
 (:meth:`GBDTModel.keep_scores`): a forward pass over rows that are those rows (the same memory, e.g. the whole
 table's X of which the splits are views, and still the same values) reads them (LightGBM's prediction bit for bit,
-:mod:`solvers.gbdt.tree_scores`) instead of predicting every tree again; LightGBM predicts the other rows.
+:mod:`solvers.models.gbdt.tree_scores`) instead of predicting every tree again; LightGBM predicts the other rows.
 
 The module has no torch parameters: gradient-step solvers cannot train it (the catalog lists ``gbdt`` only under
 the solvers that boost, :mod:`solvers.algorithms.boosting`).
@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..lightgbm_text import load_booster
+from ...formats.lightgbm_text import load_booster
 from .tree_scores import KeptScores
 
 BOOSTER_KEY = "booster"
@@ -47,7 +47,7 @@ def num_threads() -> int:
 
 
 def lightgbm_params(spec: Any, seed: int = 0) -> dict[str, Any]:
-    """LightGBM's training parameters of a ``gbdt`` :class:`~solvers.spec.ModelSpec` (its hyper-parameters carry
+    """LightGBM's training parameters of a ``gbdt`` :class:`~solvers.data.spec.ModelSpec` (its hyper-parameters carry
     LightGBM's own names), deterministic under ``seed``."""
     return {
         "learning_rate": spec.learning_rate, "num_leaves": spec.num_leaves, "max_depth": spec.max_depth,
@@ -87,7 +87,7 @@ class GBDTModel(nn.Module):
         return torch.as_tensor(np.asarray(raw), dtype=x.dtype, device=x.device).reshape(-1)
 
     def keep_scores(self, kept: KeptScores) -> None:
-        """Answer later forward passes over ``kept``'s rows (:class:`~solvers.gbdt.tree_scores.KeptScores`: a
+        """Answer later forward passes over ``kept``'s rows (:class:`~solvers.models.gbdt.tree_scores.KeptScores`: a
         boosting solver's training and validation rows) from its scores, brought up to the booster's trees, while
         the booster is the current one: rows scored again and again by traces, output rules and the final report
         cost one tree per round instead of a whole prediction each time."""

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .fairness.exact import exact_gaps
-from .membership import Membership
-from .models import scores_in_blocks
+from .exact import exact_gaps
+from ..data.membership import Membership
+from ..models.factory import scores_in_blocks
 
 MAX_SHARE = 0.1
 

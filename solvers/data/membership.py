@@ -16,7 +16,7 @@ over groups or samples). Before anything of size nnz is allocated, the group siz
 N_(j) = #{i : k_i > j componentwise} is the C-dimensional histogram of k summed from the top along every axis,
 and row i is in Π_c k_{i,c} groups. A partition is the one-hot special case (:meth:`Membership.from_partition`).
 
-The spec (:class:`~solvers.spec.OverlappingGroups`, also importable here as ``ThresholdGroups``) is bounded
+The spec (:class:`~solvers.data.spec.OverlappingGroups`, also importable here as ``ThresholdGroups``) is bounded
 before anything is allocated; :func:`check_overlapping_groups` checks it against a table (422 material).
 
 Everywhere a split's groups are passed (``group`` of the metrics, the exact values, the report), a
@@ -179,7 +179,7 @@ def threshold_membership(table: pd.DataFrame, spec: OverlappingGroups | dict) ->
 
 
 def check_overlapping_groups(spec: OverlappingGroups, table: pd.DataFrame, target: str) -> None:
-    """Raise :class:`~solvers.spec.SpecError` (at ``overlapping_groups...``) when the groups cannot be built on
+    """Raise :class:`~solvers.data.spec.SpecError` (at ``overlapping_groups...``) when the groups cannot be built on
     ``table``: an unknown column or the target, a threshold column that is not numeric, more than ``MAX_GROUPS``
     groups, more than ``MAX_MEMBERSHIP_PAIRS`` pairs, or no group above ``min_group_fraction``. Costs O(n · C)
     (:func:`_grid_sizes`): nothing of size nnz is allocated."""
