@@ -43,6 +43,7 @@ from typing import Any, Callable, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from solvers.metrics.bootstrap import LEVEL, N_BOOT, SEED, Resamples, percentile_ci, resamples  # noqa: F401
 from solvers.metrics.auc import VARIANTS, auc, fairness_gap, protected_index
 from solvers.fairness.confidence import clopper_pearson, rate_gap_ci
 from solvers.metrics.classification import loss_gap
@@ -52,10 +53,6 @@ from solvers.metrics.partial import (partial_dp, partial_equal_opportunity, part
 from solvers.catalog.registry import Registry
 
 from . import cells
-
-N_BOOT = 200
-SEED = 0
-LEVEL = 0.95
 
 AUDIT_METRICS: Registry = Registry("metric type")
 ByGroup = dict[str, dict[str, float | None]]
@@ -458,42 +455,6 @@ def describe_metrics() -> list[dict[str, Any]]:
 
 
 # -- bootstrap -----------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Resamples:
-    """The row indices of ``n_boot`` bootstrap resamples of n rows: iterating draws them one (n,) row at a time
-    from a fresh ``default_rng(seed)``, the same rows as one (n_boot, n) draw (numpy's stream is the same), so
-    every metric sees the same resamples while only one row of indices is held (8 MB for 1M rows, not 1.6 GB)."""
-
-    n: int
-    n_boot: int
-    seed: int
-
-    def __iter__(self):
-        if self.n == 0:
-            return
-        rng = np.random.default_rng(self.seed)
-        for _ in range(self.n_boot):
-            yield rng.integers(0, self.n, size=self.n)
-
-    def __len__(self) -> int:
-        return self.n_boot if self.n else 0
-
-
-def resamples(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> Resamples:
-    """The bootstrap resamples' row indices (see :class:`Resamples`)."""
-    return Resamples(n, n_boot, seed)
-
-
-def percentile_ci(values, level: float = LEVEL) -> list[float] | None:
-    """Percentile interval of the defined values (None, NaN and infinities left out; None when none is defined)."""
-    defined = np.array([np.nan if v is None else v for v in values], dtype=float)
-    defined = defined[np.isfinite(defined)]
-    if defined.size == 0:
-        return None
-    lo, hi = np.quantile(defined, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return [float(lo), float(hi)]
-
 
 def _result(value: Any, by_group: ByGroup, replicates: Any, replicates_by_group: dict[str, dict[str, Any]]) -> dict:
     return {"value": _num(value), "ci": percentile_ci(replicates),

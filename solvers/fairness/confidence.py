@@ -44,6 +44,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..data.membership import Membership
+from ..metrics.bootstrap import Resamples
 from .exact import exact_gaps
 
 DEFAULT_BOOT = 1000
@@ -145,18 +146,6 @@ def rate_gap_ci(hits: np.ndarray, counts: np.ndarray, confidence: float) -> tupl
 
 
 # ---------------------------------------------------------------------------------------------- bootstrap
-def replicate_indices(n: int, n_boot: int, seed: int):
-    """Yield (b, n) int32 row indices of ``n_boot`` resamples with replacement in total (chunks of
-    about ``_CHUNK_ENTRIES`` entries)."""
-    rng = np.random.default_rng(seed)
-    per_chunk = max(1, _CHUNK_ENTRIES // max(n, 1))
-    done = 0
-    while done < n_boot:
-        b = min(per_chunk, n_boot - done)
-        yield rng.integers(0, n, (b, n), dtype=np.int32)
-        done += b
-
-
 def _per_replicate_sums(idx: np.ndarray, values: np.ndarray, group, k: int) -> np.ndarray:
     """(b, k) Σ over each replicate's drawn rows of ``values`` by group: one bincount into b·k bins (overlapping
     groups: the multiplicity-weighted values times the sparse membership, (W ∘ v) M)."""
@@ -302,7 +291,7 @@ def bootstrap_values(family, y, logits, group, group_names, n_boot: int = DEFAUL
     statistic = bootstrap_statistic(family, y, logits, group, group_names)
     if family.name not in _BOOTSTRAP and family.name not in _GROUP_RATE_FAMILIES:
         n_boot = min(n_boot, FALLBACK_BOOT)
-    return np.concatenate([statistic(idx) for idx in replicate_indices(len(y), n_boot, seed)])
+    return np.concatenate([statistic(idx) for idx in Resamples(len(y), n_boot, seed).blocks(_CHUNK_ENTRIES)])
 
 
 # -------------------------------------------------------------------------------------------- per family

@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from .bootstrap import bootstrap_ci
+
 VARIANTS = ("group", "inter", "intra", "aeg_positive", "aeg_negative", "bpsn_bnsp")
 
 #: (G1, G1', G2, G2') as (label, protected) predicates; label/protected None = any. ``None`` pair = the constant ½.
@@ -119,23 +121,6 @@ def _per_group_and_pairs(y, scores, group, n_groups, variant) -> tuple[list[floa
                 if value is not None:
                     pair_values.append(value)
     return per_group, (max(pair_values) if pair_values else None)
-
-
-def bootstrap_ci(statistic, n: int, n_boot: int = 200, seed: int = 0, level: float = 0.95
-                 ) -> list[float] | None:
-    """Percentile bootstrap CI of ``statistic(rows)`` over ``n_boot`` row resamples (seeded)."""
-    if n_boot <= 0 or n == 0:
-        return None
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(n_boot):  # loop over replicates; each replicate is vectorised
-        v = statistic(rng.integers(0, n, n))
-        if v is not None:
-            values.append(v)
-    if not values:
-        return None
-    lo, hi = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return [float(lo), float(hi)]
 
 
 def auc_fairness(y: np.ndarray, scores: np.ndarray, group: np.ndarray, group_names: list[str], variant: str,
