@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .base import CONSTRAINTS, ConstraintFamily, FairnessData
-from ..metrics.auc import auc_fairness, protected_index
+from ..metrics.auc import auc_fairness, fairness_gap, protected_index
+from .base import CONSTRAINTS, ConstraintFamily, FairnessData, undefined_as_nan
 from .auc_surrogate import level_values, term_sets
 
 Variant = Literal["group", "inter", "intra", "aeg_positive", "aeg_negative", "bpsn_bnsp"]
@@ -45,6 +45,12 @@ class AUCParity(ConstraintFamily):
         in_p, in_q = self.sets(data.y, data.group)
         f = level_values(scores, in_p, in_q, self.config.c1, self.config.c2)
         return f[1:] - 1.0
+
+    def exact_value(self, y, logits, group, group_names) -> float:
+        """|AUC(G1, G1') − AUC(G2, G2')| of the variant, exact (ties ½), without the bootstrap."""
+        protected = np.asarray(group) == protected_index(list(group_names), self.config.protected)
+        return undefined_as_nan(fairness_gap(np.asarray(y, dtype=float), np.asarray(logits, dtype=float), protected,
+                                             self.config.variant))
 
     def exact_metrics(self, y: np.ndarray, logits: np.ndarray, group: np.ndarray,
                       group_names: list[str]) -> dict[str, Any]:

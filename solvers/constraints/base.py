@@ -9,6 +9,11 @@ tolerance (paper eq. (2)–(3)). Every family is vectorised over all groups at
 once through :class:`~solvers.constraints.cells.CellIndex`. The exact metrics used for
 evaluation live in :mod:`solvers.metrics.classification`.
 
+Every family, AUC and partial parity included, is one :class:`ConstraintFamily` (as fairlearn's ``Moment``):
+``bind`` (the training groups, its ``load_data``), ``gap`` / ``surrogate`` (Δ̂ and G, its ``gamma`` on the
+surrogate), ``vjp`` (∂(wᵀG)/∂f, its ``signed_weights``), ``exact_value`` (the exact metric Δ a tolerance is
+judged on, on the tolerance's scale) and ``exact_metrics`` (what the split's report adds).
+
 A new family is its Config, declared in :mod:`solvers.catalog` (no torch there)::
 
     @CONSTRAINTS.declare("my_family", implementation="solvers.constraints.mine:MyFamily", description="...")
@@ -129,6 +134,11 @@ class FairnessData:
 
 
 
+def undefined_as_nan(value: Any) -> float:
+    """A metric's value as a float, NaN for None (undefined: no tolerance keeps it, ``nan <= ε`` is False)."""
+    return float("nan") if value is None else float(value)
+
+
 def indicator_surrogate(scores: Tensor, kind: str, temperature: float = 1.0) -> Tensor:
     """σ(f/T) ≈ 1{f > 0} (T = ``temperature``; the limit T → 0 is the indicator itself).
 
@@ -246,6 +256,13 @@ class ConstraintFamily:
         ``<type>_by_group`` beside). None: the family's metric is among the always-computed
         ones of :func:`solvers.metrics.classification.classification_metrics`."""
         return None
+
+    def exact_value(self, y: np.ndarray, logits: np.ndarray, group, group_names: Sequence[str]) -> float:
+        """The family's exact (indicator) metric Δ on one split, on the tolerance's scale: Δ ≤ ε is the promise
+        (:func:`solvers.fairness.exact.exact_gaps`). ``logits`` are the raw scores f (ŷ = 1{f > 0}); ``group`` the
+        (n,) group index or a :class:`~solvers.data.membership.Membership`. NaN where undefined on the split.
+        Default: the value :meth:`exact_metrics` reports under the family's type name."""
+        return undefined_as_nan((self.exact_metrics(y, logits, group, list(group_names)) or {}).get(self.name))
 
     def init_parameters(self, device: torch.device) -> list[Tensor]:
         """Auxiliary variables of the family (e.g. the thresholds θ_p of partial statistical parity),

@@ -1,10 +1,13 @@
 """Equalized odds (paper eq. 17), generalised to K groups."""
 from __future__ import annotations
 
+import numpy as np
 from torch import Tensor
 
+from ..metrics.classification import group_fairness
+from .base import (CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates,
+                   undefined_as_nan)
 from .cells import spread, spread_adjoint
-from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates
 
 
 @CONSTRAINTS.implements("equalized_odds")
@@ -22,6 +25,11 @@ class EqualizedOdds(ConstraintFamily):
         if self.config.aggregate == "separate":
             return [f"{self.name}[tpr]", f"{self.name}[fpr]"]
         return [self.name]
+
+    def exact_value(self, y, logits, group, group_names) -> float:
+        """max(TPR gap, FPR gap) of the exact group rates (both aggregates bound the same set)."""
+        pred = (np.asarray(logits) > 0).astype(int)
+        return undefined_as_nan(group_fairness(y, pred, group, list(group_names))[self.name])
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         cells = data.by_group_label

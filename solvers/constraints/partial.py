@@ -21,9 +21,9 @@ import torch.nn.functional as F_
 from torch import Tensor
 
 from ..catalog.partial import PartialConfig
-from .base import CONSTRAINTS, ConstraintFamily, FairnessData
+from ..metrics.partial import partial_dp, partial_report, partial_sp
 from ..metrics.percentile_intervals import Intervals
-from ..metrics.partial import partial_report
+from .base import CONSTRAINTS, ConstraintFamily, FairnessData, undefined_as_nan
 
 
 _CELL_LAYOUT: dict[int, tuple[weakref.ref, Any]] = {}
@@ -165,6 +165,14 @@ class PartialFamily(ConstraintFamily):
         return self.surrogate(scores, data) + self.tolerance
 
     # -- evaluation ----------------------------------------------------------------------
+    def exact_value(self, y, logits, group, group_names) -> float:
+        """pSP^I (the KS distance of the kept rows' scores) or pDP^I on the resolved interval I."""
+        k, interval = len(group_names), self.resolved_interval
+        if self.metric_key == "psp":
+            return undefined_as_nan(partial_sp(logits, group, interval, k, list(group_names))["value"])
+        return undefined_as_nan(partial_dp(logits, group, interval, self.config.threshold, k,
+                                           list(group_names))["value"])
+
     def exact_metrics(self, y, logits, group, group_names) -> dict[str, Any]:
         interval = self.resolved_interval
         report = partial_report(y, logits, group, group_names, interval, self.config.threshold)
