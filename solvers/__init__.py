@@ -2,11 +2,11 @@
 
     from solvers import solve, run, ProblemSpec
 
-Layers (one concept per module): ``catalog`` (solver and constraint names, paper metadata and
-pydantic Configs; no torch) → ``spec`` (pydantic job spec) → ``encoding`` / ``splitting``
-(table → tensors) → ``problem`` (tensors, model, objective F, constraint families G) →
-``algorithms`` (one shared driver loop reporting to an ``observer``) → ``metrics`` (exact
-fairness metrics).
+Layers (one home per concept): ``catalog`` (solver and constraint names, paper metadata and
+pydantic Configs; no torch) → ``data`` (the pydantic job spec, table → tensors: encoding, splitting,
+groups) → ``problem`` (tensors, ``models``, ``objectives`` F, ``constraints`` G) → ``algorithms`` (one
+shared driver loop reporting to an ``observer``) → ``fairness`` (keeping the promise on the exact
+``metrics``); ``pipeline`` runs them in order (:func:`run`), ``formats`` holds what is written to disk.
 
 The names below are imported on first use (PEP 562), so ``from solvers import ProblemSpec``
 or ``solvers.catalog`` never loads torch: the API process validates specs without it.
