@@ -43,13 +43,13 @@ from typing import Any, Callable, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from solvers.metrics.bootstrap import LEVEL, N_BOOT, SEED, Resamples, percentile_ci, resamples  # noqa: F401
+from solvers.metrics.bootstrap import (LEVEL, N_BOOT, SEED, Resamples, percentile_ci, resamples)  # noqa: F401
 from solvers.metrics.auc import VARIANTS, auc, fairness_gap, protected_index
 from solvers.fairness.confidence import clopper_pearson, rate_gap_ci
 from solvers.metrics.classification import loss_gap
 from solvers.metrics.percentile_intervals import validate_interval
-from solvers.metrics.partial import (partial_dp, partial_equal_opportunity, partial_equalized_odds, partial_group_auc,
-                                     partial_sp)
+from solvers.metrics.partial import (partial_dp, partial_equal_opportunity, partial_equalized_odds,
+                                                    partial_group_auc, partial_sp)
 from solvers.catalog.registry import Registry
 
 from . import cells
@@ -426,7 +426,7 @@ class MetricSpec(BaseModel):
         try:
             metric.Options.model_validate(self.model_extra or {})
         except Exception as exc:
-            errors = getattr(exc, "errors", lambda: [{"loc": (), "msg": str(exc)}])()
+            errors = exc.errors() if hasattr(exc, "errors") else [{"loc": (), "msg": str(exc)}]
             first = errors[0]
             field = ".".join(map(str, first["loc"])) or "options"
             raise ValueError(f"{self.type}: field {field!r}: {first['msg']}") from None
