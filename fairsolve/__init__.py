@@ -10,7 +10,7 @@ Names are imported on first use, so ``fairsolve.Client`` does not load torch.
 """
 from __future__ import annotations
 
-from solvers._lazy import lazy_exports
+from solvers.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "client": ["Client", "FairSolveError", "Job", "Sweep"],

@@ -93,7 +93,23 @@ def _id(obj: Any) -> str:
 
 
 class Client:
-    """A FairSolve service at ``url`` used with API key ``key``."""
+    """A FairSolve service at ``url`` used with API key ``key``.
+
+    Parameters
+    ----------
+    url : str
+        The service's base URL (``http://host:8000``).
+    key : str
+        An API key, sent as ``Authorization: Bearer <key>``.
+    timeout : float
+        Seconds one HTTP call may take.
+    poll_s : float
+        Seconds between two polls of :meth:`Job.wait`, :meth:`Sweep.wait` and :meth:`run_audit`.
+    transport : httpx.BaseTransport or None
+        Another transport (e.g. an in-process ASGI app in tests).
+    retries : int
+        Retries of a repeatable call that the service asks to repeat (429 / 503 with ``Retry-After``).
+    """
 
     def __init__(self, url: str, key: str, *, timeout: float = 60.0, poll_s: float = 0.5,
                  transport: httpx.BaseTransport | None = None, retries: int = 3) -> None:
@@ -143,7 +159,16 @@ class Client:
                column_names: list[str] | None = None, missing_values: list[str] | None = None) -> dict[str, Any]:
         """Upload a DataFrame (sent as Parquet, types kept) or a CSV / Parquet file; the dataset's answer.
 
-        ``header=False`` / ``column_names`` / ``missing_values`` are the upload's reading options (CSV)."""
+        Parameters
+        ----------
+        data : pandas.DataFrame, str or Path
+            The table, or the path of a CSV / Parquet file.
+        name : str or None
+            The dataset's name (default: the file's).
+        header, column_names, missing_values
+            The upload's reading options for CSV: ``header=False`` when the first line is data, the column
+            names to use, the strings read as missing.
+        """
         if isinstance(data, pd.DataFrame):
             filename, content = _frame_file(data, name or "frame")
         else:
@@ -186,8 +211,16 @@ class Client:
 
     # jobs and sweeps
     def submit(self, dataset: str | dict, **spec: Any) -> "Job":
-        """Submit a job: the keyword arguments are the job spec's fields (``target``, ``positive_label``,
-        ``sensitive``, ``constraints``, ``solver`` as a name or ``{"name", "params"}``, ...)."""
+        """Submit a job and return it (:class:`Job`; ``wait()`` follows it to its result).
+
+        Parameters
+        ----------
+        dataset : str or dict
+            The dataset's id, or its answer from :meth:`upload`.
+        **spec
+            The job spec's fields (``target``, ``positive_label``, ``sensitive``, ``constraints``, ``model``,
+            ``solver`` as a name or ``{"name", "params"}``, ...; ``GET /api/v1/solvers`` lists the solvers).
+        """
         if isinstance(spec.get("solver"), str):
             spec["solver"] = {"name": spec["solver"]}
         answer = self._json("POST", f"{API}/jobs", json={"dataset_id": _id(dataset), **spec},
@@ -203,7 +236,23 @@ class Client:
 
     def sweep(self, dataset: str | dict, *, tolerances: list[float], seeds: list[int] | None = None,
               solvers: list[str | dict] | None = None, warm_start: bool = True, **base: Any) -> "Sweep":
-        """Submit a sweep over tolerances × seeds × solvers of the base job given by the keyword arguments."""
+        """Submit a sweep over tolerances × seeds × solvers of the base job given by the keyword arguments.
+
+        Parameters
+        ----------
+        dataset : str or dict
+            The dataset's id, or its answer from :meth:`upload`.
+        tolerances : list of float
+            The tolerances ε, applied to every constraint of the base job.
+        seeds : list of int or None
+            Seeds of the grid (default: the base job's).
+        solvers : list of str or dict, or None
+            Solvers of the grid, by name or ``{"name", "params"}`` (default: the base job's).
+        warm_start : bool
+            Start each tolerance's job from the solution at the next looser one.
+        **base
+            The base job's spec fields, as for :meth:`submit`.
+        """
         if isinstance(base.get("solver"), str):
             base["solver"] = {"name": base["solver"]}
         grid: dict[str, Any] = {"tolerances": tolerances}
@@ -222,8 +271,21 @@ class Client:
     def audit(self, job: "str | Job | None" = None, *, metrics: list[dict[str, Any]],
               dataset: str | dict | None = None, predictions: dict[str, Any] | None = None,
               **fields: Any) -> dict[str, Any]:
-        """Create an audit of ``job``'s model, or of a prediction log (``predictions``: the columns that hold the
-        model's output, label and groups), on ``dataset`` (or a ``source``) with metric thresholds."""
+        """Create an audit of ``job``'s model, or of a prediction log, with metric thresholds; the audit's answer.
+
+        Parameters
+        ----------
+        job : str, Job or None
+            The job whose model is audited (None with ``predictions``).
+        metrics : list of dict
+            The audit's metrics with their thresholds (``{"type": ..., "threshold": ...}``).
+        dataset : str, dict or None
+            The rows to audit (or give a ``source`` among ``fields``).
+        predictions : dict or None
+            A prediction log instead of a model: the columns that hold the model's output, label and groups.
+        **fields
+            The audit's other fields (``name``, ``schedule``, ``source``, ...).
+        """
         body = {"metrics": metrics, **fields}
         if job is not None:
             body["job_id"] = _id(job)

@@ -3,11 +3,11 @@
     clf = FairClassifier(constraints=[{"type": "demographic_parity", "tolerance": 0.05}], solver="ssg")
     clf.fit(X, y, sensitive_features=A).predict(X_new)
 
-``fit`` does what a job does on its train split (:mod:`solvers.api`, the solve and the exact
+``fit`` does what a job does on its train split (:mod:`solvers.pipeline`, the solve and the exact
 enforcement after it): groups from
 ``sensitive_features`` (several columns → their observed intersections, ``group_rules`` as in a
 job), y = 1 for ``classes_[1]`` (the larger label, scikit-learn's convention), the job's
-:class:`~solvers.encoding.TableEncoder` fitted on X (one-hot categoricals, standardised numbers,
+:class:`~solvers.data.encoding.TableEncoder` fitted on X (one-hot categoricals, standardised numbers,
 missing values imputed), then one solve of
 
     min_θ (1/n) Σ ℓ(f_θ(x_i), y_i)   s.t.   Δ̂_k(θ) − ε_k ≤ 0 for every constraint k.
@@ -27,7 +27,7 @@ True)``) ``fit`` requests ``sensitive_features`` by default, so a meta-estimator
 
 ``overlapping_groups`` (the job spec's field: threshold groups or one group per value of several columns, read
 from X's columns, or from ``sensitive_features`` when it is a table) replaces the partition: a row is then in
-several groups (:mod:`solvers.membership`), as in a job with ``overlapping_groups``.
+several groups (:mod:`solvers.data.membership`), as in a job with ``overlapping_groups``.
 
 ``fairness_`` lists, per constraint, its exact value on the training data with its 95 % CI and whether
 the tolerance is kept (the service's ``RunOutput.fairness`` entries, ``train`` only); ``metrics_`` is
@@ -49,7 +49,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from solvers.spec import ProblemSpec, SpecError, check_solver_supports
+from solvers.data.spec import ProblemSpec, SpecError, check_solver_supports
 
 SINGLE_GROUP = "all"
 
@@ -196,10 +196,26 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         return spec
 
     def fit(self, X: Any, y: Any, sensitive_features: Any = None) -> "FairClassifier":
-        """Train on every row of X (the job's train split), groups from ``sensitive_features`` (or the
-        constructor's ``sensitive_columns``, or ``overlapping_groups``); ValueError naming ``sensitive_features``
-        when there are constraints and no groups."""
-        from solvers.encoding import build_groups
+        """Train on every row of X (the job's train split): min_θ F(θ) subject to each constraint's exact metric
+        ≤ its tolerance, as a job does.
+
+        Parameters
+        ----------
+        X : array-like or pandas.DataFrame, shape (n, d)
+            The features (a DataFrame keeps its column types: categoricals are one-hot encoded).
+        y : array-like, shape (n,)
+            Binary labels; ``classes_`` are their sorted values.
+        sensitive_features : array-like, pandas.Series or DataFrame, optional
+            The rows' sensitive values (their intersections are the groups); default: the constructor's
+            ``sensitive_columns`` of X, or ``overlapping_groups``. ValueError naming ``sensitive_features``
+            when there are constraints and no groups.
+
+        Returns
+        -------
+        FairClassifier
+            ``self``, fitted.
+        """
+        from solvers.data.encoding import build_groups
 
         table = X if isinstance(X, pd.DataFrame) else None
         Xv, y = validate_data(self, X, y, dtype=None if table is not None else "numeric",
@@ -242,7 +258,7 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
 
     def _overlapping(self, X: pd.DataFrame, sensitive_features: Any):
         """(spec, membership, its names) of ``overlapping_groups`` on X's columns (or the sensitive table)."""
-        from solvers.membership import check_overlapping_groups, overlapping_membership
+        from solvers.data.membership import check_overlapping_groups, overlapping_membership
 
         spec = self.problem_spec([])
         source = X.reset_index(drop=True) if sensitive_features is None else \
@@ -263,9 +279,9 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
 
     def _solve(self, X: pd.DataFrame, y01: np.ndarray, spec: ProblemSpec, group, group_names: list[str]
                ) -> "FairClassifier":
-        from solvers.api import Prepared, _train_problem, continuation_of, keep_promise, solve
-        from solvers.encoding import TableEncoder
-        from solvers.membership import Membership
+        from solvers.pipeline import Prepared, train_problem, continuation_of, keep_promise, solve
+        from solvers.data.encoding import TableEncoder
+        from solvers.data.membership import Membership
 
         from .model import FairModel
 
@@ -275,7 +291,7 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
                         {"train": np.arange(len(X))}, encoder, encoder.transform(X),
                         membership=group if overlapping else None)
         deadline = time.monotonic() + spec.time_limit_s
-        problem = _train_problem(data, spec, [c.build() for c in spec.constraints])
+        problem = train_problem(data, spec, [c.build() for c in spec.constraints])
         result = solve(problem, spec.solver, max_iterations=spec.max_iterations, time_limit_s=spec.time_limit_s,
                        seed=spec.seed)
         continuation = continuation_of(result, data, spec, problem, deadline)
@@ -293,10 +309,10 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
 
     def _metrics(self, X: pd.DataFrame, y01: np.ndarray, group: np.ndarray, group_names: list[str], spec: ProblemSpec,
                  constraints: list) -> dict[str, Any]:
-        """The service's metrics of one split (:func:`solvers.api.evaluate_split`) on the training data."""
-        from solvers.api import evaluate_split
+        """The service's metrics of one split (:func:`solvers.pipeline.evaluate_split`) on the training data."""
+        from solvers.pipeline import evaluate_split
 
-        from solvers.membership import Membership
+        from solvers.data.membership import Membership
 
         logits = self.model_.decision_function(X)
         counts = group.counts if isinstance(group, Membership) else np.bincount(group, minlength=len(group_names))
@@ -338,8 +354,18 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
 
     def metric_frame(self, X: Any, y: Any, sensitive_features: Any = None) -> pd.DataFrame:
         """Per-group metrics of the fitted model on (X, y): one row per group, columns n,
-        selection_rate, accuracy, tpr, fpr (a MetricFrame-like ``by_group`` table)."""
-        from solvers.encoding import build_groups
+        selection_rate, accuracy, tpr, fpr (a MetricFrame-like ``by_group`` table).
+
+        Parameters
+        ----------
+        X : array-like or pandas.DataFrame
+            The features, as for :meth:`fit`.
+        y : array-like
+            The labels.
+        sensitive_features : array-like, optional
+            The rows' sensitive values, as for :meth:`fit`.
+        """
+        from solvers.data.encoding import build_groups
 
         X = self._check_X(X)
         y01 = (np.asarray(y) == self.classes_[1]).astype(np.int64)

@@ -1,4 +1,4 @@
-"""A trained scorer on raw tables: the solvers' fitted :class:`~solvers.encoding.TableEncoder` and a
+"""A trained scorer on raw tables: the solvers' fitted :class:`~solvers.data.encoding.TableEncoder` and a
 score model f_θ, so that ``predict`` takes the same columns the model was trained on.
 
 P(y = 1 | x) = σ(f_θ(x)); the predicted class is ``classes[1]`` where f_θ(x) > 0 (σ > 0.5, the
@@ -22,16 +22,30 @@ from safetensors.torch import load
 from scipy.special import expit
 from torch import nn
 
-from solvers.algorithms.auc_postprocess import restore_model
-from solvers.api import predict_scores
-from solvers.encoding import TableEncoder
-from solvers.models import ScoreModel, model_factory
-from solvers.spec import ModelSpec, ProblemSpec
+from solvers.models.thresholded import restore_model
+from solvers.pipeline import predict_scores
+from solvers.data.encoding import TableEncoder
+from solvers.models.factory import ScoreModel, model_factory
+from solvers.data.spec import ModelSpec, ProblemSpec
 
 
 @dataclass
 class FairModel:
-    """Encoder + score network; ``classes`` = (negative, positive) labels of the predictions."""
+    """A trained scorer: the fitted table encoder and the score network f_θ; ŷ = ``classes[1]`` where f_θ(x) > 0.
+
+    Parameters
+    ----------
+    encoder : TableEncoder
+        The job's fitted encoder (raw table → the model's features).
+    network : torch.nn.Module
+        The score network (post-processing and randomised models included).
+    classes : numpy.ndarray
+        (negative, positive) labels of the predictions.
+    spec : ProblemSpec or None
+        The job's spec when the model came from the service.
+    groups : list of str
+        The job's group names.
+    """
 
     encoder: TableEncoder
     network: nn.Module
@@ -42,15 +56,33 @@ class FairModel:
     @classmethod
     def from_state(cls, encoder: TableEncoder, model: ModelSpec, state: dict[str, torch.Tensor],
                    **kwargs: Any) -> "FairModel":
-        """The spec's architecture over the encoder's features, loaded with ``state``."""
+        """The spec's architecture over the encoder's features, loaded with ``state``.
+
+        Parameters
+        ----------
+        encoder : TableEncoder
+            The fitted encoder whose features the network reads.
+        model : ModelSpec
+            The architecture (``linear``, ``mlp``, ``gbdt``).
+        state : dict of str to torch.Tensor
+            A saved state dict (``model.safetensors``); post-processed and randomised states are rebuilt.
+        **kwargs
+            ``classes``, ``spec``, ``groups``.
+        """
         network = restore_model(model_factory(model)(len(encoder.feature_names)), state)
         return cls(encoder, network.eval(), **kwargs)
 
     @classmethod
     def from_audit_bytes(cls, data: bytes) -> "FairModel":
-        """A job's audit model file (``GET /api/v1/jobs/{id}/audit-model``: safetensors with the
-        job's spec and fitted encoder in its metadata)."""
-        from app.audits.model_file import read_metadata, spec_and_encoder  # the file format's owner
+        """A job's audit model file.
+
+        Parameters
+        ----------
+        data : bytes
+            The file's bytes (``GET /api/v1/jobs/{id}/audit-model``: safetensors with the job's spec and fitted
+            encoder in its metadata, :mod:`solvers.formats.model_file`).
+        """
+        from solvers.formats.model_file import read_metadata, spec_and_encoder  # the file format's owner
 
         with tempfile.TemporaryDirectory() as tmp:  # safetensors reads metadata from a file only
             path = Path(tmp) / "model.safetensors"
@@ -88,7 +120,7 @@ class FairModel:
 
     @cached_property
     def _float64(self) -> nn.Module | None:
-        """A float64 copy of a plain :class:`~solvers.models.ScoreModel` (a Linear or Sequential net), else None."""
+        """A float64 copy of a plain :class:`~solvers.models.factory.ScoreModel` (a Linear or Sequential net), else None."""
         net = getattr(self.network, "net", None)
         if not isinstance(self.network, ScoreModel) or type(net) not in (nn.Linear, nn.Sequential):
             return None

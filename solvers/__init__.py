@@ -2,32 +2,33 @@
 
     from solvers import solve, run, ProblemSpec
 
-Layers (one concept per module): ``catalog`` (solver and constraint names, paper metadata and
-pydantic Configs; no torch) → ``spec`` (pydantic job spec) → ``encoding`` / ``splitting``
-(table → tensors) → ``problem`` (tensors, model, objective F, constraint families G) →
-``algorithms`` (one shared driver loop reporting to an ``observer``) → ``metrics`` (exact
-fairness metrics).
+Layers (one home per concept): ``catalog`` (solver and constraint names, paper metadata and
+pydantic Configs; no torch) → ``data`` (the pydantic job spec, table → tensors: encoding, splitting,
+groups) → ``problem`` (tensors, ``models``, ``objectives`` F, ``constraints`` G) → ``algorithms`` (one
+shared driver loop reporting to an ``observer``) → ``fairness`` (keeping the promise on the exact
+``metrics``); ``pipeline`` runs them in order (:func:`run`), ``formats`` holds what is written to disk.
 
 The names below are imported on first use (PEP 562), so ``from solvers import ProblemSpec``
 or ``solvers.catalog`` never loads torch: the API process validates specs without it.
 """
 from __future__ import annotations
 
-from ._lazy import lazy_exports
+from .lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "catalog": ["ALGORITHMS", "CONSTRAINTS", "list_constraints", "list_solvers"],
     "algorithms": ["Algorithm", "AlgorithmConfig", "SolveResult"],
-    "api": ["Prepared", "RunOutput", "SolverDiverged", "prepare", "run", "solve"],
+    "pipeline": ["Prepared", "RunOutput", "SolverDiverged", "prepare", "run", "solve"],
     "constraints": ["ConstraintFamily"],
     "device": ["resolve_device"],
-    "encoding": ["TableEncoder", "build_groups", "encode_labels"],
-    "membership": ["Membership", "overlapping_membership"],
-    "metrics": ["classification_metrics", "group_fairness"],
+    "data.encoding": ["TableEncoder", "build_groups", "encode_labels"],
+    "data.membership": ["Membership", "overlapping_membership"],
+    "metrics.classification": ["classification_metrics", "group_fairness"],
     "observer": ["IterationRecord", "Observer", "RecordingObserver", "StoppedInSetup"],
     "problem": ["Problem"],
-    "spec": ["ConstraintSpec", "GroupRule", "GuaranteeSpec", "ModelSpec", "OverlappingGroups", "ProblemSpec", "SolverSpec",
+    "data.spec": ["ConstraintSpec", "GroupRule", "GuaranteeSpec", "ModelSpec", "OverlappingGroups", "ProblemSpec", "SolverSpec",
              "SpecError", "SplitSpec",
-             "check_spec_against_table"],
-    "splitting": ["split_indices"],
+             ],
+    "data.table_check": ["check_spec_against_table"],
+    "data.splitting": ["split_indices"],
 })

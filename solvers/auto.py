@@ -1,4 +1,4 @@
-r"""``auto``: a small portfolio of the library's solvers that keeps the user's tolerance (issue 17, items 3 and 5).
+r"""``auto``: a small portfolio of the library's solvers that keeps the user's tolerance.
 
 For the spec's model type and constraint families, :func:`solve_auto` runs, in order, the candidates of
 :func:`portfolio` — SSG, PLADA with a short step-size search, the plain Lagrangian, the exact penalty, then the
@@ -7,8 +7,8 @@ solvers dedicated to the spec's constraint types — each within what is left of
 1. **First solve** of ``iterations`` steps (at most ``max_iterations``) from the run's start model (a warm start
    when the caller gave one, else the seeded initialisation). Each candidate is given the same validation
    split as auto (``level_set`` and ``iqrc`` select an iterate on it), or none when auto has none. Above
-   :data:`~solvers.batching.FULL_BATCH_MAX_ROWS` training rows a candidate whose settings leave ``batch_size``
-   unset steps on mini-batches of :data:`~solvers.batching.SCALE_BATCH` rows (:func:`~solvers.batching.scale_batch_size`;
+   :data:`~solvers.data.batching.FULL_BATCH_MAX_ROWS` training rows a candidate whose settings leave ``batch_size``
+   unset steps on mini-batches of :data:`~solvers.data.batching.SCALE_BATCH` rows (:func:`~solvers.data.batching.scale_batch_size`;
    its params in ``tried`` say so, and exact enforcement continues with them): a full-batch step on an MLP at
    millions of rows costs seconds and gigabytes, and 500 of them would spend the time limit on one candidate.
    ``group_thresholds`` over gbdt runs cross-fitted on train ∪ validation over LightGBM's own hyper-parameters
@@ -100,15 +100,15 @@ import torch
 from torch import nn
 
 from .algorithms import SolveResult, run_algorithm
-from .batching import scale_batch_size
+from .data.batching import scale_batch_size
 from .catalog import ALGORITHMS
 from .catalog.auto import AutoConfig, portfolio_names
 from .fairness.enforce import cooled, shiftable
 from .fairness.exact import exact_gaps
 from .fairness.threshold_margin import split_bound
 from .fairness.triviality import MIN_BALANCED_ACCURACY, MIN_GROUP_RATE, triviality  # noqa: F401 (docstring names)
-from .membership import Membership
-from .models import scores_in_blocks
+from .data.membership import Membership
+from .models.factory import scores_in_blocks
 from .observer import IterationRecord, Observer
 from .problem import Problem
 
@@ -265,7 +265,7 @@ class _Portfolio:
             getattr(f.config, "reference", "groups") == "overall" for f in self.families)
         self.candidates = portfolio(config, problem.model_type, [f.name for f in self.families], generic,
                                     leads=validation is not None)
-        self.budget = max_iterations  # every solve of the portfolio counts against it (issue 30 item 5)
+        self.budget = max_iterations  # every solve of the portfolio counts against it
         total = min(len(self.candidates) * (self.first + config.refinements * self.more), max_iterations)
         self.observer = _Continuous(observer, total)
         self.stop_reason: str | None = None
@@ -404,7 +404,7 @@ class _Portfolio:
         return max(values) if values else float("nan")
 
     def _at_scale(self, name: str, params: dict) -> dict:
-        """``params`` with ``batch_size`` = :func:`~solvers.batching.scale_batch_size` of the training rows when that
+        """``params`` with ``batch_size`` = :func:`~solvers.data.batching.scale_batch_size` of the training rows when that
         is a mini-batch, the solver takes a ``batch_size`` and ``params`` leave it unset (step 1)."""
         size = scale_batch_size(self.problem.n_samples)
         if size is None or "batch_size" in params or "batch_size" not in ALGORITHMS.entry(name).Config.model_fields:
@@ -497,7 +497,7 @@ def _margin_met(model: nn.Module) -> dict | None:
     None. The margin's bound is computed from the rates the rule was fitted to (out of fold when cross-fitted), so it
     is the promise; the record's ``realised_gaps`` of a cross-fitted, refitted base are in-sample and say nothing
     more."""
-    from .algorithms.group_thresholds import report_of
+    from .models.thresholded import report_of
 
     report = report_of(model)
     margin = (report or {}).get("margin")

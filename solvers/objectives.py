@@ -21,6 +21,15 @@ vector (∂ℓ/∂f (f_i, y_i))_i, with σ the logistic function:
 * ``truncated_logistic``: ∂ℓ/∂f = (σ(f) − y) / (1 + l/α), l the logistic loss. Constraint families
 that need a loss (``loss_gap``, ``intersectional``) use ``per_sample`` so each loss has
 ONE definition.
+
+* ``auc_square``: the square surrogate of 1 − AUC (Yao, Lin & Yang, paper (6), f₀ of (10)),
+
+      F(θ) = E[c₁(h(ξ) − h(ξ') − c₂)² | ζ = 1, ζ' = −1] = c₁[(m₊ − m₋ − c₂)² + Var₊ + Var₋]
+
+  computed in O(n): :func:`auc_square_per_sample` returns ℓ_i whose mean is F on the given rows,
+  ℓ_i = c₁[(m₊ − m₋ − c₂)² + (n/n₊)(h_i − m₊)² 1{y_i=1} + (n/n₋)(h_i − m₋)² 1{y_i=0}]
+  (the class means are those of the same rows), named here with c₁ = c₂ = 1; the ``level_set`` / ``iqrc``
+  solvers use the (c₁, c₂) of their ``auc_parity`` constraint for f₀.
 """
 from __future__ import annotations
 
@@ -30,9 +39,17 @@ import torch
 import torch.nn.functional as F_
 from torch import Tensor
 
-from .auc.objective import auc_square_per_sample
-
 PerSampleLoss = Callable[[Tensor, Tensor], Tensor]
+
+
+def auc_square_per_sample(scores: Tensor, y: Tensor, c1: float = 1.0, c2: float = 1.0) -> Tensor:
+    """ℓ_i with mean c₁[(m₊ − m₋ − c₂)² + Var₊ + Var₋]."""
+    pos = (y > 0.5).to(scores.dtype)
+    neg = 1.0 - pos
+    n = scores.new_tensor(float(scores.numel()))
+    npos, nneg = pos.sum().clamp_min(1.0), neg.sum().clamp_min(1.0)
+    mp, mn = (pos * scores).sum() / npos, (neg * scores).sum() / nneg
+    return c1 * ((mp - mn - c2) ** 2 + (n / npos) * pos * (scores - mp) ** 2 + (n / nneg) * neg * (scores - mn) ** 2)
 
 
 class Objective:
@@ -115,7 +132,7 @@ hinge = Objective("hinge", hinge_per_sample, hinge_derivative)
 bce = Objective("bce", bce_per_sample, logistic_derivative)
 truncated_logistic = Objective("truncated_logistic", truncated_logistic_per_sample, truncated_logistic_derivative)
 
-auc_square = Objective("auc_square", auc_square_per_sample)  # the AUC paper's f₀ (:mod:`solvers.auc.objective`)
+auc_square = Objective("auc_square", auc_square_per_sample)  # the AUC paper's f₀ (:mod:`solvers.objectives`)
 
 OBJECTIVES: dict[str, Objective] = {o.name: o for o in (logistic, hinge, bce, truncated_logistic, auc_square)}
 

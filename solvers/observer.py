@@ -7,7 +7,7 @@ stop reason (e.g. ``"cancelled"``) and the solver stops cleanly after the
 current iterate. Batching (e.g. of database writes) is the observer's job.
 An observer whose :meth:`Observer.exact_trace_every` is k > 0 gets, every k-th
 iteration (and the first and last), the exact constraint values on the train and
-validation splits in ``IterationRecord.exact`` (:mod:`solvers.exact_trace`).
+validation splits in ``IterationRecord.exact`` (:mod:`solvers.fairness.exact_trace`).
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class Observer:
         return None
 
     def checkpoint_due(self) -> bool:
-        """Return True to be handed a :class:`~solvers.checkpoint.Checkpoint` of the current iterate."""
+        """Return True to be handed a :class:`~solvers.formats.checkpoint.Checkpoint` of the current iterate."""
         return False
 
     def on_checkpoint(self, checkpoint) -> None:
@@ -91,7 +91,7 @@ class RecordingObserver(Observer):
 
 class RunTotal(Observer):
     """Forwards everything to ``inner`` (other attributes too, e.g. ``last``) but tells it, in ``on_start``, the
-    whole run's iteration total (:meth:`~solvers.spec.ProblemSpec.iteration_total`: the solve and what keeping
+    whole run's iteration total (:meth:`~solvers.data.spec.ProblemSpec.iteration_total`: the solve and what keeping
     the promise may add) as ``max_iterations``, so that a progress read against it never exceeds it."""
 
     def __init__(self, inner: Observer, total: int) -> None:

@@ -13,10 +13,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from .batching import BatchSampler
+from .data.batching import BatchSampler
 from .constraints import ConstraintFamily, FairnessData
 from .device import resolve_device
-from .models import ModelFactory, linear, scores_in_blocks
+from .models.factory import ModelFactory, linear, scores_in_blocks
 from .objectives import Objective, get_objective
 
 
@@ -34,7 +34,7 @@ class Problem:
     """Tensors + model factory + objective + constraint families.
 
     ``X``: (n, d) float32 features; ``y``: (n,) labels in {0,1}; ``group``: (n,) long
-    group index into ``group_names``, or ``membership`` (a :class:`~solvers.membership.Membership`: groups
+    group index into ``group_names``, or ``membership`` (a :class:`~solvers.data.membership.Membership`: groups
     that overlap, a sample in several; ``group`` is then ignored and may be None). ``model_type`` ("linear", "mlp" or anything
     else for a custom factory) selects paper defaults (e.g. PLADA's Table 2 row).
     """
@@ -49,7 +49,7 @@ class Problem:
     constraints: list[ConstraintFamily] = field(default_factory=list)
     device: str | torch.device = "auto"
     domain: Callable[[list[Tensor]], None] | None = None  # Π_Θ in place (e.g. an ℓ1/ℓ2 ball); None = R^d
-    membership: Any = None  # solvers.membership.Membership: overlapping groups (the sampler sees one stratum)
+    membership: Any = None  # solvers.data.membership.Membership: overlapping groups (the sampler sees one stratum)
 
     def __post_init__(self) -> None:
         self.device = resolve_device(self.device)

@@ -4,7 +4,7 @@ glibc's malloc serves a request of at least ``M_MMAP_THRESHOLD`` bytes with its 
 system by ``free``), but by default it raises that threshold to the size of every such block freed (up to 32 MiB):
 after the first 16 MiB activation buffer of an MLP is freed, the next ones come from the heap, where the small
 allocations made between them keep the freed space from being reused or returned. Scored by row blocks
-(:func:`solvers.models.scores_in_blocks`), one pass of a 64-64 MLP over 2M rows left a process 530 MiB larger
+(:func:`solvers.models.factory.scores_in_blocks`), one pass of a 64-64 MLP over 2M rows left a process 530 MiB larger
 (about n · 64 · 4 bytes; at 10M rows the worker's MLP job peaked 1.6 GiB above the linear job's); with the threshold
 fixed at :data:`MMAP_THRESHOLD_BYTES` (which also turns the raising off) the same passes left it where it was.
 Other C libraries (musl) have no ``mallopt``: nothing is changed there.

@@ -9,7 +9,7 @@ the thread and writes what is left; a write error is raised in the solver's
 thread at its next iteration (the job then fails with it).
 
 Every ``checkpoint_every_s`` seconds the solver hands over its whole state
-(:mod:`solvers.checkpoint`); the observer stores it as a new object (``checkpoint_key(iteration)`` in ``store``,
+(:mod:`solvers.formats.checkpoint`); the observer stores it as a new object (``checkpoint_key(iteration)`` in ``store``,
 :mod:`app.core.blobstore`: a file written atomically, or an object any host can read), then names it in the job's
 progress together with every buffered row up to it (one write), and only then removes the checkpoint it named
 before. A start paused or killed between the two steps leaves the job naming the previous checkpoint, which is
@@ -41,7 +41,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.jobs.lifecycle import StaleAttempt
 from app.models import Job, TrajectoryPoint, utcnow
-from solvers import checkpoint as ckpt
+from solvers.formats import checkpoint as ckpt
 from solvers.observer import IterationRecord, Observer
 
 if TYPE_CHECKING:

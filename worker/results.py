@@ -1,4 +1,4 @@
-"""What the worker stores of a solve's :class:`~solvers.api.RunOutput`: JSON-ready values, the job's promise fields,
+"""What the worker stores of a solve's :class:`~solvers.pipeline.RunOutput`: JSON-ready values, the job's promise fields,
 and the summary a baseline row keeps (:mod:`app.jobs.baselines`)."""
 
 from __future__ import annotations

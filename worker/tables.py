@@ -1,6 +1,6 @@
 """A dataset as the worker's solves read it: its table (the cached read, text columns as categories: the encoder's
 input) and the ``prepare`` to run on it, which keeps each prepared split in this process's
-:class:`~solvers.prepared_cache.PreparedCache` (``FAIRSOLVE_PREPARED_CACHE_BYTES``) under the table's content key:
+:class:`~solvers.data.prepared_cache.PreparedCache` (``FAIRSOLVE_PREPARED_CACHE_BYTES``) under the table's content key:
 the stored file's SHA-256, its format and its reading options, the key of the table cache itself."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from app.datasets.read_options import cache_key
 from app.core.settings import get_settings
 from app.datasets.storage import load_table
 from solvers import ProblemSpec
-from solvers.api import Prepared
-from solvers.prepared_cache import PreparedCache
+from solvers.pipeline import Prepared
+from solvers.data.prepared_cache import PreparedCache
 
 
 @lru_cache(maxsize=1)

@@ -25,7 +25,7 @@ def solve_threads(spec: ProblemSpec) -> Iterator[None]:
     if spec.model.type != "gbdt":
         yield
         return
-    from solvers.gbdt.model import num_threads
+    from solvers.models.gbdt.model import num_threads
 
     before = torch.get_num_threads()
     torch.set_num_threads(num_threads())

@@ -20,7 +20,7 @@ from typing import Any
 from solvers.fairness.noise_floor import MAX_GROUPS as NOISE_FLOOR_GROUPS
 
 from .metrics import N_BOOT, MetricSpec
-from .model_file import ModelError
+from solvers.formats.model_file import ModelError
 
 GROUP_WEIGHT = 100
 

@@ -2,7 +2,7 @@ r"""Rate metrics from the cell counts group × label × decision, and their boot
 
 The rate gaps (DP, equal opportunity, equalized odds) are not drawn: their intervals are the job fairness
 report's exact Clopper–Pearson ones, computed from the same counts (:func:`rate_cells` gives their cells to
-:mod:`solvers.fairness.intervals`; :class:`app.audits.metrics.RateGap`). The bootstrap below serves the other
+:mod:`solvers.fairness.confidence`; :class:`app.audits.metrics.RateGap`). The bootstrap below serves the other
 rate metrics (accuracy, balanced accuracy, the minority's share) and the AUC.
 
 **Cells.** With K groups, a run's rows fall into the 4K cells (g, y, ŷ); ``counts`` is the (K, 2, 2) array
@@ -12,7 +12,7 @@ counts). Every rate metric is a function of c alone:
 * selection rate SR_g = Σ_y c[g, y, 1] / Σ_{y,ŷ} c[g, y, ŷ]; TPR_g = c[g, 1, 1] / Σ_ŷ c[g, 1, ŷ];
   FPR_g = c[g, 0, 1] / Σ_ŷ c[g, 0, ŷ]; accuracy_g = (c[g, 0, 0] + c[g, 1, 1]) / n_g, and overall the same
   over Σ_g; balanced accuracy = (TPR + TNR) / 2 (overall, or within g);
-* a gap is max − min over the groups where the rate is defined (:mod:`solvers.metrics`' rule); equalized
+* a gap is max − min over the groups where the rate is defined (:mod:`solvers.metrics.classification`' rule); equalized
   odds max(TPR gap, FPR gap); the minority's share of positive predictions P_m / Σ_g P_g, P_g = Σ_y c[g, y, 1].
 
 A 0/0 rate is NaN (reported as None). Every function here takes counts with any leading axes (..., K, 2, 2)
@@ -106,7 +106,7 @@ RATES = {"selection_rate": selection_rate, "tpr": tpr, "fpr": fpr}
 def rate_cells(c: np.ndarray, rates: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(hits, counts), each (len(rates), K), of the named rates (keys of :data:`RATES`) from one run's (K, 2, 2)
     counts: hits = the cell's predicted positives, counts = its rows. Rows ("selection_rate",), ("tpr",) and
-    ("tpr", "fpr") are the cells of :mod:`solvers.fairness.intervals`' rate-gap bounds for demographic parity,
+    ("tpr", "fpr") are the cells of :mod:`solvers.fairness.confidence`' rate-gap bounds for demographic parity,
     equal opportunity and equalized odds (its ``_rate_cells``, there from the rows)."""
     parts = {"selection_rate": (c[..., 1].sum(axis=-1), sizes(c)), "tpr": (c[..., 1, 1], c[..., 1, :].sum(axis=-1)),
              "fpr": (c[..., 0, 1], c[..., 0, :].sum(axis=-1))}

@@ -1,7 +1,7 @@
 """A job's audit model file, streamed from its weights artifact without a table or torch in the API.
 
 The worker stores the fitted encoder and the group names in the weights' safetensors metadata. The
-audit model file (:mod:`app.audits.model_file`) holds the same tensors with other metadata, so it is the
+audit model file (:mod:`solvers.formats.model_file`) holds the same tensors with other metadata, so it is the
 weights file with its header rewritten: ``u64 header length (little-endian) | JSON header | tensor
 bytes``, the tensors' offsets being relative to the end of the header. The new header is written, then
 the tensor bytes are copied from the artifact in 1 MiB blocks: the API holds one block at a time.
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model_file import FORMAT_KEY, FORMAT_VERSION, problem_spec
+from solvers.formats.model_file import FORMAT_KEY, FORMAT_VERSION, problem_spec
 
 BLOCK = 1 << 20
 MAX_HEADER = 100 << 20  # safetensors' own limit

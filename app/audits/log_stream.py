@@ -7,12 +7,12 @@ whatever the number of rows.
 categoricals: one small code per row, no Python string per row), without pre-buffering (with it, pyarrow 26's
 pool grew by about 6 MB a batch over a 20M-row file; without, it stayed flat); CSV through ``pyarrow.csv.open_csv``, a streaming
 reader that parses blocks of the file in parallel, its text columns dictionary-encoded alike. A missing column is
-a :class:`~app.audits.model_file.ModelError` naming it before any row is read.
+a :class:`~solvers.formats.model_file.ModelError` naming it before any row is read.
 
 **Cells** (:func:`tally`): each batch is scored as an in-memory log is (:meth:`PredictionLog.score_rows`: the same
 labels, decisions and group names); its groups are mapped to the log's groups by name and its counts
 c[g, y, ŷ] (:func:`app.audits.cells.cell_counts`) added. Counting is exact, so the totals equal the whole table's
-counts. The groups are finally put in :func:`solvers.encoding.build_groups`' order by running it on one
+counts. The groups are finally put in :func:`solvers.data.encoding.build_groups`' order by running it on one
 representative row per group (the order depends only on the set of values present), so the names, their order
 and the counts equal an in-memory run's.
 
@@ -37,13 +37,13 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from solvers.encoding import build_groups
+from solvers.data.encoding import build_groups
 
 from .caps import check_groups
 from .cells import cell_counts
 from .drift import Q
 from .logs import PredictionLog
-from .model_file import ModelError
+from solvers.formats.model_file import ModelError
 
 BATCH_ROWS = 1 << 20
 BLOCK_POINTS = 1024
@@ -112,7 +112,7 @@ def _frames(path: Path, columns: list[str], batch_rows: int) -> Iterator[pd.Data
 
 @dataclass(frozen=True)
 class Tally:
-    """A whole log's cell counts (K, 2, 2), group names (:func:`solvers.encoding.build_groups`' order), rows and
+    """A whole log's cell counts (K, 2, 2), group names (:func:`solvers.data.encoding.build_groups`' order), rows and
     score summary (:func:`app.audits.drift.summarise`'s form)."""
 
     counts: np.ndarray

@@ -14,7 +14,7 @@ A log names its columns (:class:`PredictionLog`): exactly one of
 
 and optionally ``label_column`` with its ``positive_label`` (y = 1 where the normalised value equals it, as
 for jobs), without which the metrics that need a label are refused. Groups are the ``sensitive`` columns'
-observed values (several columns: their intersections), as for jobs (:func:`solvers.encoding.build_groups`).
+observed values (several columns: their intersections), as for jobs (:func:`solvers.data.encoding.build_groups`).
 """
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from solvers.encoding import build_groups, encode_labels, normalise_values
-from solvers.metrics import _logits as logit
+from solvers.data.encoding import build_groups, encode_labels, normalise_values
+from solvers.metrics.classification import _logits as logit
 
 from .metrics import MetricSpec, Scored
-from .model_file import ModelError
+from solvers.formats.model_file import ModelError
 
 TRUE, FALSE = frozenset({"1", "True", "true", "yes"}), frozenset({"0", "False", "false", "no"})
 

@@ -1,7 +1,7 @@
 r"""The exact metrics an audit checks, computed from raw scores f(x), labels and groups.
 
 Every metric is one small class registered in :data:`AUDIT_METRICS` (the solver library's
-:class:`~solvers.registry.Registry`), with
+:class:`~solvers.catalog.registry.Registry`), with
 
 * ``direction``: ``"max"`` — the threshold is an upper bound (a gap: pass iff value ≤ threshold) —
   or ``"min"`` — a lower bound (accuracy, AUC, the minority's share: pass iff value ≥ threshold);
@@ -11,9 +11,9 @@ Every metric is one small class registered in :data:`AUDIT_METRICS` (the solver 
 
 The rate metrics (accuracy, balanced accuracy, the DP / equal opportunity / equalized odds gaps, the
 minority's share: :class:`CellMetric`; the gaps :class:`RateGap`) read only the counts of the cells group × label × decision
-(:mod:`app.audits.cells`, tested against :func:`solvers.metrics.group_fairness` and ``minority_rate``). The
-others are the solver library's: ``loss_gap``; :mod:`solvers.partial.metrics` (pSP, pDP and the partial EOp /
-EOdds / group AUC on a percentile ``interval``, scores = raw f as in training); :mod:`solvers.auc.metrics` (AUĈ
+(:mod:`app.audits.cells`, tested against :func:`solvers.metrics.classification.group_fairness` and ``minority_rate``). The
+others are the solver library's: ``loss_gap``; :mod:`solvers.metrics.partial` (pSP, pDP and the partial EOp /
+EOdds / group AUC on a percentile ``interval``, scores = raw f as in training); :mod:`solvers.metrics.auc` (AUĈ
 and the AUC-fairness ``variant``); log loss is scikit-learn's. Predictions are ŷ = 1{f > 0} = 1{σ(f) > ½}, as
 everywhere in FairSolve.
 
@@ -23,7 +23,7 @@ decision column offers only the metrics whose needs it meets; the others are ref
 
 **Confidence intervals** (:func:`bootstrap`), 95% (``LEVEL``). The rate gaps (``demographic_parity``,
 ``equal_opportunity``, ``equalized_odds``: :class:`RateGap`) take the job fairness report's interval: the exact
-Clopper–Pearson construction of :mod:`solvers.fairness.intervals` (:func:`~solvers.fairness.intervals.rate_gap_ci`)
+Clopper–Pearson construction of :mod:`solvers.fairness.confidence` (:func:`~solvers.fairness.confidence.rate_gap_ci`)
 on the run's cell counts, hits = predicted positives and counts = rows per group (DP one row of selection rates,
 equal opportunity the TPRs, equalized odds the TPR and the FPR rows), and each per-group rate the exact binomial
 interval of its cell; nothing is resampled for them, so they do not depend on ``N_BOOT`` or ``SEED``. Every other
@@ -43,19 +43,16 @@ from typing import Any, Callable, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from solvers.auc.metrics import VARIANTS, auc, fairness_gap, protected_index
-from solvers.fairness.intervals import clopper_pearson, rate_gap_ci
-from solvers.metrics import loss_gap
-from solvers.partial.intervals import validate_interval
-from solvers.partial.metrics import (partial_dp, partial_equal_opportunity, partial_equalized_odds,
-                                     partial_group_auc, partial_sp)
-from solvers.registry import Registry
+from solvers.metrics.bootstrap import (LEVEL, N_BOOT, SEED, Resamples, percentile_ci, resamples)  # noqa: F401
+from solvers.metrics.auc import VARIANTS, auc, fairness_gap, protected_index
+from solvers.fairness.confidence import clopper_pearson, rate_gap_ci
+from solvers.metrics.classification import loss_gap
+from solvers.metrics.percentile_intervals import validate_interval
+from solvers.metrics.partial import (partial_dp, partial_equal_opportunity, partial_equalized_odds,
+                                                    partial_group_auc, partial_sp)
+from solvers.catalog.registry import Registry
 
 from . import cells
-
-N_BOOT = 200
-SEED = 0
-LEVEL = 0.95
 
 AUDIT_METRICS: Registry = Registry("metric type")
 ByGroup = dict[str, dict[str, float | None]]
@@ -194,9 +191,9 @@ _cell_metric("balanced_accuracy", "min", "Mean of TPR and TNR.", cells.balanced_
 class RateGap(CellMetric):
     """A rate gap (DP, equal opportunity, equalized odds): max − min over the groups of each of its ``rates``
     (:data:`app.audits.cells.RATES`), the largest of them. Its interval is not drawn: it is the job fairness
-    report's exact Clopper–Pearson interval (:func:`solvers.fairness.intervals.rate_gap_ci`) on the run's cells
+    report's exact Clopper–Pearson interval (:func:`solvers.fairness.confidence.rate_gap_ci`) on the run's cells
     (hits = predicted positives, counts = rows: :func:`app.audits.cells.rate_cells`), and each per-group rate's is
-    that cell's exact binomial interval (:func:`solvers.fairness.intervals.clopper_pearson`)."""
+    that cell's exact binomial interval (:func:`solvers.fairness.confidence.clopper_pearson`)."""
 
     rates: ClassVar[tuple[str, ...]]
 
@@ -458,42 +455,6 @@ def describe_metrics() -> list[dict[str, Any]]:
 
 
 # -- bootstrap -----------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Resamples:
-    """The row indices of ``n_boot`` bootstrap resamples of n rows: iterating draws them one (n,) row at a time
-    from a fresh ``default_rng(seed)``, the same rows as one (n_boot, n) draw (numpy's stream is the same), so
-    every metric sees the same resamples while only one row of indices is held (8 MB for 1M rows, not 1.6 GB)."""
-
-    n: int
-    n_boot: int
-    seed: int
-
-    def __iter__(self):
-        if self.n == 0:
-            return
-        rng = np.random.default_rng(self.seed)
-        for _ in range(self.n_boot):
-            yield rng.integers(0, self.n, size=self.n)
-
-    def __len__(self) -> int:
-        return self.n_boot if self.n else 0
-
-
-def resamples(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> Resamples:
-    """The bootstrap resamples' row indices (see :class:`Resamples`)."""
-    return Resamples(n, n_boot, seed)
-
-
-def percentile_ci(values, level: float = LEVEL) -> list[float] | None:
-    """Percentile interval of the defined values (None, NaN and infinities left out; None when none is defined)."""
-    defined = np.array([np.nan if v is None else v for v in values], dtype=float)
-    defined = defined[np.isfinite(defined)]
-    if defined.size == 0:
-        return None
-    lo, hi = np.quantile(defined, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return [float(lo), float(hi)]
-
 
 def _result(value: Any, by_group: ByGroup, replicates: Any, replicates_by_group: dict[str, dict[str, Any]]) -> dict:
     return {"value": _num(value), "ci": percentile_ci(replicates),

@@ -1,16 +1,16 @@
 """A job's trained model with the job's own preprocessing, applied to a table.
 
 The preprocessing is the job's: groups and labels from its spec (``build_groups``,
-``solvers.spec.labels_of``, which refuses a positive label that no row has), features through its
-:class:`~solvers.encoding.TableEncoder`, which
+``solvers.data.spec.labels_of``, which refuses a positive label that no row has), features through its
+:class:`~solvers.data.encoding.TableEncoder`, which
 :func:`solvers.prepare` fits on the job's train split (the split is seeded, so refitting on the
 job's dataset gives the encoder the job trained with). Weights are the job's ``weights`` artifact
-(safetensors, never a pickle), reloaded with :func:`~solvers.algorithms.auc_postprocess.restore_model`
+(safetensors, never a pickle), reloaded with :func:`~solvers.models.thresholded.restore_model`
 so post-processed models keep their group shift.
 
 **Audit model file** (what ``fairsolve-admin audit run --model`` reads, served by
 ``GET /api/v1/jobs/{job_id}/audit-model``): the weights as safetensors with the metadata of
-:mod:`app.audits.model_file` (read there without torch). A job's plain weights artifact carries no
+:mod:`solvers.formats.model_file` (read there without torch). A job's plain weights artifact carries no
 encoder, so it cannot be audited on its own.
 """
 from __future__ import annotations
@@ -25,14 +25,14 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save, save_file
 
 from solvers import ProblemSpec
-from solvers.api import predict_scores, prepare
-from solvers.algorithms.auc_postprocess import restore_model
-from solvers.encoding import TableEncoder
-from solvers.models import model_factory
+from solvers.pipeline import predict_scores, prepare
+from solvers.models.thresholded import restore_model
+from solvers.data.encoding import TableEncoder
+from solvers.models.factory import model_factory
 
 from .metrics import Scored
-from .model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, check_size, groups, labelled_groups, problem_spec,
-                         read_metadata, required_columns, spec_and_encoder)
+from solvers.formats.model_file import (FORMAT_KEY, FORMAT_VERSION, ModelError, check_size, groups, labelled_groups,
+                                        problem_spec, read_metadata, required_columns, spec_and_encoder)
 
 __all__ = ["AuditModel", "ModelError", "problem_spec"]
 
@@ -54,7 +54,7 @@ class AuditModel:
 
     @classmethod
     def from_file(cls, path: Path) -> "AuditModel":
-        """An audit model file (see :mod:`app.audits.model_file`)."""
+        """An audit model file (see :mod:`solvers.formats.model_file`)."""
         meta = read_metadata(path)
         spec, encoder = spec_and_encoder(meta)
         check_size(path, spec, encoder)  # before any weight or model is allocated

@@ -173,7 +173,7 @@ class Settings(BaseSettings):
     prepared_cache_bytes: int = Field(256 << 20, ge=0, validation_alias="FAIRSOLVE_PREPARED_CACHE_BYTES",
                                       description="Per worker process: bound of the prepared tables (split, fitted "
                                       "encoder, encoded X) kept for the next job on the same dataset and split "
-                                      "(solvers.prepared_cache); 0 keeps none.")
+                                      "(solvers.data.prepared_cache); 0 keeps none.")
     worker_nice: int = Field(10, ge=0, le=19, validation_alias="FAIRSOLVE_WORKER_NICE",
                              description="Niceness added to solver processes, so a shared machine answers API "
                                          "requests before it trains.")

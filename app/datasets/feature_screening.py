@@ -1,9 +1,9 @@
-"""``features: null`` at submission: the dataset's columns screened once (:mod:`solvers.feature_screen`),
+"""``features: null`` at submission: the dataset's columns screened once (:mod:`solvers.data.feature_screen`),
 the job stored with the kept columns as its ``features`` and the notes (which column, excluded or
 flagged, why) in its spec's ``feature_screen`` and in the submission's answer.
 
 The API never holds the table: the whole-column counts come from the upload's profile and the rows
-screened are a uniform sample of about :data:`~solvers.feature_screen.SAMPLE_ROWS`, drawn chunk by chunk
+screened are a uniform sample of about :data:`~solvers.data.feature_screen.SAMPLE_ROWS`, drawn chunk by chunk
 as the file is read. A dataset never changes, so a screen is kept per dataset, target, positive label and
 sensitive columns (the last :data:`CACHED`).
 """
@@ -19,8 +19,8 @@ from app.models import Dataset
 from app.core.settings import Settings
 from app.datasets.storage import iter_chunks
 from solvers import ProblemSpec, SpecError
-from solvers.encoding import normalise_scalar
-from solvers.feature_screen import SAMPLE_ROWS, ColumnStats, FeatureScreen, screen_features
+from solvers.data.encoding import normalise_scalar
+from solvers.data.feature_screen import SAMPLE_ROWS, ColumnStats, FeatureScreen, screen_features
 
 CACHED = 64
 _screens: OrderedDict[tuple, FeatureScreen] = OrderedDict()

@@ -30,7 +30,7 @@ from app.datasets.storage import dataset_path
 from app.core.settings import Settings
 from app.datasets.storage import iter_chunks, read_table
 from solvers import ProblemSpec
-from solvers.spec import most_frequent_first, value_counts
+from solvers.data.spec import most_frequent_first, value_counts
 
 DTYPES = {"integer": "int64", "float": "float64", "boolean": "bool", "string": "str"}
 CACHED = 256
@@ -58,7 +58,7 @@ def distinct_value_table(columns: list[dict[str, Any]], read: list[str]) -> pd.D
 
 
 def counts_of(settings: Settings, dataset: Dataset) -> Callable[[str], pd.Series]:
-    """column ↦ its :func:`solvers.spec.value_counts` over the stored file, one chunk of rows at a time: what the
+    """column ↦ its :func:`solvers.data.spec.value_counts` over the stored file, one chunk of rows at a time: what the
     check shows when it refuses a target of more than two values (the stand-in's counts are not the data's)."""
     def counts(column: str) -> pd.Series:
         total = pd.Series(dtype="int64")

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from app.models import Baseline, new_id, utcnow
 from app.core.queue import queue_for
 from app.schemas import problem_fields
-from solvers.leakage import implausible_accuracy
+from solvers.data.leakage import implausible_accuracy
 from app.core.celery import celery_app
 
 COMPUTE_BASELINE = "fairsolve.compute_baseline"
@@ -53,7 +53,7 @@ def baseline_spec(job_spec: dict[str, Any]) -> dict[str, Any]:
 
 
 #: fields of an ``erm`` job that do not change its solve: exact enforcement and the guarantee are not applied after
-#: ``erm`` (``solvers.api.keep_promise``), and the caps change it only for a run that reaches them
+#: ``erm`` (``solvers.pipeline.keep_promise``), and the caps change it only for a run that reaches them
 ERM_INERT = frozenset({"exact_enforcement", "enforcement_iterations", "guarantee", "max_iterations", "time_limit_s"})
 
 
@@ -123,7 +123,7 @@ def send_baseline(baseline_id: str, device: str) -> None:
 
 def baseline_warnings(baseline: Baseline | None) -> list[str]:
     """What every job on this baseline must say of it: that the unconstrained model is implausibly accurate for the
-    table (:func:`solvers.leakage.implausible_accuracy` of its test split), a sign of a column known after the
+    table (:func:`solvers.data.leakage.implausible_accuracy` of its test split), a sign of a column known after the
     outcome."""
     if baseline is None or baseline.status != "succeeded" or not baseline.result:
         return []

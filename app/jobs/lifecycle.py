@@ -51,7 +51,7 @@ from app.schemas import problem_spec
 from solvers import ProblemSpec
 
 if TYPE_CHECKING:
-    from solvers import checkpoint as ckpt
+    from solvers.formats import checkpoint as ckpt
 
 log = logging.getLogger(__name__)
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -68,7 +68,7 @@ def remove_checkpoints(job_id: str) -> None:
 
 def saved_checkpoint(job: Job) -> ckpt.Checkpoint | None:
     """The checkpoint the job's progress names (written by the start that held the job), if readable."""
-    from solvers import checkpoint as ckpt  # torch: the worker alone reads checkpoints
+    from solvers.formats import checkpoint as ckpt  # torch: the worker alone reads checkpoints
 
     start, iteration = job.progress.get("checkpoint_start"), job.progress.get("checkpoint_iteration")
     if not start or not iteration:

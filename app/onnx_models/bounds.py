@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import onnx
 from onnx import TensorProto, helper, shape_inference
 
-from app.audits.model_file import ModelError
+from solvers.formats.model_file import ModelError
 
 CONTRACTING = {"MatMul", "Gemm"}
 

@@ -1,6 +1,6 @@
 r"""An uploaded ONNX model checked before any inference session exists.
 
-Order (each step refuses with :class:`~app.audits.model_file.ModelError`, which the upload answers as a 422
+Order (each step refuses with :class:`~solvers.formats.model_file.ModelError`, which the upload answers as a 422
 naming ``file``): the file's size (``FAIRSOLVE_MAX_ONNX_BYTES``, before it is parsed); the protobuf parse
 (``onnx.load`` with external data off); then the graph:
 
@@ -41,8 +41,8 @@ from typing import Any
 import onnx
 from onnx import TensorProto, helper
 
-from app.audits.model_file import ModelError
-from solvers.spec import MAX_PARAMETERS
+from solvers.formats.model_file import ModelError
+from solvers.data.spec import MAX_PARAMETERS
 
 MIN_OPSET, MAX_OPSET, MAX_ML_OPSET = 7, 23, 5
 MAX_NODES, MAX_INPUTS = 20_000, 2_000

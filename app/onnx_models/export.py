@@ -2,11 +2,11 @@ r"""A job's fitted pipeline as ONE ONNX graph over the raw columns, built with `
 worker stored with the weights (the encoder dict, the group names) and the weights themselves: no table,
 no torch, so the API builds it on request (``GET /api/v1/jobs/{id}/model.onnx``) without loading a dataset.
 
-**Inputs**: one per column the :class:`~solvers.encoding.TableEncoder` reads, named as the column, shape
+**Inputs**: one per column the :class:`~solvers.data.encoding.TableEncoder` reads, named as the column, shape
 ``[N, 1]``:
 
 * categorical column → ``tensor(string)``: the value as FairSolve normalises it
-  (:func:`solvers.encoding.normalise_values`: text stripped of surrounding whitespace, integral numbers
+  (:func:`solvers.data.encoding.normalise_values`: text stripped of surrounding whitespace, integral numbers
   written as integers, booleans as ``True``/``False``, missing as ``__missing__``) or the cell as the training
   file holds it: its missing-value markers (``?``, ``NA``, empty, ... from the dataset's reading options) are read
   as ``__missing__`` inside the graph; one-hot over the train categories (``Equal`` against them, broadcast), an
@@ -21,7 +21,7 @@ The encoded columns are concatenated in the encoder's order into X (float32 ``[N
   gbdt: LightGBM's trees as one ``ai.onnx.ml`` ``TreeEnsembleRegressor`` (sum of the leaves = LightGBM's raw
   score, thresholds and leaves in float64), written from ``Booster.dump_model()`` by :func:`_tree_nodes`
   (onnxmltools 1.16's converter stops at opset 15 and, for a binary booster, outputs the probability only);
-* the reductions' randomised classifier Q (:mod:`solvers.randomized`): f = logit(clip(Σ_k w_k h_k(x))) over its
+* the reductions' randomised classifier Q (:mod:`solvers.models.randomized`): f = logit(clip(Σ_k w_k h_k(x))) over its
   linear and tree components, so ŷ = 1{f > 0} is Q's weighted majority vote, as the job predicts;
 * group thresholds (:mod:`solvers.algorithms.group_thresholds`): f ← f − t_{g(x), J(x)}, the group read from
   the features by the stored codebook and the component by the stored deterministic draw, in float64 as the
@@ -46,7 +46,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from solvers.encoding import MISSING
+from solvers.data.encoding import MISSING
 
 OPSET = 19  # Equal on strings (opset 19) is the newest operator the graph uses
 IR_VERSION = 9  # the IR version of opset 19: runtimes from onnxruntime 1.15 on read the file
@@ -57,8 +57,8 @@ _ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh"}
 # The constants of the solver library's modules this graph reproduces, written here because those modules load
 # torch and the API builds the graph without it (tests/app/onnx_models/test_onnx_models.py checks they agree):
 THRESHOLD_BUFFERS = ("columns", "scale", "lo", "hi", "label", "thresholds", "cumulative", "key")  # group_thresholds
-THRESHOLD_HASH = 43758.5453   # group_thresholds._HASH: u(x) = frac(HASH · sin(κᵀx))
-RANDOMIZED_CLIP = 1e-6        # solvers.randomized.CLIP: f_Q = logit(clip(p_Q, δ, 1 − δ))
+THRESHOLD_HASH = 43758.5453   # solvers.models.thresholded._HASH: u(x) = frac(HASH · sin(κᵀx))
+RANDOMIZED_CLIP = 1e-6        # solvers.models.randomized.CLIP: f_Q = logit(clip(p_Q, δ, 1 − δ))
 MODEL_DOC = ("A FairSolve job's pipeline (encoder, model, post-processing, threshold). Inputs: one per raw column, "
              "[N, 1]; string columns hold the value stripped of surrounding whitespace, integral numbers written "
              "as integers, booleans as True/False, missing as __missing__ or as the training file's own missing-value "
@@ -157,7 +157,7 @@ def _tree_nodes(booster_text: bytes, d: int) -> dict[str, Any]:
     side when its ``missing_type`` is ``NaN``, and is read as 0 when it is ``None`` (so it goes left iff
     0 ≤ threshold): ``nodes_missing_value_tracks_true`` says the same. Thresholds and leaf values stay float64
     (the ``*_as_tensor`` attributes of ai.onnx.ml opset 3), as LightGBM compares them."""
-    from solvers.lightgbm_text import load_booster  # torch-free: the API builds this graph without torch
+    from solvers.formats.lightgbm_text import load_booster  # torch-free: the API builds this graph without torch
 
     try:
         booster = load_booster(booster_text, d)
@@ -207,7 +207,7 @@ def _trees(g: _Graph, wide: str, booster: np.ndarray, d: int) -> str:
 
 
 def _randomized(g: _Graph, wide: str, state: dict[str, np.ndarray], d: int) -> str:
-    """The reductions' randomised classifier (:mod:`solvers.randomized`) as a [N, 1] float value:
+    """The reductions' randomised classifier (:mod:`solvers.models.randomized`) as a [N, 1] float value:
     f_Q = logit(clip(Σ_k w_k 1{h_k(x) = 1}, δ, 1 − δ)), linear components 1{x·w_k + b_k > 0} in float64 (one
     ``Gemm`` for all), then the trees 1{F_k(x) > 0} in their order; with ``decision="draw"`` (a non-empty
     ``draw`` = r) minus logit(clip(frac(|x·r|), δ, 1 − δ))."""
@@ -254,7 +254,7 @@ def _network(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: in
 
 def _wrapped(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: int, prefix: str) -> str:
     """The model under ``prefix``: a GroupShift or group-thresholds wrapper (nested in any order, as
-    :func:`~solvers.algorithms.auc_postprocess.rebuild_net` reads them) around the trees or layers."""
+    :func:`~solvers.models.thresholded.rebuild_net` reads them) around the trees or layers."""
     if f"{prefix}omega" in state and f"{prefix}column" in state:
         return _group_shift(g, X, _wrapped(g, X, state, model, d, f"{prefix}base."), state, prefix)
     if all(f"{prefix}{name}" in state for name in THRESHOLD_BUFFERS):
@@ -276,7 +276,7 @@ def _wrapped(g: _Graph, X: str, state: dict[str, np.ndarray], model: dict, d: in
 
 
 def _group_shift(g: _Graph, X: str, h: str, state: dict[str, np.ndarray], prefix: str) -> str:
-    """:class:`~solvers.algorithms.auc_postprocess.GroupShift`: ω₁ h + ω₂ where X[:, c] > ½, else h."""
+    """:class:`~solvers.models.thresholded.GroupShift`: ω₁ h + ω₂ where X[:, c] > ½, else h."""
     column, (w1, w2) = int(state[f"{prefix}column"]), np.asarray(state[f"{prefix}omega"], np.float32)
     cut = g.op("Slice", [X, g.const([column], "col", np.int64), g.const([column + 1], "col_end", np.int64),
                          g.const([1], "axis", np.int64)], "protected_x")
@@ -286,7 +286,7 @@ def _group_shift(g: _Graph, X: str, h: str, state: dict[str, np.ndarray], prefix
 
 
 def _group_thresholds(g: _Graph, X: str, h: str, state: dict[str, np.ndarray], prefix: str) -> str:
-    """:class:`~solvers.algorithms.group_thresholds.ThresholdNet`, its operations in float64: the group
+    """:class:`~solvers.models.thresholded.ThresholdNet`, its operations in float64: the group
     g(x) = label of argmin_m Σ_c s_c dist(x_c, [lo_mc, hi_mc]) (first minimum, as torch), the draw
     u(x) = frac(43758.5453 · sin(κᵀx)), the component J = min(#{j : W_gj ≤ u}, J − 1) and f − t_{g, J}."""
     b = {name: np.asarray(state[f"{prefix}{name}"]) for name in THRESHOLD_BUFFERS}
@@ -351,7 +351,7 @@ def job_model(job_id: str, job_spec: dict, weights: Path, missing_values: Sequen
     worker stored the encoder). ``missing_values``: the markers of the job's dataset (its reading options)."""
     from safetensors import safe_open
 
-    from app.audits.model_file import problem_spec
+    from solvers.formats.model_file import problem_spec
 
     with safe_open(str(weights), framework="numpy") as fh:
         meta = fh.metadata() or {}

@@ -6,7 +6,7 @@ fed FairSolve's ``__missing__`` for it scores those rows as an unseen value). So
 
 * for a model exported by FairSolve that documents its tokens (:func:`speaks_fairsolve`: producer ``fairsolve``,
   ``__missing__`` in its doc string), the values as FairSolve normalises them
-  (:func:`solvers.encoding.normalise_values`), which its graph reads (it also reads the raw markers);
+  (:func:`solvers.data.encoding.normalise_values`), which its graph reads (it also reads the raw markers);
 * for any other model, the text of each cell as the file holds it (:func:`file_text`: the dataset read again
   with its own options but no missing-value markers, only the model's text columns kept chunk by chunk); numbers
   of a column with no text as FairSolve writes them (integral ones as integers);
@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from solvers.encoding import MISSING, normalise_values
+from solvers.data.encoding import MISSING, normalise_values
 
 #: columns -> their cells as written, in the rows and order of the audited table
 FileText = Callable[[list[str]], pd.DataFrame]

@@ -1,6 +1,6 @@
 r"""Audits of an uploaded ONNX model: labels and groups from the audit fields stored at upload (target,
-positive label, sensitive columns, group rules: the same :func:`~solvers.spec.labels_of` and
-:func:`~solvers.encoding.build_groups` as :class:`~app.audits.model.AuditModel`), scores from an
+positive label, sensitive columns, group rules: the same :func:`~solvers.data.spec.labels_of` and
+:func:`~solvers.data.encoding.build_groups` as :class:`~app.audits.model.AuditModel`), scores from an
 onnxruntime session fed one column per input, by name (:mod:`.check` says which output is read and how).
 
 String inputs get the file's own text (:mod:`.raw_values`: as written for a model from elsewhere, FairSolve's
@@ -19,9 +19,9 @@ import pandas as pd
 from pydantic import ValidationError
 
 from app.audits.metrics import Scored
-from app.audits.model_file import ModelError, labelled_groups, problem_spec
+from solvers.formats.model_file import ModelError, labelled_groups, problem_spec
 from solvers import ProblemSpec
-from solvers.encoding import normalise_scalar, normalise_values
+from solvers.data.encoding import normalise_scalar, normalise_values
 
 from . import AUDIT_FIELDS
 from .bounds import GraphCost, GraphLimits, graph_cost

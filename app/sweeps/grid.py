@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, ValidationE
 
 from app.schemas import JobCreate
 from solvers import ALGORITHMS, SolverSpec, SpecError
-from solvers.spec import Seed, check_generic_groups
+from solvers.data.spec import Seed, check_generic_groups
 
 MAX_JOBS = 500          # without allow_large
 HARD_MAX_JOBS = 5000    # even with allow_large

@@ -60,8 +60,9 @@ from torch import nn
 from bench.common.datasets import bank_additional, compas
 from solvers import Problem, solve
 from solvers.algorithms.auc_postprocess import choose_shift, shift_table
-from solvers.auc import AUCParity, auc, fairness_gap
-from solvers.models import ScoreModel, linear
+from solvers.constraints.auc_parity import AUCParity
+from solvers.metrics.auc import auc, fairness_gap
+from solvers.models.factory import ScoreModel, linear
 
 RESULTS = Path(__file__).resolve().parent / "results"
 VARIANTS = ("group", "inter", "intra")

@@ -15,7 +15,7 @@ baseline of its Figure 3. Everything else is taken from that baseline's publishe
    baseline's seed and calls.
 2. Groups: cuts at the 5 %, 15 %, ..., 95 % quantiles of each of ``racepctblack``, ``racePctAsian``,
    ``racePctHisp`` on the training rows; a row is in group (t_b, t_a, t_h) iff it is strictly above all three
-   (``x > t``: each cut is moved to the next float up for :func:`solvers.membership.threshold_membership`'s
+   (``x > t``: each cut is moved to the next float up for :func:`solvers.data.membership.threshold_membership`'s
    ``x ≥ cut``; repeated quantiles are one cut); a group is kept iff it holds more than 1 % of the rows of each
    of train, validation and test.
 3. Problem: hinge objective, ``intersectional`` (eq. 18) with ε = ``--tolerance`` (the baseline's 0.01; the
@@ -76,7 +76,7 @@ def baseline_split(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def threshold_groups(table: pd.DataFrame, splits: tuple[np.ndarray, ...], min_fraction: float):
     """The grid of strict thresholds (module docstring, 2.), kept where every split holds > min_fraction."""
-    from solvers.membership import Membership, threshold_membership
+    from solvers.data.membership import Membership, threshold_membership
 
     train = splits[0]
     cuts = {c: sorted({float(np.nextafter(np.quantile(table[c].to_numpy(dtype=float)[train], q), np.inf))
@@ -119,8 +119,8 @@ def grid_count(values: np.ndarray, train: np.ndarray, quantiles: np.ndarray, str
 def cc_setting(width: int, tolerance: float):
     """Train / validation / test problems of the setting (module docstring, 1.–3.)."""
     from solvers.constraints.intersectional import Intersectional
-    from solvers.encoding import TableEncoder
-    from solvers.models import linear, mlp
+    from solvers.data.encoding import TableEncoder
+    from solvers.models.factory import linear, mlp
     from solvers.problem import Problem
 
     table = communities_crime()
@@ -156,7 +156,7 @@ def _quartiles(counts: np.ndarray) -> dict:
 def split_metrics(model, problem, family) -> dict:
     """Error rate, positive rate, hinge violation and the baseline's error-rate violations on one split."""
     from solvers.fairness.exact import exact_gaps
-    from solvers.models import scores_in_blocks
+    from solvers.models.factory import scores_in_blocks
 
     with torch.no_grad():
         logits = scores_in_blocks(model, problem.X).double().numpy()
@@ -300,7 +300,7 @@ def start_scale(problems: dict, seed: int) -> dict:
 def adult_partition(repeats: int) -> dict:
     """G and its VJP (w = 1) through the partition index vs the one-hot membership of the same groups."""
     from solvers.constraints.loss_gap import LossGap
-    from solvers.encoding import build_groups
+    from solvers.data.encoding import build_groups
     from solvers.problem import Problem
 
     table = adult()
@@ -324,7 +324,7 @@ def adult_partition(repeats: int) -> dict:
 
     out = {"rows": len(table), "groups": len(names), "partition_us": timing()}
     try:
-        from solvers.membership import Membership
+        from solvers.data.membership import Membership
     except ImportError:
         return out
     out["one_hot_membership_us"] = timing(membership=Membership.from_partition(group, names))

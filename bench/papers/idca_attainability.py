@@ -2,7 +2,7 @@ r"""How far the partial-fairness paper's Table 3/4 points (He, Huang, Yao & Lin;
 cross terms) can be reached at all on our test splits, whatever the solver: upper estimates of the test
 accuracy at a given test fairness 1 − max pSP^I, and the fairness that sampling noise leaves to a perfectly
 fair model. Two groups (the paper's datasets); the splits, the model and the metric estimator are those of
-:mod:`bench.papers.idca_reproduction` and :mod:`solvers.partial.metrics`.
+:mod:`bench.papers.idca_reproduction` and :mod:`solvers.metrics.partial`.
 
 **pDP relaxation.** For any scores, pSP^I ≥ pDP^I at θ̂ = 0: pDP^I is the difference of the kept CCDFs at
 the one threshold θ̂, pSP^I its maximum over all thresholds (Defs 4.2, 4.3; the same for the App. A estimator,
@@ -45,8 +45,8 @@ import numpy as np
 
 from bench.papers.idca_reproduction import PAPER, RESULTS, load, solver_call, build_problem
 from solvers import solve
-from solvers.partial import partial_sp
-from solvers.partial.intervals import Intervals
+from solvers.metrics.partial import partial_sp
+from solvers.metrics.percentile_intervals import Intervals
 
 CLASS_WEIGHTS = (0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0)
 NOISE_DRAWS = 200

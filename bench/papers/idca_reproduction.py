@@ -21,7 +21,7 @@ Setting (paper §7, App. G): linear model with cross terms h_w(ξ) = ⟨w, (1, �
   Algorithm 3; :mod:`solvers.algorithms.ssg` with Polyak constraint steps and a CONSTANT objective step
   η^f, where Algorithm 3 takes ε/‖f0'‖²).
 * Metrics on the test set: accuracy (threshold 0) and fairness 1 − max pSP^I / 1 − max pDP^I (exact
-  estimators of :mod:`solvers.partial.metrics`), plus 1 − KS (full SP); mean and 95 % t-interval over seeds.
+  estimators of :mod:`solvers.metrics.partial`), plus 1 − KS (full SP); mean and 95 % t-interval over seeds.
 
 **The paper's "Unconstrained" rows report 1 − full SP (KS on I = [0, 1]), not 1 − pSP^I**: its value
 (a9a 0.5970, bank 0.4366) is identical in the I = [0, 100%] and partial columns of Table 3, and our
@@ -62,7 +62,7 @@ from scipy import stats
 
 from solvers import ConstraintSpec, Problem, solve
 from solvers.observer import Observer
-from solvers.partial import partial_dp, partial_sp
+from solvers.metrics.partial import partial_dp, partial_sp
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

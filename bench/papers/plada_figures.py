@@ -128,7 +128,7 @@ class SnapshotObserver:
 
 def build(dataset: str, constraint: str, solver: str, budget_s: float):
     from solvers import ProblemSpec, prepare
-    from solvers.models import ball_domain, model_factory
+    from solvers.models.factory import ball_domain, model_factory
     from solvers.problem import Problem
 
     entry = DATASETS[dataset]
@@ -170,8 +170,8 @@ def kkt_residual(problem, model, params_values, logged_lambda=None) -> tuple[flo
 
 def run_one(dataset: str, constraint: str, solver: str, budget_s: float) -> dict:
     from solvers import solve
-    from solvers.api import predict_scores
-    from solvers.metrics import group_fairness
+    from solvers.pipeline import predict_scores
+    from solvers.metrics.classification import group_fairness
 
     spec, data, problem = build(dataset, constraint, solver, budget_s)
     with torch.random.fork_rng(devices=[]):   # the same θ_0 as solvers.run (driver: manual_seed(seed))

@@ -6,7 +6,7 @@ budget of ``--budget-s`` seconds per run (the iteration cap is effectively infin
 :func:`solvers.run`. ``--budget cpu`` (default) counts CPU seconds of the solving thread (an observer stops
 the run), ``--budget wall`` wall seconds (the spec's ``time_limit_s``): on shared cores a wall budget gives
 each method whatever share of the CPU the other processes leave it. Mean ± std of Ind, Sp, Sf, Ina, Wd
-(:mod:`solvers.benchmark_metrics`) on the train and test splits. ``--table-json`` runs some methods and
+(:mod:`solvers.metrics.benchmark`) on the train and test splits. ``--table-json`` runs some methods and
 writes their part only, so methods can run in parallel processes; ``--merge-tables`` joins the parts.
 
 Part 2 — per-iteration cost: our ``ssl_alm``, ``alm``, ``ssw`` and ``ghost`` (and, on request, ``ssg``) against
@@ -14,7 +14,7 @@ humancompatible-train's (PyPI ``humancompatible-train``, ``requirements-bench.tx
 (SSL-ALM), ALM + SGD (ALM, μ = 0), SSG driven as Algorithm 3 (SSw: the switching test on a balanced batch ζ, HCT's
 surrogate on a fresh batch ζ' on constraint steps), GhostSQP and SSG, on Adult, Bank and COMPAS with the same
 model (MLP 64-32, same initial weights), the same batch sizes and iterations, and the same batches drawn by the
-same seeded :class:`solvers.batching.BatchSampler`. Seconds per iteration (CPU time of the running thread and
+same seeded :class:`solvers.data.batching.BatchSampler`. Seconds per iteration (CPU time of the running thread and
 wall time) and the ratio theirs / ours, median over ``--cost-rounds`` interleaved rounds, with the load average.
 Bank: sensitive age, 25–60 vs other, every column but ``duration`` an input (age included); COMPAS: race,
 Caucasian vs not, race not an input (as on Adult).
@@ -129,9 +129,9 @@ def bce_gap(y: np.ndarray, logits: np.ndarray, protected: np.ndarray) -> float:
 def table3(runs: int, budget_s: float, methods: list[str], budget: str = "cpu", on_run=None) -> dict:
     """Table 3 rows of ``methods``; ``on_run(partial_table)`` after every run (progress files)."""
     from solvers import RecordingObserver, prepare, run
-    from solvers.api import predict_scores
-    from solvers.benchmark_metrics import benchmark_metrics
-    from solvers.models import model_factory
+    from solvers.pipeline import predict_scores
+    from solvers.metrics.benchmark import benchmark_metrics
+    from solvers.models.factory import model_factory
 
     table = adult()
     spec0 = spec_for("erm", {}, 0, budget_s)
@@ -209,7 +209,7 @@ COST_METHODS = ("ssl_alm", "alm", "ssw", "ghost", "ssg")
 
 def _problem(table: str = "Adult"):
     from solvers import ProblemSpec, prepare
-    from solvers.models import model_factory
+    from solvers.models.factory import model_factory
     from solvers.problem import Problem
 
     load, fields, protected = COST_TABLES[table]

@@ -1,6 +1,6 @@
 """gbdt on Adult (sex, demographic parity ≤ 0.02): ``erm`` (plain LightGBM) and ``fair_boosting`` through
 :func:`solvers.run` (the service's split, encoder and exact enforcement), and the encoder choice for LightGBM (the
-one-hot :class:`~solvers.encoding.TableEncoder` vs LightGBM's native categorical splits, adult.data → adult.test).
+one-hot :class:`~solvers.data.encoding.TableEncoder` vs LightGBM's native categorical splits, adult.data → adult.test).
 
     python -m bench.quality.fair_boosting [--seeds 0 1] [--out bench/quality/results/fair_boosting]
 
@@ -18,7 +18,7 @@ import pandas as pd
 
 from bench.common.datasets import ADULT_COLUMNS, adult, data_dir
 from solvers import ProblemSpec
-from solvers.api import run
+from solvers.pipeline import run
 
 TOLERANCE = 0.02
 
@@ -40,9 +40,9 @@ def encoders() -> list[dict]:
     """LightGBM (200 trees, the gbdt defaults) on adult.data → adult.test: one-hot vs native categorical."""
     import lightgbm as lgb
 
-    from solvers.encoding import TableEncoder
-    from solvers.gbdt import lightgbm_params
-    from solvers.spec import ModelSpec
+    from solvers.data.encoding import TableEncoder
+    from solvers.models.gbdt import lightgbm_params
+    from solvers.data.spec import ModelSpec
 
     train = adult()
     test = pd.read_csv(data_dir() / "adult.test", header=None, names=ADULT_COLUMNS, skipinitialspace=True,

@@ -12,7 +12,7 @@ demographic parity and equalized odds ≤ 0.02, seeds 0–4 (a seed sets the spl
   ThresholdOptimizer over LightGBM, OxonFair if it imports), fitted in the same process and run.
 
 Per job: test accuracy with its exact 95 % Clopper–Pearson interval, the exact test gap with its 95 % interval
-(:mod:`solvers.fairness.intervals`, through the fairness report), CPU seconds of the process and wall seconds.
+(:mod:`solvers.fairness.confidence`, through the fairness report), CPU seconds of the process and wall seconds.
 A method whose solver or model type is not in the catalogue is listed as unavailable, not run.
 
 The headline cell (Adult, sex, DP ≤ 0.02, seed 0) runs our gbdt methods **through the job queue**: a real API and one Celery
@@ -132,7 +132,7 @@ def unavailable(method: str) -> str | None:
 def intervals(accuracy: float, n_test: int, gap: dict[str, Any]) -> dict[str, Any]:
     """A job's test figures: accuracy with its exact (Clopper–Pearson) 95 % interval, the exact gap with the
     fairness report's 95 % interval (``gap`` = a report entry's ``test``: ``{value, ci, kept}``)."""
-    from solvers.fairness.intervals import clopper_pearson
+    from solvers.fairness.confidence import clopper_pearson
 
     lo, hi = clopper_pearson(np.asarray([round(accuracy * n_test)]), np.asarray([n_test]), 0.05)
     return {"test_accuracy": float(accuracy), "test_accuracy_ci": [float(lo[0]), float(hi[0])],
@@ -437,7 +437,7 @@ def write_report(store: dict[str, Any]) -> None:
           "train / validation / test split of each table by seed. Peers fit on our split and encoding "
           "(post-processors choose thresholds on validation). Intervals: over seeds, mean ± Student t 95 %; with "
           "one seed, the job's own 95 % intervals (accuracy: Clopper–Pearson; gap: the fairness report's, "
-          "`solvers.fairness.intervals`). The machine (2 cores) is shared with other work: times are "
+          "`solvers.fairness.confidence`). The machine (2 cores) is shared with other work: times are "
           "indicative, ratios are within one run. Comparisons use each method's mean over the seeds it ran "
           "(the seeds column): a run cut short leaves the costly methods on fewer seeds.", ""]
     if meta.get("unavailable"):

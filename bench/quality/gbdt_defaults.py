@@ -2,14 +2,14 @@
 
 Cells: Adult (sex), COMPAS (race), bank (age) — the tables and 60 / 20 / 20 splits of :mod:`bench.quality.frontier` —
 × demographic parity ≤ 0.02 × seeds 0–4. In each cell, one plain LightGBM fit of the train split with the gbdt
-model's default hyper-parameters (:func:`solvers.gbdt.model.lightgbm_params`, 200 rounds) is timed first: every
+model's default hyper-parameters (:func:`solvers.models.gbdt.model.lightgbm_params`, 200 rounds) is timed first: every
 method's CPU seconds are reported as a ratio to it (the machine is shared: ratios within one cell, not seconds,
 compare). Then each method of :data:`METHODS` through :func:`solvers.run` in this process
 (:func:`bench.quality.frontier.ours_in_process`: set-up, encoding and the fairness report included):
 
 * ``group_thresholds before``: the defaults until this change (5-fold cross-fit + refit, LightGBM's
   hyper-parameters, margin δ = 0.1);
-* ``group_thresholds`` (defaults now): the tuned base (:mod:`solvers.gbdt.threshold_base`), thresholds on the
+* ``group_thresholds`` (defaults now): the tuned base (:mod:`solvers.models.gbdt.threshold_base`), thresholds on the
   validation split, margin δ = 0.1; and variations of it (cross-fitted; at ε; randomised at ε);
 * ``erm`` and ``fair_boosting`` with the model's defaults, fair_boosting on the tuned hyper-parameters too, and
   ``auto`` over gbdt (group_thresholds now first in its gbdt portfolio).
@@ -68,8 +68,8 @@ def lightgbm_fit_cpu(data) -> float:
     """CPU seconds of one LightGBM fit of the train split with the gbdt model's defaults (the ratios' unit)."""
     import lightgbm as lgb
 
-    from solvers.gbdt.model import lightgbm_params
-    from solvers.spec import ModelSpec
+    from solvers.models.gbdt.model import lightgbm_params
+    from solvers.data.spec import ModelSpec
 
     spec = ModelSpec(type="gbdt")
     params = {**lightgbm_params(spec, 0), "objective": "binary"}

@@ -170,7 +170,7 @@ def onnx_decisions(model_bytes: bytes, table: pd.DataFrame) -> np.ndarray:
     """The exported model's ``decision`` on every row of ``table`` (inputs fed by name, as the export documents)."""
     import onnxruntime as ort
 
-    from solvers.encoding import normalise_values
+    from solvers.data.encoding import normalise_values
 
     session = ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
     feeds = {}
@@ -279,7 +279,7 @@ class Context:
 
     def population(self, table: str) -> dict[str, Any]:
         from solvers import ProblemSpec
-        from solvers.encoding import build_groups, encode_labels
+        from solvers.data.encoding import build_groups, encode_labels
 
         p = POPULATIONS[table]
         key = p.load.__name__

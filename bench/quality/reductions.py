@@ -44,8 +44,8 @@ def one(table: pd.DataFrame, model: str, decision: str, enforce: bool) -> dict[s
     import torch
 
     from solvers import ProblemSpec, prepare, run
-    from solvers.algorithms.auc_postprocess import restore_model
-    from solvers.models import model_factory
+    from solvers.models.thresholded import restore_model
+    from solvers.models.factory import model_factory
 
     spec = spec_for("adult_sex", "demographic_parity", TOLERANCE, model, 0,
                     {"name": "reductions", "params": {"decision": decision}})

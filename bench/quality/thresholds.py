@@ -10,7 +10,7 @@ LightGBM's defaults (200 trees). Variants (:data:`VARIANTS`, the solver's params
 * ``validation, margin``: the same rows, chosen at ε' = ε − m (``margin_delta`` 0.1 about a validation-sized
   unseen sample, :mod:`solvers.fairness.threshold_margin`);
 * ``cross-fit (train), at ε`` / ``cross-fit (refit), at ε``: out-of-fold scores of every train and validation
-  row (5 folds, :mod:`solvers.gbdt.cross_fit`), the stored base boosted on train only / refitted on both;
+  row (5 folds, :mod:`solvers.models.gbdt.cross_fit`), the stored base boosted on train only / refitted on both;
 * ``cross-fit (refit), margin``: the solver's defaults when this bench was written (now: ``python -m
   bench.quality.gbdt_defaults``).
 

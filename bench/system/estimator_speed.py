@@ -28,8 +28,8 @@ def main() -> None:
     from bench.common.datasets import adult
     from fairsolve import FairClassifier
     from solvers import ProblemSpec, run
-    from solvers.encoding import build_groups, encode_labels
-    from solvers.splitting import split_indices
+    from solvers.data.encoding import build_groups, encode_labels
+    from solvers.data.splitting import split_indices
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)

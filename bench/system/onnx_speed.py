@@ -61,7 +61,7 @@ def measure(kind: str, table, repeats: int, folder: Path) -> dict:
     from app.onnx_models.export import job_model
     from app.onnx_models.scorer import OnnxModel, _feed
     from solvers import ProblemSpec, run
-    from solvers.encoding import TableEncoder
+    from solvers.data.encoding import TableEncoder
 
     body = {**BASE, **MODELS[kind]}
     spec = ProblemSpec.model_validate(body)

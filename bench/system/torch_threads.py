@@ -1,7 +1,7 @@
 """Torch threads of a solve (``worker.threads``): the same jobs in one process, :func:`solvers.run` on
 Adult (sex) — or the tables of ``--datasets`` — DP ≤ 0.02, seed 0 (:func:`bench.quality.frontier.spec_for`), alternating torch's intra-op threads between the
 worker's former count (cores / concurrency: 2 on a 2-core machine with one pool process) and 1, ``--reps`` times;
-the prepared table is kept between runs (:mod:`solvers.prepared_cache`), as a warm worker keeps it. LightGBM runs
+the prepared table is kept between runs (:mod:`solvers.data.prepared_cache`), as a warm worker keeps it. LightGBM runs
 on ``FAIRSOLVE_GBDT_THREADS`` threads (default 1) throughout. Prints each run's wall and solver seconds and the
 medians per (method, threads)::
 
@@ -33,7 +33,7 @@ def spec_of(dataset: str, method: str) -> dict:
 
 def main() -> None:
     from solvers import ProblemSpec, run
-    from solvers.prepared_cache import PreparedCache
+    from solvers.data.prepared_cache import PreparedCache
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)

@@ -56,7 +56,7 @@ from torch import Tensor
 
 from ..catalog.stochastic import StochasticConstraintsConfig
 from ..constraints import FairnessData
-from ..groups import CellIndex
+from ..constraints.cells import CellIndex
 from ..objectives import Objective
 from ..problem import Evaluation, Problem
 from .base import ALGORITHMS, Algorithm, project

@@ -8,95 +8,25 @@ Ex. 1 and Ex. 2 only (Ex. 3's tuning "requires true labels"); other variants are
 The shifted model needs γ at prediction time: it is read from the feature column that equals the
 protected-group indicator on the training data (the one-hot of the sensitive column, present when the
 sensitive column is a model input — the default). If no such column exists the solve fails with a clear
-error. The returned model's ``net`` becomes a :class:`GroupShift` around the trained network.
+error. The returned model's ``net`` becomes a :class:`~solvers.models.thresholded.GroupShift` around the trained network.
 
 Reloading: the post-processed state_dict has the keys ``net.base.*`` (the trained network), ``net.omega``
 (ω₁, ω₂) and ``net.column`` (the indicator feature), so it does NOT load strictly into a bare
-``problem.make_model()``; :func:`restore_model` (``restore_model(problem.make_model(), state)``) rebuilds the
+``problem.make_model()``; :func:`~solvers.models.thresholded.restore_model` (``restore_model(problem.make_model(), state)``) rebuilds the
 shifted model and loads every other solver's state unchanged.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
-from torch import nn
 
-from ..auc.constraint import AUCParity
-from ..auc.objective import auc_square_per_sample
-from ..randomized import is_randomized_state
-from ..randomized import restore as restore_randomized
+from ..constraints.auc_parity import AUCParity
+from ..objectives import auc_square_per_sample
+from ..models.thresholded import GroupShift
 from .base import ALGORITHMS, Algorithm, gradient
 
 OMEGA1 = np.round(np.arange(0.0, 5.0 + 1e-9, 0.05), 2)
 OMEGA2 = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.1), 1)
-
-
-class GroupShift(nn.Module):
-    """x ↦ ω₁ net(x) + ω₂ where x[:, column] > ½ (the protected group), net(x) elsewhere.
-
-    Everything it needs is in its state_dict (``base.*``, ``omega`` = (ω₁, ω₂), ``column``), so a saved
-    post-processed model is self-contained: :func:`restore_model` rebuilds it from the problem's own model
-    factory and the saved tensors (e.g. a ``model.safetensors`` artifact)."""
-
-    def __init__(self, net: nn.Module, column: int, omega1: float, omega2: float) -> None:
-        super().__init__()
-        self.base = net
-        self.register_buffer("column", torch.tensor(int(column), dtype=torch.int64))
-        self.register_buffer("omega", torch.tensor([omega1, omega2], dtype=torch.float32))
-
-    def forward(self, x):
-        h = self.base(x)
-        mask = (x[:, int(self.column)] > 0.5).reshape(h.shape)
-        return torch.where(mask, self.omega[0] * h + self.omega[1], h)
-
-
-#: keys of a post-processed ScoreModel's state_dict besides the wrapped network's ``net.base.*``
-SHIFT_KEYS = ("net.omega", "net.column")
-
-
-def is_shifted_state(state: dict, prefix: str = "net.") -> bool:
-    """True when ``state`` is the state_dict of a post-processed (:class:`GroupShift`) score model."""
-    return all(f"{prefix}{k[len('net.'):]}" in state for k in SHIFT_KEYS)
-
-
-def rebuild_net(net: nn.Module, state: dict, prefix: str = "net.") -> nn.Module:
-    """``net`` inside the post-processing wrappers whose buffers ``state`` holds under ``prefix`` (a
-    :class:`GroupShift`, a :class:`~.group_thresholds.ThresholdNet`, nested in any order), ready to load it."""
-    from .group_thresholds import ThresholdNet
-
-    if is_shifted_state(state, prefix):
-        return GroupShift(rebuild_net(net, state, f"{prefix}base."), int(state[f"{prefix}column"]), 1.0, 0.0)
-    if ThresholdNet.saved_in(state, prefix):
-        return ThresholdNet.like(rebuild_net(net, state, f"{prefix}base."), state, prefix)
-    return net
-
-
-def restore_model(model: nn.Module, state: dict) -> nn.Module:
-    """Load a saved state into ``model``, a fresh model of the problem's architecture (``problem.make_model()``).
-
-    A post-processed state (``net.base.*`` with a :class:`GroupShift`'s ``net.omega``, ``net.column``, or a
-    group-thresholds model's buffers) first wraps ``model.net`` as it was saved (:func:`rebuild_net`), so the
-    reloaded model post-processes new data the same way; any other state is loaded as it is (strictly). A
-    randomised classifier's state (``net.mix``, the reductions solver) is rebuilt by
-    :func:`solvers.randomized.restore`. Returns ``model``."""
-    from .group_thresholds import ThresholdNet
-
-    if ThresholdNet.saved_in(state, ""):   # a model without a ``net`` (gbdt, a randomised one) wrapped whole
-        base = restore_model(model, {k[len("base."):]: v for k, v in state.items() if k.startswith("base.")})
-        wrapped = ThresholdNet.like(base, state, "").to(_device(base))
-        wrapped.load_state_dict(state)
-        return wrapped
-    if is_randomized_state(state):
-        return restore_randomized(model, state)
-    if hasattr(model, "net"):
-        model.net = rebuild_net(model.net, state).to(_device(model))
-    model.load_state_dict(state)
-    return model
-
-
-def _device(model: nn.Module) -> torch.device:
-    tensor = next(iter([*model.parameters(), *model.buffers()]), None)
-    return tensor.device if tensor is not None else torch.device("cpu")
 
 
 def _wins(a: np.ndarray, b_sorted: np.ndarray, shifts: np.ndarray, scale: float) -> np.ndarray:
@@ -112,7 +42,7 @@ def _wins(a: np.ndarray, b_sorted: np.ndarray, shifts: np.ndarray, scale: float)
 
 
 def _shifted_auc(h, prot, in_g, in_gp, w1, shifts) -> np.ndarray | None:
-    """AUĈ(G, G') (ties ½, self-pairs excluded, as :func:`solvers.auc.metrics.auc_between`) of the scores
+    """AUĈ(G, G') (ties ½, self-pairs excluded, as :func:`solvers.metrics.auc.auc_between`) of the scores
     ω₁h + s on the protected rows and h elsewhere, for every s in ``shifts``; None when no pair exists.
 
     Pairs inside one group keep their order when ω₁ > 0 (all ties when ω₁ = 0); only cross-group pairs
@@ -135,7 +65,7 @@ def shift_table(y, h, protected, variant) -> tuple[np.ndarray, np.ndarray]:
     """Exact (AUĈ(D+, D−), fairness gap) of the post-processed scores on the whole (ω₁, ω₂) grid, arrays of
     shape (|ω₁|, |ω₂|) (NaN where undefined). Vectorised over ω₂: O(|ω₁| |ω₂| n log n) in ``searchsorted``
     calls instead of one sort per grid point."""
-    from ..auc.metrics import GROUP_SETS, set_mask
+    from ..metrics.auc import GROUP_SETS, set_mask
 
     y, h = np.asarray(y), np.asarray(h, dtype=np.float64)
     prot = np.asarray(protected, dtype=bool)

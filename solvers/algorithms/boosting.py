@@ -1,4 +1,4 @@
-r"""Gradient boosting of a :class:`~solvers.gbdt.GBDTModel`, one LightGBM round per driver iteration.
+r"""Gradient boosting of a :class:`~solvers.models.gbdt.GBDTModel`, one LightGBM round per driver iteration.
 
 Iteration k adds one tree h_k fitted (LightGBM's second-order leaf-wise growth) to the gradient g and Hessian h of
 the round's objective at the current training scores f_k: f_{k+1} = f_k + η h_k. :class:`GradientBoosting` boosts
@@ -8,7 +8,7 @@ the logistic loss F with LightGBM's own ``binary`` objective (g = σ(f) − y, h
 
 Everything else is the driver's (:mod:`.driver`): a trajectory record per round (F and G at the new training
 scores, exact traces; the training and validation scores are kept round by round, one new tree evaluated per round
-by :mod:`solvers.gbdt.tree_scores`, and the model's forward pass over those rows reads them), cancel and time limit between rounds (the driver's loop plays LightGBM's callback), and
+by :mod:`solvers.models.gbdt.tree_scores`, and the model's forward pass over those rows reads them), cancel and time limit between rounds (the driver's loop plays LightGBM's callback), and
 checkpoints: the model's state is the booster's text, and a resumed run rebuilds its trainer from it and goes on
 boosting (``init_model``) with the same data and parameters. Nothing is random (``deterministic``, no bagging,
 ``colsample_bytree`` seeded), so a resumed run grows the same trees as the uninterrupted one. The run ends
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..gbdt.model import GBDTModel, lightgbm_params
-from ..gbdt.tree_scores import KeptScores
+from ..models.gbdt.model import GBDTModel, lightgbm_params
+from ..models.gbdt.tree_scores import KeptScores
 from ..problem import Evaluation
 from .base import Algorithm
 
@@ -33,7 +33,7 @@ from .base import Algorithm
 @dataclass(frozen=True)
 class Trainer:
     """LightGBM's training booster and its float64 training scores f (n,), kept tree by tree
-    (:class:`~solvers.gbdt.tree_scores.KeptScores`: the booster's raw prediction bit for bit, updated in place, and
+    (:class:`~solvers.models.gbdt.tree_scores.KeptScores`: the booster's raw prediction bit for bit, updated in place, and
     the model's answer to a forward pass over the training rows); built by the first step from the model (frozen:
     a checkpoint leaves it out, the model's text carries it)."""
 

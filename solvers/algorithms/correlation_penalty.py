@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from ..auc.constraint import AUCParity
-from ..auc.objective import auc_square_per_sample
+from ..constraints.auc_parity import AUCParity
+from ..objectives import auc_square_per_sample
 from .base import ALGORITHMS, Algorithm, gradient
 from .level_set import IterateSelector
 

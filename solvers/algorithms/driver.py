@@ -5,9 +5,9 @@ constraints and duals concatenated) → ``observer.on_iteration`` →
 ``observer.should_stop`` → time-limit check. The first iterate with a non-finite objective, constraint,
 multiplier or parameter ends the run (status ``"diverged"``, :mod:`.divergence`) before the observer sees it.
 Every few iterations (``observer.exact_trace_every``) the record also carries the exact constraint values on
-train and validation (:mod:`solvers.exact_trace`). The algorithm learns the budget as
+train and validation (:mod:`solvers.fairness.exact_trace`). The algorithm learns the budget as
 ``algorithm.horizon`` before ``start``. When ``observer.checkpoint_due()``, the observer is
-handed the run's whole state (:mod:`solvers.checkpoint`); ``resume`` restarts from such a
+handed the run's whole state (:mod:`solvers.formats.checkpoint`); ``resume`` restarts from such a
 checkpoint, continuing its iteration count, samples seen and solver time. After the loop ``algorithm.finish()`` may swap in the
 paper's output point (random/averaged iterate), and the result's ``last`` record then describes it.
 """
@@ -19,8 +19,8 @@ import time
 import torch
 from torch import nn
 
-from .. import checkpoint as ckpt
-from ..exact_trace import ExactTracer
+from ..formats import checkpoint as ckpt
+from ..fairness.exact_trace import ExactTracer
 from ..observer import IterationRecord, Observer
 from ..problem import Problem
 from .base import Algorithm, AlgorithmConfig, SolveResult

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..batching import scale_batch_size
+from ..data.batching import scale_batch_size
 from ..problem import Evaluation
 from .base import ALGORITHMS, Algorithm
 
@@ -17,8 +17,8 @@ class ERM(Algorithm):
     logistic objective, one tree per iteration; ``optimizer`` and ``lr`` do not apply, the model's
     ``learning_rate`` does).
 
-    Without a ``batch_size`` the steps are full batch up to :data:`~solvers.batching.FULL_BATCH_MAX_ROWS` training
-    rows and mini-batches of :data:`~solvers.batching.SCALE_BATCH` above (:func:`~solvers.batching.scale_batch_size`;
+    Without a ``batch_size`` the steps are full batch up to :data:`~solvers.data.batching.FULL_BATCH_MAX_ROWS` training
+    rows and mini-batches of :data:`~solvers.data.batching.SCALE_BATCH` above (:func:`~solvers.data.batching.scale_batch_size`;
     also for ``penalty``, a subclass): the job's unconstrained baseline is an ``erm`` run, and a full-batch MLP
     step on millions of rows costs seconds and gigabytes."""
 

@@ -1,7 +1,7 @@
 r"""FairGBM (Cruz et al., ICLR 2023): gradient boosting under fairness constraints, one round per iteration.
 
 Problem: min_f F(f) = (1/N) Σ_i log(1 + e^{−ỹ_i f(x_i)})  s.t.  c_j(f) ≤ 0, with c the exact group-rate
-constraints of :mod:`solvers.gbdt.proxy_rates` (each group's rate against the worst group's: demographic parity,
+constraints of :mod:`solvers.models.gbdt.proxy_rates` (each group's rate against the worst group's: demographic parity,
 FNR parity = equal opportunity, and FPR + FNR parity = equalized odds, any number of groups), c̃ their
 cross-entropy proxies (that module states the proxies, their derivatives and where they depart from FairGBM's
 implementation, with the measurements behind each choice).
@@ -30,7 +30,7 @@ it is large enough to move the rates within the 200 default rounds (Adult, sex, 
 200 rounds with FairGBM's Hessian and last iterate, 0.019 with the defaults below; 1.0 gave 0.021 too and swung
 more on ``planted_table``).
 
-Many groups (issue 18). Measured on Adult by race (5 groups of 163 to 16,689 train rows, DP ≤ 0.02, seed 0) and
+Many groups. Measured on Adult by race (5 groups of 163 to 16,689 train rows, DP ≤ 0.02, seed 0) and
 on five planted groups of 45 / 25 / 15 / 10 / 5 % of 4,000 rows (``tests/solvers/algorithms/test_fair_boosting.unequal_groups``,
 DP ≤ 0.05, seeds 0–2, 100 rounds; "strong": its group shifts doubled). FairGBM's implementation (loss Hessian,
 the step η_λ on every pair, the last iterate) diverged on Adult by race: train accuracy 0.70 and mean log-loss
@@ -72,8 +72,8 @@ import numpy as np
 import torch
 from scipy.special import expit
 
-from ..gbdt.proxy_rates import ProxyRates
-from ..lightgbm_text import load_booster
+from ..models.gbdt.proxy_rates import ProxyRates
+from ..formats.lightgbm_text import load_booster
 from ..problem import Evaluation
 from .base import ALGORITHMS
 from .boosting import Boosting

@@ -15,7 +15,7 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
 
 * **Cross-fitting** (``cross_fit``, off by default; gbdt bases the job trains only — linear / MLP bases would cost
   K solves, ``base_job_id`` has no training): the thresholds are chosen on EVERY train and
-  validation row, each scored out of fold by a model boosted on the other folds (:mod:`solvers.gbdt.cross_fit`);
+  validation row, each scored out of fold by a model boosted on the other folds (:mod:`solvers.models.gbdt.cross_fit`);
   the stored base is then boosted again on all of them (``cross_fit_model: refit``, default) or is the model
   boosted on the train split (``train``). With a validation split the validation rows are one fold, whose model
   is the base boosted on the train split: K − 1 fold models are boosted, not K (:meth:`_Thresholded._cross_fitted`;
@@ -37,10 +37,10 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
   and whether it is met). Chosen at exactly ε, the unseen gap exceeds ε about half the time.
 
 **Tuned base** (``base_model: "tuned"``, the default, for a gbdt base the job trains): the base is boosted with
-:data:`solvers.gbdt.threshold_base.TUNED` (100 trees of 15 leaves on half the features) in place of the model
+:data:`solvers.models.gbdt.threshold_base.TUNED` (100 trees of 15 leaves on half the features) in place of the model
 spec's hyper-parameters that are still LightGBM's defaults: about half the default fit's time and more accurate
 after the thresholds on Adult, COMPAS and bank (mean test accuracy at DP ≤ 0.02, seeds 0–4: 0.8502 → 0.8548,
-0.6451 → 0.6678, 0.8963 → 0.8994; :mod:`solvers.gbdt.threshold_base`); the report's
+0.6451 → 0.6678, 0.8963 → 0.8994; :mod:`solvers.models.gbdt.threshold_base`); the report's
 ``base_params`` lists what was replaced. ``"spec"``: the model spec's hyper-parameters as they are.
 
 Hardt et al.'s post-processor is the rule itself (per-group thresholds of best accuracy under the constraint on
@@ -61,9 +61,9 @@ shifts, reorders them and moves the kept set, so pDP is not linear in the mixtur
 distributions — the whole distribution of f', which a per-group threshold only translates: not a rate of the
 rule, not a programme over ROC points, refused (422). So are loss and AUC gaps.
 
-**The stored model** (:class:`ThresholdNet`, wrapping the base network): f'(x) = f(x) − t_{g(x), J(x)} with
+**The stored model** (:class:`~solvers.models.thresholded.ThresholdNet`, wrapping the base network): f'(x) = f(x) − t_{g(x), J(x)} with
 
-* g(x) the group, read from the features like :class:`~.auc_postprocess.GroupShift` does, by a codebook fitted
+* g(x) the group, read from the features like :class:`~solvers.models.thresholded.GroupShift` does, by a codebook fitted
   on the fitting rows (train and validation): the columns constant inside every group and varying across them
   (the one-hots of the sensitive columns, their intersections and merged values) give each row a code; when the
   codes alone do not tell the groups apart (range rules, e.g. age bands), the numeric column along which the
@@ -89,7 +89,7 @@ deterministic problem is a mixed-integer programme.
 So "predict 1 when f'(x) > 0" is the rule, and every metric, chart, audit and export reads f' as any other score.
 Its state_dict holds ``net.base.*`` and the buffers ``net.columns``, ``net.scale``, ``net.lo``, ``net.hi``,
 ``net.label`` (the codebook), ``net.thresholds``, ``net.cumulative``, ``net.key``;
-:func:`~.auc_postprocess.restore_model` rebuilds it (safetensors, no pickle).
+:func:`~solvers.models.thresholded.restore_model` rebuilds it (safetensors, no pickle).
 """
 from __future__ import annotations
 
@@ -103,11 +103,10 @@ from ..catalog.postprocess import SHARE_LIMIT
 from ..fairness.exact import exact_gaps
 from ..fairness.threshold_lp import DETERMINISTIC_ONLY, FAMILY_RATES, ThresholdSolution, solve_thresholds
 from ..fairness.threshold_margin import denominators, with_margin
+from ..models.thresholded import ThresholdNet, unwrapped
 from .base import ALGORITHMS
 from .erm import ERM
 
-_BUFFERS = ("columns", "scale", "lo", "hi", "label", "thresholds", "cumulative", "key")
-_HASH = 43758.5453
 _EXACT = 1e6          # weight of a mismatch in a column constant inside each group (category before value)
 MAX_RUNS_PER_GROUP = 20  # a numeric column reads the groups when its value bands are at most this many per group
 
@@ -175,50 +174,6 @@ def _codebook(X, group, fixed, numeric, code):
     return columns, scale, lo, hi, g[starts]
 
 
-class ThresholdNet(nn.Module):
-    """x ↦ net(x) − t_{g(x), J(x)} (module docstring). Everything it needs is in its state_dict."""
-
-    def __init__(self, net: nn.Module, columns, scale, lo, hi, label, thresholds, cumulative, key) -> None:
-        super().__init__()
-        self.base = net
-        self.register_buffer("columns", torch.as_tensor(columns, dtype=torch.int64))
-        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float64))
-        self.register_buffer("lo", torch.as_tensor(lo, dtype=torch.float64))
-        self.register_buffer("hi", torch.as_tensor(hi, dtype=torch.float64))
-        self.register_buffer("label", torch.as_tensor(label, dtype=torch.int64))
-        self.register_buffer("thresholds", torch.as_tensor(thresholds, dtype=torch.float64))
-        self.register_buffer("cumulative", torch.as_tensor(cumulative, dtype=torch.float64))
-        self.register_buffer("key", torch.as_tensor(key, dtype=torch.float64))
-
-    @classmethod
-    def saved_in(cls, state: dict, prefix: str = "net.") -> bool:
-        return all(f"{prefix}{name}" in state for name in _BUFFERS)
-
-    @classmethod
-    def like(cls, net: nn.Module, state: dict, prefix: str = "net.") -> "ThresholdNet":
-        """An empty wrapper of the shapes saved in ``state`` (its values come with ``load_state_dict``)."""
-        return cls(net, *(torch.zeros_like(state[f"{prefix}{name}"]) for name in _BUFFERS))
-
-    def group_of(self, x: torch.Tensor) -> torch.Tensor:
-        """The group of each row: the label of the nearest codebook row (module docstring)."""
-        z = x[:, self.columns].double()[:, None, :]
-        d = (((self.lo[None] - z).clamp_min(0) + (z - self.hi[None]).clamp_min(0)) * self.scale).sum(-1)
-        return self.label[d.argmin(1)]
-
-    def draw(self, x: torch.Tensor) -> torch.Tensor:
-        """u(x) ∈ [0, 1), a deterministic function of the row."""
-        v = torch.sin(x.double() @ self.key) * _HASH
-        return v - torch.floor(v)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.base(x)
-        g = self.group_of(x)
-        cumulative = self.cumulative[g]
-        j = (cumulative <= self.draw(x)[:, None]).sum(1).clamp_max(cumulative.shape[1] - 1)
-        t = self.thresholds[g].gather(1, j[:, None]).reshape(h.shape)
-        return (h.double() - t).to(h.dtype)
-
-
 def threshold_net(net: nn.Module, solution: ThresholdSolution, reader: tuple, n_features: int, seed: int,
                   device: torch.device) -> ThresholdNet:
     """Wrap ``net`` with the rule of ``solution`` and the group codebook ``reader`` (:func:`group_reader`)."""
@@ -228,23 +183,6 @@ def threshold_net(net: nn.Module, solution: ThresholdSolution, reader: tuple, n_
     generator = torch.Generator().manual_seed(int(seed))
     key = torch.rand(n_features, generator=generator, dtype=torch.float64) * 1000.0
     return ThresholdNet(net, *reader, solution.thresholds, cumulative, key).to(device)
-
-
-def unwrapped(model: nn.Module) -> nn.Module:
-    """``model`` without its threshold rule (a warm start post-processes its base again)."""
-    if isinstance(model, ThresholdNet):
-        return model.base
-    if isinstance(getattr(model, "net", None), ThresholdNet):
-        model.net = model.net.base
-    return model
-
-
-def report_of(model: nn.Module) -> dict | None:
-    """The threshold LP's record attached to a post-processed model (None for any other model)."""
-    for net in (model, getattr(model, "net", None)):
-        if isinstance(net, ThresholdNet):
-            return getattr(net, "report", None)
-    return None
 
 
 class _Thresholded:
@@ -276,8 +214,8 @@ class _Thresholded:
             raise ValueError("group_thresholds: threshold_rows 'train_validation' applies to a linear base without "
                              "cross_fit (an mlp or gbdt base scores its own train rows optimistically)")
         self.base_params: dict = {}
-        if own_gbdt and self.config.base_model == "tuned":   # solvers.gbdt.threshold_base
-            from ..gbdt.threshold_base import tuned_spec
+        if own_gbdt and self.config.base_model == "tuned":   # solvers.models.gbdt.threshold_base
+            from ..models.gbdt.threshold_base import tuned_spec
 
             self.model.spec, self.base_params = tuned_spec(self.model.spec)
 
@@ -300,7 +238,7 @@ class _Thresholded:
         p, v = self.problem, self.validation
         fit = v if v is not None else p
         K = len(p.group_names)
-        if self.folds:   # every train and validation row, scored out of fold (solvers.gbdt.cross_fit)
+        if self.folds:   # every train and validation row, scored out of fold (solvers.models.gbdt.cross_fit)
             scores, y, g = self._cross_fitted()
         elif self.all_rows and v is not None:   # every train and validation row (threshold_rows)
             scores = torch.cat([self.model(p.X), self.model(v.X)]).double().cpu().numpy()
@@ -311,7 +249,7 @@ class _Thresholded:
         kept, theta = None, 0.0
         for family in p.constraints:   # partial DP: the kept rows of the base score (a shift keeps the ranks)
             if family.name in DETERMINISTIC_ONLY:
-                from ..partial.metrics import kept_mask
+                from ..metrics.partial import kept_mask
 
                 kept, theta = kept_mask(scores, g, family.intervals), float(family.config.threshold)
 
@@ -338,7 +276,7 @@ class _Thresholded:
         realised = self.model(fit.X).double().cpu().numpy()
         y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
         gaps = exact_gaps(p.constraints, y, realised, g, p.group_names)
-        wrapper.report = {   # the job's ``enforcement`` record (solvers.api.keep_promise)
+        wrapper.report = {   # the job's ``enforcement`` record (solvers.pipeline.keep_promise)
             "method": "group_thresholds",
             "split": "train+validation" if v is not None and (self.folds or self.all_rows) else
             "validation" if v is not None else "train",
@@ -357,14 +295,14 @@ class _Thresholded:
         refit`` the stored base is boosted again on all of them.
 
         With a validation split the validation rows are one fold and the train rows are dealt to the other K − 1
-        (stratified by group and label, :func:`~solvers.gbdt.cross_fit.fold_of`): the model boosted on the folds
+        (stratified by group and label, :func:`~solvers.models.gbdt.cross_fit.fold_of`): the model boosted on the folds
         without the validation fold is the base this solve boosted on the train split, so its validation scores
         (kept round by round) are that fold's out-of-fold scores and K − 1 fold models are boosted, not K. All
-        fits share one binning of the rows (:func:`~solvers.gbdt.cross_fit._binned`), and the refitted model's
+        fits share one binning of the rows (:func:`~solvers.models.gbdt.cross_fit._binned`), and the refitted model's
         scores of the train and validation rows are predicted once and kept for every later forward pass."""
-        from ..gbdt.cross_fit import _binned, _params, fold_of, out_of_fold_scores, refit
-        from ..gbdt.model import num_threads
-        from ..gbdt.tree_scores import KeptScores
+        from ..models.gbdt.cross_fit import _binned, _params, fold_of, out_of_fold_scores, refit
+        from ..models.gbdt.model import num_threads
+        from ..models.gbdt.tree_scores import KeptScores
 
         p, v = self.problem, self.validation
         parts = [p] + ([v] if v is not None else [])

@@ -2,7 +2,7 @@ r"""SFLS with the SMD oracle (Yao, Lin & Yang, AISTATS 2023, Algorithms 1–2, L
 AUC maximisation under an AUC-based fairness constraint (``auc_parity``), linear models.
 
 Problem (10): f* = min_x f₀(x) s.t. f₁(x) ≤ 1+κ, f₂(x) ≤ 1+κ, x = (w, (a_k, b_k)_{k=0..4}),
-each f a min–max of per-sample terms (:mod:`solvers.auc.surrogate`). Level function
+each f a min–max of per-sample terms (:mod:`solvers.constraints.auc_surrogate`). Level function
 H(r) = min_x max{f₀ − r, f₁ − 1 − κ, f₂ − 1 − κ}, written as the saddle problem (23)
 
     min_{x∈X} max_{y∈Y} E[Φ(x,y;z)] − d_y(y) + d_x(x),   Φ = ỹᵀF(x,z) + α̃ᵀG(w,z),
@@ -50,8 +50,8 @@ import math
 
 import torch
 
-from ..auc.constraint import AUCParity, exact_gap
-from ..auc.surrogate import TERM_GROUP, level_values, per_sample_F_G, scaled_indicators, term_sets
+from ..constraints.auc_parity import AUCParity, exact_gap
+from ..constraints.auc_surrogate import TERM_GROUP, level_values, per_sample_F_G, scaled_indicators, term_sets
 from ..problem import Evaluation
 from .base import ALGORITHMS, Algorithm
 
@@ -263,7 +263,7 @@ class IterateSelector:
         if self.family is not None:
             auc_v, gap_v = exact_gap(self.family, data.y, scores, data.group)
         else:
-            from ..auc.metrics import auc as exact_auc
+            from ..metrics.auc import auc as exact_auc
             auc_v, gap_v = exact_auc(data.y.cpu().numpy(), scores.double().cpu().numpy()), 0.0
         if auc_v is None:
             return

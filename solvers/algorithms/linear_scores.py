@@ -50,7 +50,7 @@ class _Scores(torch.autograd.Function):
 
 
 class LinearScores:
-    """Scores of ``model`` (a :func:`solvers.models.linear` ScoreModel) on the training set of
+    """Scores of ``model`` (a :func:`solvers.models.factory.linear` ScoreModel) on the training set of
     ``problem``, in the order ``perm`` (samples sorted by group); use :attr:`y` and :attr:`data`
     (the labels and fairness data in that order) with them."""
 
@@ -58,7 +58,7 @@ class LinearScores:
         net = model.net
         self.weight, self.bias = net.weight, net.bias
         # Samples sorted by group (stable): every loss here is a sum over samples, so the order is
-        # free, and contiguous groups make the per-group means slice sums (solvers.partial.constraints).
+        # free, and contiguous groups make the per-group means slice sums (solvers.constraints.partial).
         self.perm = torch.argsort(problem.group, stable=True)
         X = problem.X[self.perm]
         self.y = problem.y[self.perm]

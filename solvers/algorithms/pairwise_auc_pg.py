@@ -22,7 +22,7 @@ O(n) closed form (no n×n matrix). With m_A, V_A the mean and (population) varia
 
     Ŝ(A, B) = ½[(1 + m_A − m_B)² + V_A + V_B],
 
-which is :func:`solvers.auc.surrogate.term_values` with c₁ = ½, c₂ = 1 and (P, Q) = (B, A)
+which is :func:`solvers.constraints.auc_surrogate.term_values` with c₁ = ½, c₂ = 1 and (P, Q) = (B, A)
 (c₁(h_P − h_Q − c₂)² = ½(1 + h_A − h_B)²). For the linear model h_w(ξ) = wᵀξ + b, with μ_A, Σ_A
 the mean and covariance of the features on A and δ = μ_A − μ_B,
 
@@ -64,7 +64,7 @@ import torch
 from scipy.optimize import minimize
 from torch import Tensor
 
-from ..auc.surrogate import term_values
+from ..constraints.auc_surrogate import term_values
 from ..problem import Evaluation
 from .base import ALGORITHMS, Algorithm, gradient
 from .linear_scores import LinearScores

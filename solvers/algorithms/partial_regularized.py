@@ -33,7 +33,7 @@ from .linear_scores import LinearScores
 
 def penalty_twins(problem) -> list:
     """κ = 0 copies of the problem's partial families, bound to the same groups and interval."""
-    from ..partial.constraints import PartialDemographicParity, PartialStatisticalParity
+    from ..constraints.partial import PartialDemographicParity, PartialStatisticalParity
 
     twins = []
     for family in problem.constraints:
@@ -47,7 +47,7 @@ def penalty_twins(problem) -> list:
 
 def penalty(twins, scores: Tensor, data) -> Tensor:
     """Σ over families of the (114)/(119) penalty term divided by λ."""
-    from ..partial.constraints import PartialStatisticalParity
+    from ..constraints.partial import PartialStatisticalParity
 
     total = scores.new_zeros(())
     for twin in twins:

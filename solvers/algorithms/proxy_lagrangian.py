@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import torch
 
-from ..auc.constraint import AUCParity
-from ..auc.metrics import GROUP_SETS
-from ..auc.surrogate import _set_mask
+from ..constraints.auc_parity import AUCParity
+from ..metrics.auc import GROUP_SETS
+from ..constraints.auc_surrogate import _set_mask
 from .base import ALGORITHMS, Algorithm, gradient
 from .level_set import IterateSelector
 

@@ -31,13 +31,13 @@ small problem). ``eps`` defaults to the tolerance ε (B = 1/ε). GridSearch (§3
 
 **FairSolve's wrapping.** The oracle is our model type on the encoder's features: ``linear`` = scikit-learn's
 LogisticRegression (C and max_iter from the config), ``gbdt`` = LightGBM's LGBMClassifier with the gbdt model
-spec's hyper-parameters, seeded and deterministic (:func:`solvers.gbdt.lightgbm_params`); fairlearn's own
+spec's hyper-parameters, seeded and deterministic (:func:`solvers.models.gbdt.lightgbm_params`); fairlearn's own
 defaults for every parameter of the reduction.
-Each oracle call is one iteration of the trajectory, recorded while fairlearn runs (:mod:`solvers.oracle_stream`:
+Each oracle call is one iteration of the trajectory, recorded while fairlearn runs (:mod:`solvers.algorithms.oracle_stream`:
 fairlearn has no callback, so it runs on a thread and reports through its estimator and moment): the model is
-the call's classifier h_t alone (the algorithm replaces its model, :class:`~solvers.randomized.RandomizedModel`),
+the call's classifier h_t alone (the algorithm replaces its model, :class:`~solvers.models.randomized.RandomizedModel`),
 F and G are the problem's objective and constraint rows at its score, the duals
-are the λ it responded to. The last iteration is the returned Q (:mod:`solvers.randomized`: score
+are the λ it responded to. The last iteration is the returned Q (:mod:`solvers.models.randomized`: score
 logit(Σ_k w_k 1{h_k(x) = 1}), prediction 1{p_Q > ½}; with ``decision="draw"`` one seeded draw per row). Stopped before fairlearn finished (cancel, time limit,
 ``max_iterations``), the model is the last call's h_t: fairlearn's Q exists only at the end of its fit.
 
@@ -51,9 +51,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..oracle_stream import OracleEstimator, OracleStream, probed
+from .oracle_stream import OracleEstimator, OracleStream, probed
 from ..problem import Evaluation
-from ..randomized import RandomizedModel, draw_vector, linear_and_trees
+from ..models.randomized import RandomizedModel, draw_vector, linear_and_trees
 from .base import ALGORITHMS, Algorithm
 
 #: FairSolve constraint type -> fairlearn moment class name (fairlearn.reductions)
@@ -85,7 +85,7 @@ def _binary(classifier) -> None:
 
 
 def component(classifier, n_features: int) -> tuple[str, object]:
-    """One h_k of Q for :func:`~solvers.randomized.linear_and_trees`: ``("linear", (w, b))`` with
+    """One h_k of Q for :func:`~solvers.models.randomized.linear_and_trees`: ``("linear", (w, b))`` with
     h(x) = 1{wᵀx + b > 0} (LogisticRegression; fairlearn's constant DummyClassifier: w = 0, b = ±1) or
     ``("tree", GBDTModel)`` with h(x) = 1{F(x) > 0} (LGBMClassifier's booster)."""
     classifier = getattr(classifier, "estimator_", classifier)   # an OracleEstimator holds the fitted one
@@ -93,7 +93,7 @@ def component(classifier, n_features: int) -> tuple[str, object]:
         _binary(classifier)
         return "linear", (np.asarray(classifier.coef_, dtype=np.float64).reshape(-1), float(classifier.intercept_[0]))
     if hasattr(classifier, "booster_"):
-        from ..gbdt import gbdt
+        from ..models.gbdt import gbdt
 
         _binary(classifier)
         tree = gbdt(n_features)
@@ -162,11 +162,11 @@ class Reductions(Algorithm):
     def estimator(self):
         """The oracle: the spec's model type as a scikit-learn classifier. ``linear``: LogisticRegression (C and
         max_iter from the config); ``gbdt``: LightGBM's LGBMClassifier with the gbdt model spec's
-        hyper-parameters (:func:`~solvers.gbdt.lightgbm_params`, seeded, deterministic)."""
+        hyper-parameters (:func:`~solvers.models.gbdt.lightgbm_params`, seeded, deterministic)."""
         if self.problem.model_type == "gbdt":
             from lightgbm import LGBMClassifier
 
-            from ..gbdt import lightgbm_params
+            from ..models.gbdt import lightgbm_params
 
             spec = self.spec_model.spec
             return LGBMClassifier(n_estimators=spec.n_estimators, **lightgbm_params(spec, self.seed))
@@ -197,11 +197,11 @@ class Reductions(Algorithm):
 
     def _keep_training_scores(self, model: RandomizedModel, scores: tuple | None) -> None:
         """A LightGBM h_t's raw scores on the training rows, computed once on fairlearn's thread (its own predictions
-        of them come from the same pass, :class:`~solvers.oracle_stream.OracleEstimator`), answer the trajectory's
-        evaluation of h_t there (:meth:`~solvers.gbdt.GBDTModel.keep_scores`) when fairlearn's rows are ours."""
+        of them come from the same pass, :class:`~solvers.algorithms.oracle_stream.OracleEstimator`), answer the trajectory's
+        evaluation of h_t there (:meth:`~solvers.models.gbdt.GBDTModel.keep_scores`) when fairlearn's rows are ours."""
         if scores is None or len(model.trees) != 1:
             return
-        from ..gbdt.tree_scores import KeptScores
+        from ..models.gbdt.tree_scores import KeptScores
 
         rows, raw = scores
         X = self.problem.X.cpu().numpy()

@@ -6,7 +6,7 @@ F and G of a mini-batch depend on θ only through the scores s = f_θ(x) of one 
 
 where ∂F/∂s_i = ℓ'(s_i, y_i)/b on the b objective rows (:meth:`solvers.objectives.Objective.derivative`),
 ∂(wᵀG)/∂s is each constraint family's :meth:`~solvers.constraints.ConstraintFamily.vjp` on the constraint
-rows, and J_θ(s)ᵀ u is :meth:`solvers.score_net.ScoreNet.pullback`. Every algorithm whose update needs
+rows, and J_θ(s)ᵀ u is :meth:`solvers.models.score_net.ScoreNet.pullback`. Every algorithm whose update needs
 only such gradients (ALM / SSL-ALM: α = 1, w = y + ρ c; the switching rule: α = 1, w = 0 or α = 0,
 w = e_{j*}) evaluates with :func:`score_evaluation` (:class:`ScoreSpaceAlgorithm`) and differentiates with
 :func:`weighted_gradient`; an evaluation without a score space (custom model or objective, auxiliary
@@ -22,8 +22,8 @@ from torch import Tensor
 from ..constraints import FairnessData
 from ..objectives import Objective
 from ..problem import Evaluation, Problem
-from ..score_net import ScoreNet
-from ..sparse_rows import SparseRows, sparse_rows
+from ..models.score_net import ScoreNet
+from ..data.sparse_rows import SparseRows, sparse_rows
 from .base import gradient
 
 
@@ -40,7 +40,7 @@ class ScoreSpace:
     y: Tensor
     start: int
     data: FairnessData
-    rows: SparseRows | None = None  # CSR copies of the forward's X (full batch, linear net): :mod:`solvers.sparse_rows`
+    rows: SparseRows | None = None  # CSR copies of the forward's X (full batch, linear net): :mod:`solvers.data.sparse_rows`
     labels: Tensor | None = None  # the labels of EVERY row of the forward pass (for :meth:`shared_derivative`)
 
     def score_gradient(self, alpha: float, w: Tensor | None) -> Tensor:

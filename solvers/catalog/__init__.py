@@ -6,7 +6,7 @@ paper metadata and pydantic ``Config`` (defaults from the paper); the implementa
 ``@ALGORITHMS.implements(name)`` and are imported only when a solve needs them. The API
 validates job specs and lists the catalog from here alone.
 """
-from . import constraints, plada, switching, partial, auc, stochastic, reductions, fairgbm, postprocess, auto  # noqa: F401,E402  (declare, in this order)
+from . import (constraints, plada, switching, partial, auc, stochastic, reductions, fairgbm, postprocess, auto)  # noqa: F401,E402  (declare, in this order)
 from .base import (ALGORITHMS, CONSTRAINTS, AlgorithmConfig, ConstraintConfig, Surrogate, describe_constraint,
                    describe_solver, list_constraints, list_solvers)
 

@@ -13,7 +13,7 @@ Variant = Literal["group", "inter", "intra", "aeg_positive", "aeg_negative", "bp
 @CONSTRAINTS.declare(
     "auc_parity",
     max_tolerance=1.0,
-    implementation="solvers.auc.constraint:AUCParity",
+    implementation="solvers.constraints.auc_parity:AUCParity",
     aliases=("auc_fairness",),
     description="AUC-based fairness (Yao, Lin & Yang 2023): |AUC(G1,G1') − AUC(G2,G2')| ≤ tolerance for the "
     "chosen variant (group / inter / intra / aeg_positive / aeg_negative / bpsn_bnsp); threshold-free.",

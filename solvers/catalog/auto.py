@@ -103,7 +103,7 @@ def portfolio_names(config: AutoConfig, model_type: str, families: list[str], ge
     declared only for constraint types of the spec, keeping those that handle ``model_type`` and every family
     (for gbdt: the dedicated group_thresholds, fair_boosting and reductions, in the order of
     :data:`CHEAPEST_FIRST`) and, when ``generic`` (overlapping groups, per-group rate rows:
-    :func:`solvers.spec.needs_generic_path`), the ``overlapping_groups`` ones; ``leads``: :data:`LEADS` first (not
+    :func:`solvers.data.spec.needs_generic_path`), the ``overlapping_groups`` ones; ``leads``: :data:`LEADS` first (not
     under a guarantee, whose candidates are judged on train). Empty: auto cannot serve the spec."""
     if config.portfolio is not None:
         names = list(config.portfolio)

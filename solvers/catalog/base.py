@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from ..registry import Catalog, Entry
+from .registry import Catalog, Entry
 
 # overlapping_groups: the solver sees the groups only through the constraint families' G(θ) (and its mini-batches
 # through FairnessData.subset), so it takes a spec's overlapping groups and per-group rate rows (reference "overall").

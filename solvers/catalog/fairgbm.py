@@ -34,7 +34,7 @@ class FairBoostingConfig(AlgorithmConfig):
     proxy: Literal["bound", "rates"] = Field(
         "bound", description="Cross-entropy proxy of each constraint max_a r_a − r_b: 'bound' = the worst group's "
         "rate through its upper bound φ and the subtracted rate through the lower bound 1 − φ(−z) (c̃ ≥ c, convex); "
-        "'rates' = φ for every rate (FairGBM's implementation; unstable, see solvers.gbdt.proxy_rates).")
+        "'rates' = φ for every rate (FairGBM's implementation; unstable, see solvers.models.gbdt.proxy_rates).")
     max_delta_step: NonNegativeFloat = Field(
         0.0, description="LightGBM's bound on a leaf's Newton step |−Σg/Σh| before shrinkage (0: none).")
     hessian: Literal["loss", "lagrangian"] = Field(

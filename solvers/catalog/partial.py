@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator
 
-from ..partial.intervals import validate_interval
+from ..metrics.percentile_intervals import validate_interval
 from .auc import Variant
 from .base import ALGORITHMS, CONSTRAINTS, AlgorithmConfig, ConstraintConfig
 
@@ -37,7 +37,7 @@ class PartialConfig(ConstraintConfig):
 @CONSTRAINTS.declare(
     "partial_statistical_parity",
     max_tolerance=1.0,
-    implementation="solvers.partial.constraints:PartialStatisticalParity",
+    implementation="solvers.constraints.partial:PartialStatisticalParity",
     aliases=("psp", "partial_sp"),
     description="Partial statistical parity on a percentile interval I (He et al., problem (15)): the score "
     "distributions of all groups, restricted to each group's own percentiles in I, are within KS distance "
@@ -50,7 +50,7 @@ class PartialStatisticalParityConfig(PartialConfig):
 @CONSTRAINTS.declare(
     "partial_demographic_parity",
     max_tolerance=1.0,
-    implementation="solvers.partial.constraints:PartialDemographicParity",
+    implementation="solvers.constraints.partial:PartialDemographicParity",
     aliases=("pdp", "partial_dp"),
     description="Partial demographic parity on a percentile interval I (He et al., problem (21)): among each "
     "group's scores with within-group percentile in I, the share above the threshold θ̂ differs by at most "

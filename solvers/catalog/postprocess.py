@@ -45,7 +45,7 @@ class GroupThresholdsConfig(PrimalConfig):
     cross_fit: int | None = Field(
         None, ge=0, le=10, description="Folds of cross-fitting (gbdt bases this job trains): the thresholds are "
         "chosen on every train and validation row, each scored by a model boosted on the other folds "
-        "(solvers.gbdt.cross_fit); K + 1 more LightGBM fits. None or 0: off (the validation split alone: with the "
+        "(solvers.models.gbdt.cross_fit); K + 1 more LightGBM fits. None or 0: off (the validation split alone: with the "
         "tuned base as accurate on Adult, COMPAS and bank, bench/quality/results/gbdt_defaults.md). 1 is refused.")
     threshold_rows: Literal["validation", "train_validation"] = Field(
         "validation", description="Without cross-fitting, the rows whose base scores choose the thresholds: "
@@ -60,7 +60,7 @@ class GroupThresholdsConfig(PrimalConfig):
         "gap, bench/quality/results/thresholds.md) or 'train' (the model boosted on the train split).")
     base_model: Literal["tuned", "spec"] = Field(
         "tuned", description="gbdt base trained by the job: 'tuned' boosts 100 trees of 15 leaves on half the "
-        "features (solvers.gbdt.threshold_base) in place of the model's n_estimators / num_leaves / colsample_bytree "
+        "features (solvers.models.gbdt.threshold_base) in place of the model's n_estimators / num_leaves / colsample_bytree "
         "where they are LightGBM's defaults: about half the fit time and more accurate after the thresholds on "
         "Adult, COMPAS and bank (bench/quality/results/gbdt_defaults.md); 'spec': the model's hyper-parameters as they are.")
     margin_delta: float | None = Field(

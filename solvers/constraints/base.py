@@ -6,8 +6,13 @@ A family turns the scores f_θ(x_i) of the training samples into a vector
 
 where Δ̂ is a surrogate of the exact (indicator-based) metric and ε the
 tolerance (paper eq. (2)–(3)). Every family is vectorised over all groups at
-once through :class:`~solvers.groups.CellIndex`. The exact metrics used for
-evaluation live in :mod:`solvers.metrics`.
+once through :class:`~solvers.constraints.cells.CellIndex`. The exact metrics used for
+evaluation live in :mod:`solvers.metrics.classification`.
+
+Every family, AUC and partial parity included, is one :class:`ConstraintFamily` (as fairlearn's ``Moment``):
+``bind`` (the training groups, its ``load_data``), ``gap`` / ``surrogate`` (Δ̂ and G, its ``gamma`` on the
+surrogate), ``vjp`` (∂(wᵀG)/∂f, its ``signed_weights``), ``exact_value`` (the exact metric Δ a tolerance is
+judged on, on the tolerance's scale) and ``exact_metrics`` (what the split's report adds).
 
 A new family is its Config, declared in :mod:`solvers.catalog` (no torch there)::
 
@@ -31,7 +36,7 @@ import torch.nn.functional as F_
 from torch import Tensor
 
 from ..catalog.base import CONSTRAINTS, ConstraintConfig  # noqa: F401  (CONSTRAINTS re-exported for the families)
-from ..groups import CellIndex
+from .cells import CellIndex
 
 @dataclass
 class FairnessData:
@@ -39,7 +44,7 @@ class FairnessData:
 
     ``by_group``: cells g ∈ {0..K-1}; ``by_group_label``: cells 2g + y (y ∈ {0,1}), built on first use
     when not given. Overlapping groups (:meth:`overlapping`): ``group`` holds the group c_p of each membership
-    pair and ``by_group.rows`` its sample i_p (see :mod:`solvers.groups`); the families then see the same cells (a mini-batch of a family that needs only ``by_group`` never builds it).
+    pair and ``by_group.rows`` its sample i_p (see :mod:`solvers.constraints.cells`); the families then see the same cells (a mini-batch of a family that needs only ``by_group`` never builds it).
     ``losses``: per-sample losses ℓ(f_i, y_i) already computed on these rows (:meth:`share_losses`), so a
     family whose loss is the objective's (``loss_gap`` with BCE under a BCE objective) does not recompute them.
     """
@@ -127,6 +132,11 @@ class FairnessData:
                             self.by_group_label.to(device))
 
 
+
+
+def undefined_as_nan(value: Any) -> float:
+    """A metric's value as a float, NaN for None (undefined: no tolerance keeps it, ``nan <= ε`` is False)."""
+    return float("nan") if value is None else float(value)
 
 
 def indicator_surrogate(scores: Tensor, kind: str, temperature: float = 1.0) -> Tensor:
@@ -244,8 +254,15 @@ class ConstraintFamily:
         """Exact (non-surrogate) metrics of this family on one split, merged into
         ``metrics.<split>`` by :func:`solvers.run` (keys named by the family's type, with
         ``<type>_by_group`` beside). None: the family's metric is among the always-computed
-        ones of :func:`solvers.metrics.classification_metrics`."""
+        ones of :func:`solvers.metrics.classification.classification_metrics`."""
         return None
+
+    def exact_value(self, y: np.ndarray, logits: np.ndarray, group, group_names: Sequence[str]) -> float:
+        """The family's exact (indicator) metric Δ on one split, on the tolerance's scale: Δ ≤ ε is the promise
+        (:func:`solvers.fairness.exact.exact_gaps`). ``logits`` are the raw scores f (ŷ = 1{f > 0}); ``group`` the
+        (n,) group index or a :class:`~solvers.data.membership.Membership`. NaN where undefined on the split.
+        Default: the value :meth:`exact_metrics` reports under the family's type name."""
+        return undefined_as_nan((self.exact_metrics(y, logits, group, list(group_names)) or {}).get(self.name))
 
     def init_parameters(self, device: torch.device) -> list[Tensor]:
         """Auxiliary variables of the family (e.g. the thresholds θ_p of partial statistical parity),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ..groups import spread_adjoint
+from .cells import spread_adjoint
 from .base import CONSTRAINTS, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates
 from .group_rates import GroupRateFamily
 
@@ -24,7 +24,7 @@ class DemographicParity(GroupRateFamily):
 
     def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
         """Closed form for the sigmoid surrogate: ∂(wᵀG)/∂r = w · ∂spread/∂r
-        (:func:`~solvers.groups.spread_adjoint`), chained by :func:`~.base.rates_vjp`; autograd otherwise (another
+        (:func:`~solvers.constraints.cells.spread_adjoint`), chained by :func:`~.base.rates_vjp`; autograd otherwise (another
         surrogate, or ``reference="overall"``)."""
         if self.config.surrogate != "sigmoid" or self.per_group:
             return super().vjp(scores, data, w)

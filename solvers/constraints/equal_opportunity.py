@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..groups import spread_adjoint
+from .cells import spread_adjoint
 from .base import CONSTRAINTS, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates
 from .group_rates import GroupRateFamily
 
@@ -29,7 +29,7 @@ class EqualOpportunity(GroupRateFamily):
 
     def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
         """Closed form for the sigmoid surrogate: ∂(wᵀG)/∂r_{g,1} = w · ∂spread/∂r_{g,1}
-        (:func:`~solvers.groups.spread_adjoint`), 0 on the y = 0 cells, chained by :func:`~.base.rates_vjp`;
+        (:func:`~solvers.constraints.cells.spread_adjoint`), 0 on the y = 0 cells, chained by :func:`~.base.rates_vjp`;
         autograd otherwise (another surrogate, or ``reference="overall"``)."""
         if self.config.surrogate != "sigmoid" or self.per_group:
             return super().vjp(scores, data, w)

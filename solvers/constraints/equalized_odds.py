@@ -1,10 +1,13 @@
 """Equalized odds (paper eq. 17), generalised to K groups."""
 from __future__ import annotations
 
+import numpy as np
 from torch import Tensor
 
-from ..groups import spread, spread_adjoint
-from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates
+from ..metrics.classification import group_fairness
+from .base import (CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate, rates_vjp, sigmoid_rates,
+                   undefined_as_nan)
+from .cells import spread, spread_adjoint
 
 
 @CONSTRAINTS.implements("equalized_odds")
@@ -23,6 +26,11 @@ class EqualizedOdds(ConstraintFamily):
             return [f"{self.name}[tpr]", f"{self.name}[fpr]"]
         return [self.name]
 
+    def exact_value(self, y, logits, group, group_names) -> float:
+        """max(TPR gap, FPR gap) of the exact group rates (both aggregates bound the same set)."""
+        pred = (np.asarray(logits) > 0).astype(int)
+        return undefined_as_nan(group_fairness(y, pred, group, list(group_names))[self.name])
+
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         cells = data.by_group_label
         rates = cells.means(indicator_surrogate(scores, self.config.surrogate, self.config.temperature))
@@ -36,7 +44,7 @@ class EqualizedOdds(ConstraintFamily):
     def vjp(self, scores: Tensor, data: FairnessData, w: Tensor) -> Tensor:
         """Closed form for the sigmoid surrogate: with r the cell means laid out as (y, g), the gap row y gets
         weight ω_y (``separate``: ω = (w_fpr, w_tpr); the max: w split evenly among the tied largest gaps, as
-        ``amax``), so ∂(wᵀG)/∂r_{g,y} = ω_y ∂spread_y/∂r_{g,y} (:func:`~solvers.groups.spread_adjoint`), chained by
+        ``amax``), so ∂(wᵀG)/∂r_{g,y} = ω_y ∂spread_y/∂r_{g,y} (:func:`~solvers.constraints.cells.spread_adjoint`), chained by
         :func:`~.base.rates_vjp`; autograd otherwise."""
         if self.config.surrogate != "sigmoid":
             return super().vjp(scores, data, w)

@@ -2,11 +2,13 @@
 overall rate (``reference``)."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from ..groups import deviation, spread
-from .base import ConstraintFamily
+from ..metrics.classification import group_fairness, rate_deviation
+from .base import ConstraintFamily, undefined_as_nan
+from .cells import deviation, spread
 
 
 class GroupRateFamily(ConstraintFamily):
@@ -18,7 +20,7 @@ class GroupRateFamily(ConstraintFamily):
       the absolute value of eq. 15 (a rate below the population's is as unfair as one above it). On a mini-batch
       ŝ is the batch's rate and a row whose group is absent from the batch is 0 (before − ε).
 
-    Overlapping groups (a membership) need nothing more: the group means are Mᵀσ / N_g (:mod:`solvers.groups`),
+    Overlapping groups (a membership) need nothing more: the group means are Mᵀσ / N_g (:mod:`solvers.constraints.cells`),
     and ŝ is the mean over the rows, not over the pairs. Needs :meth:`bind` for the per-group rows."""
 
     def _on_bind(self) -> None:
@@ -34,6 +36,13 @@ class GroupRateFamily(ConstraintFamily):
             return [self.name]
         self._require_bound()
         return [f"{self.name}[{self.group_names[g]}]" for g in self._kept.tolist()]
+
+    def exact_value(self, y, logits, group, group_names) -> float:
+        """max_g r_g − min_g r_g of the exact group rates (``groups``), or max_g |r_g − r| (``overall``)."""
+        pred = (np.asarray(logits) > 0).astype(int)
+        if self.per_group:
+            return undefined_as_nan(rate_deviation(y, pred, group, list(group_names), self.name)[self.name])
+        return undefined_as_nan(group_fairness(y, pred, group, list(group_names))[self.name])
 
     def rows(self, rates: Tensor, valid: Tensor, overall: Tensor) -> Tensor:
         """The family's rows from the group rates (``valid``: groups present) and the overall rate."""

@@ -7,8 +7,11 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+import numpy as np
+
+from ..metrics.classification import loss_gap
 from ..objectives import get_objective
-from .base import CONSTRAINTS, ConstraintFamily, FairnessData
+from .base import CONSTRAINTS, ConstraintFamily, FairnessData, undefined_as_nan
 
 LossName = Literal["bce", "logistic", "hinge", "truncated_logistic"]
 
@@ -35,7 +38,7 @@ class LossGap(ConstraintFamily):
     1/n_g of the means folded in): one ``index_add`` for the group sums and one product — no loop over
     groups or samples. Needs :meth:`bind`.
 
-    Overlapping groups (a sparse membership M, :mod:`solvers.membership`; PLADA's C&C threshold groups): the
+    Overlapping groups (a sparse membership M, :mod:`solvers.data.membership`; PLADA's C&C threshold groups): the
     group sums are Mᵀℓ and the shares no longer add up to the population, so one-sided rows take L as the
     batch's plain mean (1/n) Σ_i ℓ_i instead: G_g = L_g − L − δ = (Mᵀℓ)_g / n_g − 1ᵀℓ / n − δ; the size filter
     is N_g > ``min_group_fraction`` · N with N the number of training samples (not Σ_g N_g).
@@ -111,6 +114,16 @@ class LossGap(ConstraintFamily):
                 self._device_cache[key] = matrices
         cells.__dict__["_row_matrix"] = (self, like.dtype, matrices)
         return matrices
+
+    def exact_value(self, y, logits, group, group_names) -> float:
+        """max_g (L_g − L) over the kept groups (``one_sided``), or max_g L_g − min_g L_g (``spread``), of the
+        exact mean losses of the config's loss."""
+        cfg = self.config
+        out = loss_gap(y, logits, group, list(group_names), cfg.loss, cfg.min_group_fraction, "gap")
+        if getattr(cfg, "mode", "one_sided") == "one_sided":
+            return undefined_as_nan(out["gap"])
+        values = np.asarray([v for v in out["gap_by_group"].values() if v is not None], dtype=float)
+        return float(values.max() - values.min()) if values.size else float("nan")
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         return self._rows_value(scores, data, None)

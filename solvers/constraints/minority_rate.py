@@ -4,6 +4,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+import numpy as np
+
+from ..metrics.classification import minority_rate
 from .base import CONSTRAINTS, ConstraintFamily, FairnessData, indicator_surrogate
 
 
@@ -47,6 +50,15 @@ class MinorityRate(ConstraintFamily):
     @property
     def names(self) -> list[str]:
         return [f"{self.name}[{self.minority}]"]
+
+    def exact_value(self, y, logits, group, group_names) -> float:
+        """(c − share) · positive rate with the indicator: the row G + ε with σ replaced by 1{f > 0}, where share
+        is the minority's share of the positive predictions (0 without positive predictions)."""
+        pred = (np.asarray(logits) > 0).astype(int)
+        minority = self.minority if self.bound else self.config.minority
+        share = minority_rate(pred, group, list(group_names), minority)["minority_rate"]
+        positive_rate = float(pred.mean()) if pred.size else 0.0
+        return 0.0 if share is None else float((self.config.c - share) * positive_rate)
 
     def gap(self, scores: Tensor, data: FairnessData) -> Tensor:
         self._require_bound()

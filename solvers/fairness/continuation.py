@@ -7,9 +7,8 @@ Rules:
   :class:`~solvers.problem.Problem`, so every cached −ε is rebuilt); the model is warm-started (trained in place);
 * a continuation runs at most ``max(1, max_iterations // 2)`` iterations and never past the job's deadline
   (``time_limit_s`` counted from the start of the job's solve), nor past the run's iteration total ``limit``
-  (:meth:`~solvers.spec.ProblemSpec.iteration_total`: ``max_iterations`` for the solve, ``enforcement_iterations``
-  for everything after it): the job's ``iterations`` counts every stage and never exceeds it (issue 30 item 5:
-  2,000 asked, 3,000–5,000 run). One iteration of the total is kept back for a threshold correction's record;
+  (:meth:`~solvers.data.spec.ProblemSpec.iteration_total`: ``max_iterations`` for the solve, ``enforcement_iterations``
+  for everything after it): the job's ``iterations`` counts every stage and never exceeds it. One iteration of the total is kept back for a threshold correction's record;
   a model change with none left is listed in ``stages`` (``recorded: false``) without a trajectory point;
   ``time_limit_s`` is the budget of the whole job;
 * the observer sees one trajectory: iteration numbers and elapsed seconds continue those of the previous

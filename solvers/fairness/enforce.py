@@ -40,7 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..membership import Membership
+from ..data.membership import Membership
 from .exact import exact_gaps
 from .odds_offsets import equalized_odds_offsets, nearest_reachable, positions, threshold_at
 from .triviality import triviality

@@ -3,7 +3,7 @@ accept a candidate only if a one-sided upper confidence bound of every constrain
 is ≤ its tolerance.
 
 **The bound.** Let α = 1 − confidence, R = ``max_tests`` (default 1) and m the number of constraints. For a
-candidate model h the bound U_j(h) of constraint j is the one-sided upper bound of :mod:`.intervals` at level
+candidate model h the bound U_j(h) of constraint j is the one-sided upper bound of :mod:`.confidence` at level
 1 − α/(R m): for a rate gap the JOINT bound (the MOVER limit of the difference of the true extreme pair's rates
 from one-sided Clopper–Pearson limits, no union over cells; coverage ≥ the level by simulation in
 ``tests/solvers/fairness/test_fairness_intervals.py``), for a loss / AUC gap the bootstrap quantile (asymptotic). So for a
@@ -102,7 +102,7 @@ from scipy.special import ndtri
 from ..algorithms.group_thresholds import report_of
 from .enforce import enforce_exact
 from .exact import exact_gaps, tolerances
-from .intervals import upper_bounds
+from .confidence import upper_bounds
 from .promise import PASS_TARGET, TARGET_FLOOR, level_z, safety_share, zero_gap_sd
 from .report import split_trivial_reasons
 
@@ -154,7 +154,7 @@ def tightest_targets(families: Sequence, eps: np.ndarray, y: np.ndarray, group: 
                      n_groups: int) -> np.ndarray:
     """τ_j = min(ε_j · TARGET_FLOOR, TIGHTEST_ROWS / D_j) for the rate families, ε_j · TARGET_FLOOR for the others
     (module docstring, verifiability); D_j over the groups present on the training split (a partition; with
-    overlapping groups, a :class:`~solvers.membership.Membership`, ε_j · TARGET_FLOOR)."""
+    overlapping groups, a :class:`~solvers.data.membership.Membership`, ε_j · TARGET_FLOOR)."""
     if not isinstance(group, np.ndarray):  # overlapping groups (a Membership): only loss gaps, no rate band
         return TARGET_FLOOR * np.asarray(eps, dtype=np.float64)
     y = np.asarray(y) == 1
@@ -180,7 +180,7 @@ def safety_split(splits: dict[str, np.ndarray], y: np.ndarray, group: np.ndarray
     group × label, into candidate rows ("train") and a share q of safety rows ("validation"), q by
     :func:`~solvers.fairness.promise.safety_share` (module docstring, the safety split); the test split is untouched.
     Families without a closed-form width keep the spec's share."""
-    from ..splitting import _split
+    from ..data.splitting import _split
 
     rows = np.concatenate([splits["train"], splits["validation"]])
     sds = [zero_gap_sd(f.name, y[rows], group[rows], n_groups, len(rows)) for f in families]

@@ -3,7 +3,7 @@ certified at the job's size before anything is trained.
 
 **Certifiability before training.** The Seldonian test of :mod:`.guarantee` accepts a model when the one-sided upper
 bound of every gap on the safety (validation) split is ≤ ε; the bound of a rate gap is the joint MOVER bound of
-:mod:`.intervals`, whose width for two groups a, b is about z · √(σ_a² + σ_b²), σ_g² = p_g (1 − p_g) / v_g
+:mod:`.confidence`, whose width for two groups a, b is about z · √(σ_a² + σ_b²), σ_g² = p_g (1 − p_g) / v_g
 (v_g the group's denominator on the safety split: rows, positives or negatives), z = z_{1−α'}, α' = (1 − confidence)
 / (R m) (R = ``max_tests``, m the constraints). Before training the rates are those of a model with no gap that
 selects as the labels do (p_g the group's label rate for demographic parity and an FPR, ½ for a TPR); the widest

@@ -7,14 +7,14 @@ Entry per constraint (family) of the spec, JSON-ready::
      "train": {"value", "ci": [lo, hi], "kept"}, "validation": {...} | None, "test": {...},
      "test_upper_95", "kept_on_test"}
 
-``kept`` = exact value ≤ tolerance (:mod:`.exact`); CIs and ``test_upper_95`` from :mod:`.intervals` (the upper
+``kept`` = exact value ≤ tolerance (:mod:`.exact`); CIs and ``test_upper_95`` from :mod:`.confidence` (the upper
 bounds hold simultaneously over the job's constraints with probability ≥ 95 %).
 
 Warnings (:func:`warnings_for`):
 
 * near-trivial model: balanced accuracy on the test split < ``MIN_BALANCED_ACCURACY`` (0.55);
 * a group whose predicted-positive rate on the test split is < ``MIN_POSITIVE_RATE`` (1 %);
-* a constraint whose exact value on the TRAINING split exceeds its tolerance (issue 17 item 4: the model does not
+* a constraint whose exact value on the TRAINING split exceeds its tolerance (the model does not
   keep the constraint even on the rows it was fitted to), with why, from the job's ``enforcement`` record: the
   solver did not meet its surrogate there (``surrogate_met: false``, so no exact enforcement ran), or the exact
   enforcement did not reach the tolerance (``met: false``, the method named);
@@ -36,8 +36,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..membership import Membership, rows_of
-from .intervals import constraint_bounds
+from ..data.membership import Membership, rows_of
+from .confidence import constraint_bounds
 from .noise_floor import floor_of_predictions
 from .triviality import MIN_BALANCED_ACCURACY
 from .triviality import MIN_GROUP_RATE as MIN_POSITIVE_RATE
@@ -52,7 +52,7 @@ def fairness_entries(families: Sequence, y: np.ndarray, logits: np.ndarray, grou
                      group_names: Sequence[str], splits: Mapping[str, np.ndarray], *, confidence: float = 0.95,
                      n_boot: int = REPORT_BOOT, seed: int = 0) -> list[dict[str, Any]]:
     """One entry per family (module docstring); ``splits`` maps split name -> row positions; ``group`` the rows'
-    group index, or a :class:`~solvers.membership.Membership` (groups that overlap)."""
+    group index, or a :class:`~solvers.data.membership.Membership` (groups that overlap)."""
     per_split = {name: constraint_bounds(families, y[idx], logits[idx], rows_of(group, idx), group_names,
                                          confidence=confidence, n_boot=n_boot, seed=seed)
                  for name, idx in splits.items()}
@@ -104,7 +104,7 @@ def split_trivial_reasons(y: np.ndarray, logits: np.ndarray, group: np.ndarray,
     """:func:`trivial_reasons` of the predictions 1{f > 0} on one split (the metrics' own definitions)."""
     from sklearn.metrics import balanced_accuracy_score
 
-    from ..metrics import group_fairness
+    from ..metrics.classification import group_fairness
 
     pred = (np.asarray(logits) > 0).astype(int)
     both = 0 < np.sum(y) < len(y)

@@ -25,7 +25,7 @@ family f and rate r ∈ R_f (demographic parity: SR; equal opportunity: TPR; equ
            c_{f,r} ≤ R_g(w) ≤ c_{f,r} + ε_f     for every f, r ∈ R_f and group g whose rate r is defined,
            w ≥ 0.
 
-The band is the project's definition of the gap (:mod:`solvers.fairness.exact`, :func:`solvers.metrics.
+The band is the project's definition of the gap (:mod:`solvers.fairness.exact`, :func:`solvers.metrics.classification.
 group_fairness`): max_g R_g − min_g R_g ≤ ε over the groups where R is defined (TPR: P_g > 0; FPR: N_g > 0)
 ⇔ some c has every R_g in [c, c + ε]; K rows per side instead of K² pairwise ones. It is always feasible
 (everybody negative meets every band) and is solved by HiGHS (``scipy.optimize.linprog``) to its optimality
@@ -46,7 +46,7 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 
-#: the rates each supported constraint family bounds (the names of :func:`solvers.metrics.group_fairness`)
+#: the rates each supported constraint family bounds (the names of :func:`solvers.metrics.classification.group_fairness`)
 FAMILY_RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "equalized_odds": ("tpr", "fpr"),
                 "partial_demographic_parity": ("kept",)}
 #: families whose rate is only linear in the rule for deterministic thresholds (the kept set moves otherwise)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..membership import Membership
-from ..metrics import group_rates
+from ..data.membership import Membership
+from ..metrics.classification import group_rates
 
-#: a model whose balanced accuracy is below this is near-trivial (issue 17's warning threshold)
+#: a model whose balanced accuracy is below this is near-trivial (the job's warning threshold)
 MIN_BALANCED_ACCURACY = 0.55
 #: a model predicting positive for less than this share of some group (or more than 1 − it) is near-constant
 MIN_GROUP_RATE = 0.01

@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fairsolve import FairClassifier
 from solvers import ProblemSpec, run
-from solvers.splitting import split_indices
+from solvers.data.splitting import split_indices
 
 from tests.support.problems import planted_problem_data
 
@@ -129,8 +129,8 @@ def test_overlapping_groups_from_the_columns_of_X(planted_frame):
     groups = {"thresholds": {"a": [-0.5, 0.5], "b": [0.0]}, "min_group_fraction": 0.05}
     dp = {"type": "demographic_parity", "tolerance": 0.05, "reference": "overall"}
     clf = FairClassifier(constraints=[dp], solver="ssg", max_iter=300, overlapping_groups=groups).fit(X, y)
-    from solvers.membership import overlapping_membership
-    from solvers.metrics import rate_deviation
+    from solvers.data.membership import overlapping_membership
+    from solvers.metrics.classification import rate_deviation
 
     m = overlapping_membership(X, groups)
     assert clf.constraint_names_ == [f"demographic_parity[{g}]" for g in m.names]
@@ -205,13 +205,13 @@ def test_n_jobs_sets_torch_threads_while_fitting_and_restores_them(planted_frame
 
     import torch
 
-    import solvers.api
+    import solvers.pipeline
     from fairsolve.estimator import torch_threads
 
     X, y, s = planted_frame
     seen = []
-    solve = solvers.api.solve
-    monkeypatch.setattr(solvers.api, "solve", lambda *a, **k: seen.append(torch.get_num_threads()) or solve(*a, **k))
+    solve = solvers.pipeline.solve
+    monkeypatch.setattr(solvers.pipeline, "solve", lambda *a, **k: seen.append(torch.get_num_threads()) or solve(*a, **k))
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:

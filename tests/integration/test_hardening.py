@@ -16,7 +16,7 @@ import pytest
 from safetensors.numpy import save_file
 from sqlalchemy import create_engine, text
 
-from app.audits.model_file import FORMAT_KEY, FORMAT_VERSION
+from solvers.formats.model_file import FORMAT_KEY, FORMAT_VERSION
 from app.models import utcnow
 from bench.common.datagen import planted_table
 from tests.support.jobs import restart_api

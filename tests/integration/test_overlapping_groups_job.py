@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from solvers.membership import overlapping_membership
-from solvers.metrics import loss_gap, rate_deviation
+from solvers.data.membership import overlapping_membership
+from solvers.metrics.classification import loss_gap, rate_deviation
 from bench.common.datagen import planted_table
 from bench.common.jobs import job_spec, upload
 

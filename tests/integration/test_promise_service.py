@@ -75,7 +75,7 @@ def test_the_guarantee_check_says_before_training_what_the_job_then_says(stack):
     the same before its result (certifiable: false, a rows_needed of the same order, a warning, no 422); a bad
     query gets a 422 naming the field."""
     from solvers.fairness.promise import form_check
-    from solvers.spec import ConstraintSpec
+    from solvers.data.spec import ConstraintSpec
 
     table = planted_table(4000, seed=6)
     with stack.client() as client:

@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import pytest
 
 from fairsolve import Client, FairClassifier, FairSolveError
-from solvers.encoding import build_groups
-from solvers.splitting import split_indices
+from solvers.data.encoding import build_groups
+from solvers.data.splitting import split_indices
 from bench.common.datagen import compas_like_table, planted_table
 
 DP = {"type": "demographic_parity", "tolerance": 0.05}

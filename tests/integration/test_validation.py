@@ -134,7 +134,7 @@ def test_dataset_summary_and_delete(embedded_stack):
 def test_a_target_of_more_than_two_values_needs_binarize(embedded_stack, dataset_id):
     """Issue 30 item 3: ``target: "age", positive_label: 40`` was binarised silently (202, a model of "is 40")."""
     from fairsolve import Client, FairSolveError
-    from solvers.spec import value_counts
+    from solvers.data.spec import value_counts
 
     age = job_spec(dataset_id, target="age", positive_label=40, max_iterations=30)
     sweep = {"base": age, "grid": {"tolerances": [0.1]}}

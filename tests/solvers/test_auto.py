@@ -10,7 +10,7 @@ import torch
 from solvers import ConstraintSpec, ProblemSpec, RecordingObserver, SolverSpec, run, solve
 from solvers.auto import SELECT_DELTA, TIE_SE, triviality
 from solvers.catalog import ALGORITHMS
-from solvers.metrics import group_fairness
+from solvers.metrics.classification import group_fairness
 from solvers.observer import Observer
 from solvers.problem import Problem
 from tests.support.problems import planted_problem_data, train_validation_problems
@@ -224,8 +224,8 @@ def test_auto_serves_a_gbdt_model_with_its_tree_solvers_and_refuses_a_spec_it_ca
     """A gbdt spec without a solver (auto, the default) runs the tree portfolio (group_thresholds, fair_boosting,
     reductions for DP: the cheapest first) and keeps the tolerance on validation; a family none of them handles is a SpecError
     naming ``solver`` at submit, not a failed job."""
-    from solvers.models import model_factory
-    from solvers.spec import ModelSpec, SpecError, check_solver_supports
+    from solvers.models.factory import model_factory
+    from solvers.data.spec import ModelSpec, SpecError, check_solver_supports
 
     X, y, s = planted_problem_data(2000, seed=3)
     cut = 1400
@@ -285,7 +285,7 @@ def test_judged_on_train_selection_prefers_a_model_the_exact_correction_can_shif
 
     from solvers.auto import _Portfolio, _Row
     from solvers.fairness.enforce import shiftable
-    from solvers.models import linear
+    from solvers.models.factory import linear
 
     def row(accuracy, model):
         return _Row({"outcome": "meets", "accuracy": accuracy, "unseen_bound": None, "train_gaps": [0.01]},

@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 import torch
 
-import solvers.api as api
-import solvers.models as models
-import solvers.encoding as encoding
+import solvers.pipeline as api
+import solvers.models.factory as models
+import solvers.data.encoding as encoding
 from solvers import ProblemSpec, TableEncoder, prepare
-from solvers.models import mlp
+from solvers.models.factory import mlp
 
 
 def table(n: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -86,7 +86,7 @@ def test_labels_without_an_array_of_strings(value):
 
 def test_full_batch_evaluation_outside_autograd_is_by_blocks_and_equal(monkeypatch):
     from solvers import Problem
-    from solvers.spec import ConstraintSpec
+    from solvers.data.spec import ConstraintSpec
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(500, 4)).astype(np.float32)
@@ -152,7 +152,7 @@ def test_linear_offset_by_row_blocks_equals_one_block(monkeypatch):
 
 _SCORING = """
 import sys, torch
-from solvers.models import mlp, scores_in_blocks
+from solvers.models.factory import mlp, scores_in_blocks
 if sys.argv[1] == "fixed":
     from worker.heap import fix_mmap_threshold
     assert fix_mmap_threshold()

@@ -63,7 +63,7 @@ def test_run_without_validation_and_mlp(table):
 
 
 def test_a_diverged_solver_is_reported_not_evaluated(monkeypatch):
-    import solvers.api as api
+    import solvers.pipeline as api
     from bench.common.datagen import planted_table
 
     real_solve = api.solve

@@ -16,7 +16,7 @@ from app.audits.model import AuditModel
 from bench.common.datagen import planted_table
 from bench.common.wait import wait_until
 from solvers import ProblemSpec, run
-from solvers.encoding import TableEncoder
+from solvers.data.encoding import TableEncoder
 
 
 SPEC = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"], "model": {"type": "linear"},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvers import CONSTRAINTS, ConstraintSpec, ModelSpec, Problem
-from solvers.models import model_factory
+from solvers.models.factory import model_factory
 from solvers.observer import RecordingObserver
 
 

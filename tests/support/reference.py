@@ -16,7 +16,7 @@ from scipy.optimize import minimize
 from torch import Tensor, nn
 
 from solvers import Problem
-from solvers.batching import BatchSampler
+from solvers.data.batching import BatchSampler
 from solvers.constraints import ConstraintFamily
 from solvers.problem import Evaluation
 

@@ -64,7 +64,7 @@ def test_a_superseded_start_writes_nothing(sessions, tmp_path):
     """Fencing: once another start holds the job (``starts`` moved on), this start's next write — rows,
     heartbeat, checkpoint reference — is refused as a whole and the checkpoint file it could not name is removed;
     the one the job still names stays (a later start may resume from it)."""
-    from solvers import checkpoint as ckpt
+    from solvers.formats import checkpoint as ckpt
     from worker.persistence import StaleAttempt
 
     with sessions() as s, s.begin():
@@ -112,7 +112,7 @@ def test_a_start_stopped_between_storing_and_naming_a_checkpoint_leaves_the_name
     checkpoint 1, and that file is still there with iteration 1, so the next start resumes from it instead of
     starting over (one key per checkpoint; the named one is removed only after its successor is named)."""
     from app.core.blobstore.local import LocalStore
-    from solvers import checkpoint as ckpt
+    from solvers.formats import checkpoint as ckpt
     from app.jobs import lifecycle
 
     store = LocalStore(tmp_path)
@@ -142,7 +142,7 @@ def test_a_named_checkpoint_replaces_the_one_before(sessions, tmp_path):
     """Once checkpoint 2 is named, checkpoint 1's file is removed: a start keeps one named file (plus at most
     one being written)."""
     from app.core.blobstore.local import LocalStore
-    from solvers import checkpoint as ckpt
+    from solvers.formats import checkpoint as ckpt
 
     with sessions() as s, s.begin():
         s.execute(update(Job).values(status="running", starts=1, attempts=1))

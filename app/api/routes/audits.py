@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.audits.export import BLOCK, AuditFile, audit_file
 from app.audits.metrics import describe_metrics
-from app.audits.model_file import ModelError, model_columns, problem_spec
+from solvers.formats.model_file import ModelError, model_columns, problem_spec
 from app.audits.runs import active_runs, new_run, next_run_at, start_run
 from app.audits.logs import PredictionLog, log_of
 from app.audits.metrics import MetricSpec

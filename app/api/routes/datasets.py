@@ -149,7 +149,7 @@ def feature_screen(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
                    positive_label: str | None = Query(None, max_length=1000),
                    sensitive: list[str] = Query([], max_length=50)) -> dict[str, Any]:
     """What ``features: null`` would use for this target: ``kept`` columns and ``notes`` (column, excluded or
-    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.feature_screen`).
+    flagged, reason, detail) on identifiers, dates, constants, free text and leakage (:mod:`solvers.data.feature_screen`).
     ``target`` and ``positive_label`` are required (checked after the dataset is found: another owner's is a 404)."""
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     names = {c["name"] for c in dataset.columns}
@@ -180,7 +180,7 @@ def guarantee_check(dataset_id: str, db: DB, settings: AppSettings, caller: Curr
     ``available: false`` with a ``reason`` where the stored counts cannot say (a numeric or many-valued sensitive
     column, a target without its counts)."""
     from solvers.fairness.promise import form_check
-    from solvers.spec import ConstraintSpec
+    from solvers.data.spec import ConstraintSpec
 
     dataset = get_or_404(db, Dataset, dataset_id, "dataset", caller)
     problems = [("sensitive" if loc == "sensitive" else "target", f"unknown column {name!r}")

@@ -25,7 +25,7 @@ from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, sta
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
-from app.audits.model_file import ModelError
+from solvers.formats.model_file import ModelError
 from app.core.blobstore import blobs, model_key
 from app.api.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
 from app.models import Dataset, UploadedModel, new_id

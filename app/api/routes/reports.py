@@ -4,7 +4,7 @@ A job's report audits its stored test predictions as a prediction log (:mod:`app
 label, group), so it is the same computation as an audit; its metrics are the performance and group-fairness
 metrics, with the job's constraint tolerances as thresholds where a constraint type is an audit metric. A metric
 that is one of the job's constraints, with the job's own test value, gets the job's own 95 % interval (its
-fairness report's, :mod:`solvers.fairness.intervals`: Clopper–Pearson for rate gaps), the one the job page shows:
+fairness report's, :mod:`solvers.fairness.confidence`: Clopper–Pearson for rate gaps), the one the job page shows:
 one interval per metric for the same predictions (:func:`with_job_intervals`). A rate gap that is no constraint of
 the job has the same Clopper–Pearson interval from the audit itself (:class:`app.audits.metrics.RateGap`).
 """

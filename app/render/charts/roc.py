@@ -1,7 +1,7 @@
 """``charts/roc``: per-group ROC curves on the test split and, for an ``auc_parity`` constraint of
 variant ``inter`` (xAUC, Yao, Lin & Yang 2023 Ex. 2), the two cross-group ROC curves
 (positives of one group ranked against negatives of the other). Each curve's exact AUC (ties ½,
-:mod:`solvers.auc.metrics`) is in its legend entry."""
+:mod:`solvers.metrics.auc`) is in its legend entry."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from app.render.charts.group_list import group_list, overlapping
 from app.render.charts.registry import ChartContext, ChartUnavailable, chart
-from solvers.auc.metrics import auc_between
+from solvers.metrics.auc import auc_between
 
 
 def roc_points(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ import pytest
 
 from app.audits.caps import check_metrics, check_scoring, metric_work
 from app.audits.metrics import N_BOOT, MetricSpec
-from app.audits.model_file import ModelError
+from solvers.formats.model_file import ModelError
 from app.onnx_models.bounds import GraphCost
 
 METRICS = [MetricSpec.model_validate(m) for m in ({"type": "demographic_parity"}, {"type": "accuracy"},

@@ -11,8 +11,8 @@ from sklearn import metrics as skm
 
 from app.audits import cells
 from app.audits.metrics import MetricSpec, Scored, bootstrap_all, on_cells, resamples
-from solvers.auc.metrics import auc
-from solvers.metrics import group_fairness, minority_rate
+from solvers.metrics.auc import auc
+from solvers.metrics.classification import group_fairness, minority_rate
 
 NAMES = ["a", "b", "c", "empty"]
 
@@ -153,9 +153,9 @@ def test_rate_gap_intervals_are_the_job_reports_clopper_pearson(type_):
     fairness report's exact Clopper–Pearson interval for the same labels, predictions and groups, on the
     in-memory and the streamed (counts-only) path alike; its per-group rates have each cell's exact binomial
     interval. Neither depends on the resamples' number or seed."""
-    from solvers.fairness.intervals import clopper_pearson, constraint_bounds
+    from solvers.fairness.confidence import clopper_pearson, constraint_bounds
     from solvers.fairness.report import fairness_entries
-    from solvers.spec import ConstraintSpec
+    from solvers.data.spec import ConstraintSpec
 
     from app.audits.report import evaluate, evaluate_counts
 

@@ -12,7 +12,7 @@ from app.audits.drift import Q, summarise
 from app.audits.log_stream import BLOCK_POINTS, log_frames, tally
 from app.audits.logs import PredictionLog
 from app.audits.metrics import MetricSpec
-from app.audits.model_file import ModelError
+from solvers.formats.model_file import ModelError
 from app.audits.report import evaluate, evaluate_counts
 
 LOG = PredictionLog(score_column="score", label_column="outcome", positive_label="yes", sensitive=["race", "sex"])

@@ -74,7 +74,7 @@ def test_csv_and_html_carry_the_json_numbers(doc):
 
 def test_a_job_report_is_computed_in_the_api_without_torch_sklearn_or_scipy_stats():
     """The job report runs in the API process, which loads none of them (tests/solvers/catalog/test_catalog.py); its rate
-    gaps' Clopper–Pearson intervals (solvers.fairness.intervals) load scipy.special alone, not scipy.stats."""
+    gaps' Clopper–Pearson intervals (solvers.fairness.confidence) load scipy.special alone, not scipy.stats."""
     from tests.support.imports import imported_after
 
     result = imported_after(

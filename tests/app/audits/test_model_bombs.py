@@ -12,7 +12,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from app.audits.model import AuditModel, ModelError
-from app.audits.model_file import FORMAT_KEY, FORMAT_VERSION
+from solvers.formats.model_file import FORMAT_KEY, FORMAT_VERSION
 
 SPEC = {"target": "y", "positive_label": 1, "sensitive": ["s"], "model": {"type": "linear"}}
 

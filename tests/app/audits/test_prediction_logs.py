@@ -19,7 +19,7 @@ from app.audits.model import AuditModel, ModelError
 from app.audits.report import evaluate
 from app.cli import main
 from solvers import ProblemSpec, run
-from solvers.encoding import TableEncoder
+from solvers.data.encoding import TableEncoder
 from bench.common.datagen import planted_table
 
 SPEC = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"], "model": {"type": "linear"},

@@ -15,7 +15,7 @@ from app.datasets import spec_table as st
 from app.datasets.spec_table import distinct_value_table
 from app.datasets.table_profile import VALUES_CAP, TableProfile
 from solvers import ProblemSpec, SpecError, check_spec_against_table
-from solvers.spec import value_counts
+from solvers.data.spec import value_counts
 from bench.common.datagen import planted_table
 
 BASE = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from app.audits.model_file import ModelError, labelled_groups
+from solvers.formats.model_file import ModelError, labelled_groups
 from app.render.charts.group_list import group_list_figure
 from app.render.charts.registry import ChartUnavailable
 from solvers import ProblemSpec

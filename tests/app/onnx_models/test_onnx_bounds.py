@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from app.audits.model_file import ModelError
+from solvers.formats.model_file import ModelError
 from app.onnx_models.bounds import GraphLimits, graph_cost
 from app.onnx_models.check import describe, load_checked
 from app.onnx_models.scorer import BLOCK_ROWS

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 
 from app.audits.metrics import MetricSpec
 from app.audits.model import AuditModel
-from app.audits.model_file import ModelError
+from solvers.formats.model_file import ModelError
 from app.audits.report import evaluate
 from app.onnx_models import is_onnx_bytes
 from app.onnx_models.check import describe, input_problems, load_checked
@@ -103,7 +103,7 @@ def scorer_feed(rows, spec):
 
 def test_exported_model_audits_like_the_job_model(table, tmp_path):
     spec, out, model = solved(table, {"type": "mlp", "hidden": [8]})
-    from solvers.encoding import TableEncoder
+    from solvers.data.encoding import TableEncoder
     import torch
     job_model = AuditModel(spec, TableEncoder.from_dict(out.encoder), {k: torch.as_tensor(v) for k, v in
                                                                       out.state_dict.items()}, out.groups)
@@ -212,10 +212,10 @@ def test_the_export_reproduces_the_library_constants_and_loads_no_torch(table, t
     from safetensors.torch import save_file
 
     from app.onnx_models import export
-    from solvers.algorithms import group_thresholds
-    from solvers import randomized
+    from solvers.models import thresholded
+    from solvers.models import randomized
 
-    assert export.THRESHOLD_BUFFERS == group_thresholds._BUFFERS and export.THRESHOLD_HASH == group_thresholds._HASH
+    assert export.THRESHOLD_BUFFERS == thresholded._BUFFERS and export.THRESHOLD_HASH == thresholded._HASH
     assert export.RANDOMIZED_CLIP == randomized.CLIP
     spec, out, _ = solved(table, {"type": "gbdt", "n_estimators": 5, "num_leaves": 4},
                           solver={"name": "group_thresholds"}, max_iterations=5)

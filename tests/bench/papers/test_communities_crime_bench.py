@@ -39,7 +39,7 @@ def test_kept_groups_are_the_strict_grid_counted_two_ways():
 
 def test_noise_floor_is_minus_epsilon_without_errors_and_grows_with_them():
     from solvers.constraints.intersectional import Intersectional
-    from solvers.membership import threshold_membership
+    from solvers.data.membership import threshold_membership
     from solvers.problem import Problem
 
     table = _table(300, seed=1)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bench.papers.idca_attainability import band_share, correct_by_count, noise_ceiling, pdp_relaxation
-from solvers.partial import partial_dp, partial_sp
+from solvers.metrics.partial import partial_dp, partial_sp
 
 INTERVAL = [0.1, 0.6]
 

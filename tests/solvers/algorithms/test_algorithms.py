@@ -2,7 +2,7 @@
 import torch
 
 from solvers import CONSTRAINTS, ModelSpec, Problem, group_fairness, solve
-from solvers.models import model_factory
+from solvers.models.factory import model_factory
 
 TOL = 0.05
 

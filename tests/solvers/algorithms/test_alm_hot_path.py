@@ -6,7 +6,7 @@ import torch
 from solvers import CONSTRAINTS
 from solvers.algorithms import ALGORITHMS
 from solvers.algorithms.score_space import ScoreSpace
-from solvers.models import mlp
+from solvers.models.factory import mlp
 from solvers.problem import Problem
 
 

@@ -6,9 +6,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from solvers import Problem, solve
-from solvers.algorithms.auc_postprocess import (OMEGA1, OMEGA2, GroupShift, best_shift, is_shifted_state,
-                                                restore_model, shift_table)
-from solvers.auc import AUCParity, auc, fairness_gap
+from solvers.algorithms.auc_postprocess import OMEGA1, OMEGA2, best_shift, shift_table
+from solvers.models.thresholded import GroupShift, is_shifted_state, restore_model
+from solvers.constraints.auc_parity import AUCParity
+from solvers.metrics.auc import auc, fairness_gap
 
 
 @pytest.mark.parametrize("variant", ["group", "inter", "intra", "aeg_positive", "bpsn_bnsp"])
@@ -54,7 +55,7 @@ def _planted(n, seed):
 
 @pytest.mark.parametrize("model_type", ["linear", "mlp"])
 def test_saved_postprocessed_model_reloads_and_scores_new_data(tmp_path, model_type):
-    from solvers.models import linear, mlp
+    from solvers.models.factory import linear, mlp
 
     factory = linear if model_type == "linear" else (lambda d: mlp(d, [8], "tanh"))
     X, y, group = _planted(1200, 3)

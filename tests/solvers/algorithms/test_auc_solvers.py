@@ -10,8 +10,9 @@ from scipy.optimize import minimize
 
 from solvers import Problem, ProblemSpec, run, solve
 from solvers.algorithms.level_set import LevelSet, lemma3, lemma4
-from solvers.auc import AUCParity, auc, fairness_gap
-from solvers.auc.surrogate import level_values, term_sets
+from solvers.constraints.auc_parity import AUCParity
+from solvers.metrics.auc import auc, fairness_gap
+from solvers.constraints.auc_surrogate import level_values, term_sets
 
 
 # ------------------------------------------------------------------ Lemma 3 / Lemma 4

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from solvers import CONSTRAINTS, ModelSpec, Problem, ProblemSpec, solve
-from solvers.api import run
-from solvers.gbdt.proxy_rates import ProxyRates
-from solvers.models import model_factory
+from solvers.pipeline import run
+from solvers.models.gbdt.proxy_rates import ProxyRates
+from solvers.models.factory import model_factory
 from solvers.observer import RecordingObserver
-from solvers.spec import SolverSpec, SpecError, check_solver_supports
+from solvers.data.spec import SolverSpec, SpecError, check_solver_supports
 from bench.common.datagen import planted_table
 from tests.support.problems import planted_problem_data
 
@@ -214,7 +214,7 @@ def test_fnr_parity_is_equal_opportunity():
 
 
 def test_resume_in_the_second_half_keeps_the_multipliers_and_the_output_candidate(tmp_path):
-    from solvers import checkpoint as ckpt
+    from solvers.formats import checkpoint as ckpt
     from tests.support.problems import CheckpointAt
 
     rounds = MODEL["n_estimators"]

@@ -9,12 +9,13 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from solvers import Problem, ProblemSpec, run, solve
-from solvers.algorithms.auc_postprocess import restore_model
-from solvers.algorithms.group_thresholds import GroupReadError, ThresholdNet, group_reader
+from solvers.models.thresholded import restore_model
+from solvers.algorithms.group_thresholds import GroupReadError, group_reader
+from solvers.models.thresholded import ThresholdNet
 from solvers.constraints import CONSTRAINTS
 from solvers.fairness.threshold_lp import FAMILY_RATES, expected_predictions, roc_points, solve_thresholds
 from solvers.fairness.threshold_margin import SHARE_LIMIT
-from solvers.metrics import group_fairness
+from solvers.metrics.classification import group_fairness
 
 FAMILIES = [[("demographic_parity", 0.05)], [("equal_opportunity", 0.05)], [("equalized_odds", 0.1)],
             [("demographic_parity", 0.1), ("equalized_odds", 0.15)]]
@@ -29,7 +30,7 @@ def _small(n_groups, seed, levels=3, n=60):
 
 
 def _value(pred, y, group, n_groups, families, objective):
-    """(objective, feasible) of hard (or expected) predictions of one rule, from solvers.metrics' definitions."""
+    """(objective, feasible) of hard (or expected) predictions of one rule, from solvers.metrics.classification' definitions."""
     if objective == "accuracy":
         obj = float(np.mean(pred * y + (1 - pred) * (1 - y)))
     else:
@@ -166,7 +167,7 @@ def test_groups_are_read_from_the_features_on_new_rows(sensitive, rules):
                        constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
                        solver={"name": "group_thresholds"}, split={"test": 0.25, "validation": 0.25, "seed": 0},
                        max_iterations=100)
-    from solvers.api import prepare
+    from solvers.pipeline import prepare
 
     data = prepare(table, spec)
     train = data.splits["train"]
@@ -202,8 +203,8 @@ def test_job_keeps_the_constraint_on_validation_with_many_groups_and_restores(tm
     path = tmp_path / "model.safetensors"
     save_file(out.state_dict, str(path))
     state = load_file(str(path))
-    from solvers.api import prepare
-    from solvers.models import model_factory
+    from solvers.pipeline import prepare
+    from solvers.models.factory import model_factory
 
     data = prepare(table, spec)
     model = restore_model(model_factory(spec.model)(data.X.shape[1]), state)
@@ -226,8 +227,8 @@ def test_gbdt_base_is_boosted_then_wrapped_whole_and_restores(tmp_path):
     assert any(k.startswith("base.") for k in out.state_dict) and "thresholds" in out.state_dict
     path = tmp_path / "model.safetensors"
     save_file(out.state_dict, str(path))
-    from solvers.api import prepare
-    from solvers.models import model_factory
+    from solvers.pipeline import prepare
+    from solvers.models.factory import model_factory
 
     data = prepare(table, spec)
     model = restore_model(model_factory(spec.model)(data.X.shape[1]), load_file(str(path)))
@@ -263,11 +264,11 @@ def test_randomised_rule_is_reproducible_and_warm_starts_from_its_base():
 
 
 def test_partial_dp_deterministic_optimum_is_the_brute_force_one():
-    from solvers.partial.metrics import kept_mask, partial_dp
+    from solvers.metrics.partial import kept_mask, partial_dp
 
     s, y, group = _small(3, 11, levels=4, n=90)
     interval, eps, theta = [0.0, 0.5], 0.1, 0.0
-    from solvers.partial.intervals import Intervals
+    from solvers.metrics.percentile_intervals import Intervals
 
     kept = kept_mask(s, group, Intervals.build(interval, ["0", "1", "2"]))
     sol = solve_thresholds(s, y, group, 3, [("partial_demographic_parity", eps)], randomized=False, kept=kept,
@@ -287,7 +288,7 @@ def test_partial_dp_deterministic_optimum_is_the_brute_force_one():
 
 
 def test_unsupported_constraint_is_refused_by_the_spec():
-    from solvers.spec import SpecError, check_solver_supports
+    from solvers.data.spec import SpecError, check_solver_supports
 
     spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"],
                        constraints=[{"type": "partial_statistical_parity", "tolerance": 0.05,
@@ -300,8 +301,8 @@ def test_unsupported_constraint_is_refused_by_the_spec():
 def test_a_randomised_base_wrapped_whole_restores_from_its_state():
     """A model without a ``net`` (the reductions' randomised classifier, as gbdt) is wrapped whole; its saved
     state (``base.mix``, ... and the rule's buffers) rebuilds both through ``restore_model``."""
-    from solvers.models import linear
-    from solvers.randomized import RandomizedModel
+    from solvers.models.factory import linear
+    from solvers.models.randomized import RandomizedModel
 
     d, rng = 3, np.random.default_rng(0)
     base = RandomizedModel(d, weight=torch.as_tensor(rng.normal(size=(2, d))), bias=torch.zeros(2),
@@ -339,7 +340,7 @@ def test_gbdt_base_is_cross_fitted_on_request_with_a_margin_by_default_and_linea
     plain = run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds", "params": {
         "cross_fit": 0, "margin_delta": None}}))
     assert plain.enforcement["cross_fit"] is None and plain.enforcement["margin"] is None
-    from solvers.spec import SpecError
+    from solvers.data.spec import SpecError
 
     with pytest.raises(SpecError, match="cross_fit applies to a gbdt base") as refused:
         run(table, ProblemSpec(**fields, solver={"name": "group_thresholds", "params": {"cross_fit": 5}}))
@@ -349,11 +350,11 @@ def test_gbdt_base_is_cross_fitted_on_request_with_a_margin_by_default_and_linea
 
 
 def test_the_tuned_base_replaces_only_the_hyper_parameters_left_at_their_defaults():
-    """``base_model: "tuned"`` (the default) boosts solvers.gbdt.threshold_base.TUNED where the model spec holds
+    """``base_model: "tuned"`` (the default) boosts solvers.models.gbdt.threshold_base.TUNED where the model spec holds
     LightGBM's defaults, and keeps whatever the spec sets; ``"spec"`` boosts the spec as it is; a linear base is
     untouched. The trees tell: their count and their most leaves."""
-    from solvers.gbdt.threshold_base import TUNED, tuned_spec
-    from solvers.spec import ModelSpec
+    from solvers.models.gbdt.threshold_base import TUNED, tuned_spec
+    from solvers.data.spec import ModelSpec
 
     spec, replaced = tuned_spec(ModelSpec(type="gbdt", num_leaves=7))
     assert replaced == {k: v for k, v in TUNED.items() if k != "num_leaves"} and spec.num_leaves == 7
@@ -392,7 +393,7 @@ def test_cross_fitting_boosts_k_minus_1_fold_models_and_reuses_the_train_split_b
     refit, 3 ``lightgbm.train`` calls instead of 4, and the validation rows' out-of-fold scores are the base's."""
     import lightgbm as lgb
 
-    import solvers.gbdt.cross_fit as cross_fit
+    import solvers.models.gbdt.cross_fit as cross_fit
 
     real, fits, scored = lgb.train, [], {}
 
@@ -442,7 +443,7 @@ def test_linear_thresholds_on_train_and_validation_rows_on_request_and_refused_f
     assert both.enforcement["margin"]["met"] and val.enforcement["margin"]["met"]
     assert both.enforcement["margin"]["share"] < val.enforcement["margin"]["share"]
     gbdt = {"type": "gbdt", "n_estimators": 10, "num_leaves": 7}
-    from solvers.spec import SpecError
+    from solvers.data.spec import SpecError
 
     with pytest.raises(SpecError, match="threshold_rows") as refused:
         run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds",

@@ -9,7 +9,7 @@ import torch
 from scipy.optimize import minimize
 
 from solvers import CONSTRAINTS, ModelSpec, Problem, group_fairness, solve
-from solvers.models import model_factory
+from solvers.models.factory import model_factory
 from solvers.observer import Observer
 from solvers.problem import Evaluation
 from tests.support.problems import planted_problem_data

@@ -6,7 +6,7 @@ import torch
 from solvers import ConstraintSpec, Problem, solve
 from solvers.algorithms.linear_scores import LinearScores
 from solvers.algorithms.partial_regularized import penalty, penalty_twins
-from solvers.partial import partial_dp, partial_sp
+from solvers.metrics.partial import partial_dp, partial_sp
 
 
 

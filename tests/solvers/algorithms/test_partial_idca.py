@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from solvers import ConstraintSpec, Problem, RecordingObserver, solve
-from solvers.partial import partial_sp
+from solvers.metrics.partial import partial_sp
 
 
 
@@ -89,7 +89,7 @@ def test_mlp_primal_dual_inner_solver_reduces_the_violation():
     """Deep-learning variant (§G.9): an MLP trained by IDCA with the stochastic primal-dual inner solver
     (mini-batches of 64) keeps the pSP constraint violation and the exact pSP^I far below those of the
     unconstrained MLP on a planted unfair problem."""
-    from solvers.models import mlp
+    from solvers.models.factory import mlp
 
     rng = np.random.default_rng(1)
     n = 600

@@ -9,7 +9,7 @@ from solvers import ALGORITHMS, ConstraintSpec, Problem, solve
 from solvers.catalog import describe_solver
 from solvers.algorithms.pairwise_auc_pg import (PairwiseAUCPG, pairwise_rows, project, quadratic_rows, row_values,
                                                 term_masks)
-from solvers.auc.metrics import fairness_gap
+from solvers.metrics.auc import fairness_gap
 
 VARIANTS = ("group", "inter", "intra")
 
@@ -152,7 +152,7 @@ def test_registered_and_rejects_nonlinear_models(planted):
     assert {"variant", "kappa", "lr", "projection_max_iter", "projection_tol"} <= set(schema)
     assert PairwiseAUCPG.resolve_config(PairwiseAUCPG.Config(variant="intra"), problem).kappa == 5.0
     mlp = Problem(X=problem.X, y=problem.y, group=problem.group, group_names=problem.group_names,
-                  model_factory=lambda d: __import__("solvers.models", fromlist=["mlp"]).mlp(d, [4]),
+                  model_factory=lambda d: __import__("solvers.models.factory", fromlist=["mlp"]).mlp(d, [4]),
                   model_type="mlp", device="cpu")
     with pytest.raises(ValueError, match="linear"):
         solve(mlp, "pairwise_auc_pg", max_iterations=1)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from solvers import CONSTRAINTS, Problem, SolverSpec, solve
-from solvers.models import linear
+from solvers.models.factory import linear
 
 
 def _sig(t):
@@ -80,7 +80,7 @@ def test_paper_defaults_depend_on_model_type():
 
 def _many_group_problem(families):
     """40 samples in 8 groups that overlap (a random sparse membership), 3 features."""
-    from solvers.membership import Membership
+    from solvers.data.membership import Membership
 
     rng = np.random.default_rng(3)
     n, k = 40, 8

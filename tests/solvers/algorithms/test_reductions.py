@@ -10,11 +10,11 @@ from safetensors.torch import load, save
 from sklearn.linear_model import LogisticRegression
 
 from solvers import ConstraintSpec, Problem, ProblemSpec, RecordingObserver, SpecError, check_spec_against_table, solve
-from solvers.algorithms.auc_postprocess import restore_model
+from solvers.models.thresholded import restore_model
 from solvers.algorithms.reductions import component, difference_bound
-from solvers.models import linear
+from solvers.models.factory import linear
 from solvers.observer import Observer
-from solvers.randomized import CLIP, RandomizedModel
+from solvers.models.randomized import CLIP, RandomizedModel
 from bench.common.datagen import planted_table
 
 TOL = 0.05
@@ -164,8 +164,8 @@ def test_gbdt_components_are_fairlearns_lightgbm_and_round_trip_as_lightgbm_text
     from lightgbm import LGBMClassifier
 
     from solvers import ModelSpec
-    from solvers.gbdt import lightgbm_params
-    from solvers.models import model_factory
+    from solvers.models.gbdt import lightgbm_params
+    from solvers.models.factory import model_factory
 
     X, y, group = three_groups(n=600, seed=4)
     spec = ModelSpec(type="gbdt", n_estimators=15, num_leaves=7)
@@ -224,7 +224,7 @@ def test_fairlearns_two_predictions_of_the_training_rows_per_oracle_call_are_one
     the oracle answers the second from the first (same result as fairlearn's own fit, fewer passes)."""
     from fairlearn.reductions import DemographicParity
 
-    from solvers.oracle_stream import OracleEstimator, OracleStream
+    from solvers.algorithms.oracle_stream import OracleEstimator, OracleStream
 
     X, y, group = three_groups()
     CountingLogistic.calls = {}
@@ -250,8 +250,8 @@ def test_a_lightgbm_oracle_scores_the_training_rows_once_for_fairlearn_and_the_t
     import lightgbm as lgb
 
     from solvers import ModelSpec
-    from solvers.models import model_factory
-    from solvers.oracle_stream import OracleEstimator, lightgbm_labels
+    from solvers.models.factory import model_factory
+    from solvers.algorithms.oracle_stream import OracleEstimator, lightgbm_labels
 
     X, y, group = three_groups(n=600, seed=4)
     spec = ModelSpec(type="gbdt", n_estimators=15, num_leaves=7)

@@ -1,4 +1,4 @@
-"""Score-space gradients (solvers.score_net, solvers.algorithms.score_space) against autograd."""
+"""Score-space gradients (solvers.models.score_net, solvers.algorithms.score_space) against autograd."""
 import pytest
 import torch
 
@@ -6,8 +6,8 @@ from solvers import CONSTRAINTS
 from solvers.algorithms import ALGORITHMS
 from solvers.algorithms.score_space import ScoreSpace, score_evaluation, score_space_net
 from solvers.constraints import FairnessData
-from solvers.score_net import ScoreNet
-from solvers.models import linear, mlp
+from solvers.models.score_net import ScoreNet
+from solvers.models.factory import linear, mlp
 from solvers.objectives import OBJECTIVES
 from solvers.problem import Problem
 
@@ -167,7 +167,7 @@ def test_rate_family_closed_form_vjp_matches_autograd(family, config, temperatur
 
 def test_sparse_rows_products_equal_the_dense_ones_and_dense_matrices_are_refused():
     """CSR copies of a mostly-zero X give X w and Xᵀ v to float rounding; a dense X (or a float64 one) gets none."""
-    from solvers.sparse_rows import MAX_DENSITY, SparseRows
+    from solvers.data.sparse_rows import MAX_DENSITY, SparseRows
 
     g = torch.Generator().manual_seed(3)
     X = torch.randn(300, 20, generator=g) * (torch.rand(300, 20, generator=g) < 0.1)
@@ -182,7 +182,7 @@ def test_sparse_rows_products_equal_the_dense_ones_and_dense_matrices_are_refuse
 def test_linear_full_batch_space_uses_the_sparse_rows_and_matches_autograd():
     """A full-batch evaluation of a linear model on a mostly-zero X runs its products on the CSR copies (kept
     on the problem, rebuilt when X changes) with the scores and gradients of autograd on the dense X."""
-    from solvers.sparse_rows import sparse_rows
+    from solvers.data.sparse_rows import sparse_rows
 
     problem = _problem([CONSTRAINTS.get("demographic_parity")(0.02)], n=200)
     problem.model_factory, problem.model_type = linear, "linear"

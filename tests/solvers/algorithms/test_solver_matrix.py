@@ -12,7 +12,7 @@ Here:
 * demographic_parity / equalized_odds × mlp for plada, penalty, alm, ssl_alm, ghost, ssw; equalized_odds × linear
   for plada and penalty; ipc_stochastic × {demographic_parity, equalized_odds} × {linear, mlp}.
 
-What is asserted, on the TRAINING data with the exact metrics of :mod:`solvers.metrics`:
+What is asserted, on the TRAINING data with the exact metrics of :mod:`solvers.metrics.classification`:
 * loss_gap: the exact two-sided gap max_{a,b} |L_a − L_b| (from ``loss_gap``'s per-group L_g − L) ≤ δ + 0.005.
   There is no indicator in this metric, so the bound applies to linear models and networks alike.
 * demographic_parity / equalized_odds, linear: the exact (indicator) gap ≤ ε + 0.005.
@@ -32,8 +32,8 @@ import pytest
 import torch
 
 from solvers import CONSTRAINTS, ModelSpec, Problem, group_fairness, solve
-from solvers.metrics import loss_gap
-from solvers.models import model_factory
+from solvers.metrics.classification import loss_gap
+from solvers.models.factory import model_factory
 from tests.support.problems import planted_problem_data
 
 N = 1500

@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from solvers import CONSTRAINTS, solve
-from solvers import checkpoint as ckpt
+from solvers.formats import checkpoint as ckpt
 from solvers.algorithms import ALGORITHMS
-from solvers.batching import BatchSampler
+from solvers.data.batching import BatchSampler
 from solvers.constraints import FairnessData
-from solvers.models import mlp
+from solvers.models.factory import mlp
 from solvers.observer import Observer
 from solvers.problem import Problem
 

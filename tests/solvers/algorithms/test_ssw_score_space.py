@@ -11,7 +11,7 @@ from solvers.algorithms import ALGORITHMS
 from solvers.algorithms.alm import BalancedConstraintBatches
 from solvers.algorithms.base import Algorithm, gradient
 from solvers.algorithms.ssw import SSw
-from solvers.models import mlp
+from solvers.models.factory import mlp
 from solvers.problem import Evaluation, Problem
 
 

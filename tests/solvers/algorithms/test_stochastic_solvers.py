@@ -7,7 +7,7 @@ from scipy.optimize import minimize
 from solvers import CONSTRAINTS, ModelSpec, Problem, group_fairness, solve
 from solvers.algorithms import ALGORITHMS, run_algorithm
 from solvers.algorithms.ghost import kappa, solve_direction_qp, solve_kappa_lp
-from solvers.models import model_factory
+from solvers.models.factory import model_factory
 from tests.support.reference import convex_problem, simple_example
 
 TOL = 0.05

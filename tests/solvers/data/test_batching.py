@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from solvers import Problem, RecordingObserver, solve
-from solvers.batching import BatchSampler
+from solvers.data.batching import BatchSampler
 from solvers.constraints import CONSTRAINTS
 
 
@@ -52,7 +52,7 @@ def _rows(n: int):
 def test_fairsolves_own_defaults_step_on_minibatches_above_the_full_batch_limit():
     """erm (every job's baseline) and penalty: full batch up to FULL_BATCH_MAX_ROWS training rows, SCALE_BATCH above;
     a batch_size given is kept; the catalog's torch-free descriptions state the same numbers."""
-    from solvers.batching import FULL_BATCH_MAX_ROWS, SCALE_BATCH, scale_batch_size
+    from solvers.data.batching import FULL_BATCH_MAX_ROWS, SCALE_BATCH, scale_batch_size
     from solvers.catalog import ALGORITHMS
 
     assert scale_batch_size(FULL_BATCH_MAX_ROWS) is None and scale_batch_size(FULL_BATCH_MAX_ROWS + 1) == SCALE_BATCH
@@ -66,7 +66,7 @@ def test_fairsolves_own_defaults_step_on_minibatches_above_the_full_batch_limit(
 
 
 def test_auto_gives_its_candidates_minibatches_above_the_full_batch_limit():
-    from solvers.batching import FULL_BATCH_MAX_ROWS, SCALE_BATCH
+    from solvers.data.batching import FULL_BATCH_MAX_ROWS, SCALE_BATCH
 
     config = {"portfolio": ["ssg", "plada"], "iterations": 3, "refinements": 0, "exhaustive": True,
               "settings": {"plada": [{"eta": 0.5, "batch_size": 256}]}}

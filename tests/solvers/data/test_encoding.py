@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from solvers import GroupRule, TableEncoder, build_groups, encode_labels
-from solvers.encoding import MISSING
+from solvers.data.encoding import MISSING
 
 
 def test_standardisation_uses_train_statistics_only():

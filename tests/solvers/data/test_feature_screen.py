@@ -1,11 +1,11 @@
-"""solvers.feature_screen: identifiers, names, dates, constants, free text, target recodings and
+"""solvers.data.feature_screen: identifiers, names, dates, constants, free text, target recodings and
 leakage excluded with their reasons, on generated COMPAS-like data and on ProPublica's raw COMPAS file."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from bench.common.datasets import data_dir
-from solvers.feature_screen import screen_features
+from solvers.data.feature_screen import screen_features
 from bench.common.datagen import compas_like_table, planted_table
 
 COMPAS = data_dir() / "compas-scores-two-years.csv"
@@ -87,7 +87,7 @@ def test_adult_read_without_a_header_keeps_every_column():
     excluded with AUC 0.71 through the service)."""
     from bench.common.datasets import adult
 
-    from solvers.leakage import naming_words, shares_stem
+    from solvers.data.leakage import naming_words, shares_stem
 
     table = adult()
     table.columns = [f"column_{i + 1}" for i in range(table.shape[1])]
@@ -137,7 +137,7 @@ def test_a_dominant_column_is_excluded_and_a_strong_shared_one_is_not():
 
 
 def test_implausible_accuracy_warns_only_beyond_plausible():
-    from solvers.leakage import implausible_accuracy
+    from solvers.data.leakage import implausible_accuracy
 
     assert implausible_accuracy({"roc_auc": 0.977, "balanced_accuracy": 0.91}).startswith(
         "the unconstrained model is implausibly accurate for this table (test AUC 0.977, balanced accuracy 0.910)")
@@ -150,7 +150,7 @@ def test_implausible_accuracy_warns_only_beyond_plausible():
 def test_held_out_auc_is_roc_auc():
     from sklearn.metrics import roc_auc_score
 
-    from solvers.leakage import held_out_auc as _held_out_auc
+    from solvers.data.leakage import held_out_auc as _held_out_auc
 
     rng = np.random.default_rng(1)
     codes = rng.integers(0, 7, 400)
@@ -164,7 +164,7 @@ def test_held_out_auc_is_roc_auc():
 
 def test_a_stored_job_spec_with_its_screen_is_the_problem_spec():
     from app.schemas import problem_fields
-    from solvers.spec import ProblemSpec
+    from solvers.data.spec import ProblemSpec
 
     stored = {"dataset_id": "d1", "target": "y", "positive_label": 1, "sensitive": ["s"], "features": ["x"],
               "feature_screen": [{"column": "id", "action": "excluded", "reason": "identifier", "detail": "..."}]}

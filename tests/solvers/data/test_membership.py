@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from solvers.constraints.intersectional import Intersectional
 from solvers.constraints.loss_gap import LossGap
 from solvers.fairness.exact import exact_gaps
-from solvers.membership import Membership, ThresholdGroups, threshold_membership
-from solvers.metrics import loss_gap
+from solvers.data.membership import Membership, ThresholdGroups, threshold_membership
+from solvers.metrics.classification import loss_gap
 from solvers.objectives import per_sample_loss
 from solvers.problem import Problem
 
@@ -128,7 +128,7 @@ def test_a_partition_through_the_membership_path_equals_the_old_path():
 
 def test_plada_solves_on_overlapping_groups_full_and_mini_batch_with_an_exact_trace():
     from solvers import solve
-    from solvers.models import scores_in_blocks
+    from solvers.models.factory import scores_in_blocks
     from solvers.observer import RecordingObserver
 
     n, k = 120, 5

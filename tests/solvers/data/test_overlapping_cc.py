@@ -17,8 +17,8 @@ GROUP_COLUMNS = ["racepctblack", "racePctHisp", "racePctAsian"]
 @pytest.mark.skipif(not CC.exists(), reason="the shared Communities & Crime file is not there")
 def test_communities_crime_as_a_job_spec():
     from solvers import ProblemSpec, run
-    from solvers.api import prepare
-    from solvers.membership import threshold_membership
+    from solvers.pipeline import prepare
+    from solvers.data.membership import threshold_membership
 
     table = pd.read_csv(CC)
     cuts = {c: sorted({round(float(q), 6) for q in np.quantile(table[c], np.arange(1, 11) / 10)})

@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from solvers import ProblemSpec, SpecError, check_spec_against_table
-from solvers import membership as membership_module
-from solvers.membership import _grid_sizes, _passed, overlapping_membership
-from solvers.spec import MAX_GROUPS, OverlappingGroups
+from solvers.data import membership as membership_module
+from solvers.data.membership import _grid_sizes, _passed, overlapping_membership
+from solvers.data.spec import MAX_GROUPS, OverlappingGroups
 
 
 def _table(n: int = 200, seed: int = 0) -> pd.DataFrame:

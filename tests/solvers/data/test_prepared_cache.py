@@ -1,4 +1,4 @@
-"""solvers.prepared_cache: a kept Prepared is reused only for the same table content and prepare fields, the spec's
+"""solvers.data.prepared_cache: a kept Prepared is reused only for the same table content and prepare fields, the spec's
 other checks still run on a hit, the byte bound holds, and solves on a shared entry neither change it nor differ
 from solves that prepared the table themselves."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from solvers import ProblemSpec, SpecError, prepare, run
-from solvers.prepared_cache import PreparedCache, prepared_bytes
+from solvers.data.prepared_cache import PreparedCache, prepared_bytes
 from bench.common.datagen import planted_table
 
 TABLE = planted_table(1200, seed=4)

@@ -11,9 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 from solvers import ModelSpec, ProblemSpec, SpecError, prepare
-from solvers.encoding import MAX_ENCODED_FEATURES, TableEncoder
+from solvers.data.encoding import MAX_ENCODED_FEATURES, TableEncoder
 from solvers.problem import Problem
-from solvers.spec import MAX_CONSTRAINTS, MAX_PARAMETERS
+from solvers.data.spec import MAX_CONSTRAINTS, MAX_PARAMETERS
 
 BASE = {"target": "y", "positive_label": 1, "sensitive": ["s"]}
 
@@ -74,7 +74,7 @@ def test_mlp_bombs_are_refused_by_the_schema(model, loc):
 
 
 def test_parameter_count_is_the_modules_own():
-    from solvers.models import model_factory
+    from solvers.models.factory import model_factory
 
     for spec in (ModelSpec(), ModelSpec(type="mlp", hidden=[7, 3]), ModelSpec(type="mlp", hidden=[5])):
         module = model_factory(spec)(11)

@@ -3,7 +3,7 @@ import numpy as np
 import torch
 
 from solvers import CONSTRAINTS, Problem, RecordingObserver, solve
-from solvers.exact_trace import ExactTracer
+from solvers.fairness.exact_trace import ExactTracer
 from solvers.fairness.exact import exact_gaps
 from tests.support.problems import planted_problem_data
 

@@ -136,7 +136,7 @@ def _unfair_linear():
     import torch
 
     from solvers import ConstraintSpec
-    from solvers.models import linear
+    from solvers.models.factory import linear
     from solvers.problem import Problem
 
     rng = np.random.default_rng(0)
@@ -218,7 +218,7 @@ def test_equalized_odds_offsets_put_both_rates_in_one_band_even_with_tied_scores
     among those that meet the band (none here: the shifts make one threshold violate)."""
     from solvers.fairness.exact import exact_gaps
     from solvers.fairness.odds_offsets import equalized_odds_offsets
-    from solvers.spec import ConstraintSpec
+    from solvers.data.spec import ConstraintSpec
 
     rng = np.random.default_rng(4)
     group = rng.choice(3, 6000, p=[0.2, 0.5, 0.3])
@@ -256,11 +256,11 @@ def test_enforcement_tightens_from_where_the_solve_left_its_surrogate():
     import torch
 
     from solvers.algorithms.base import SolveResult
-    from solvers.api import predict_scores
+    from solvers.pipeline import predict_scores
     from solvers.fairness.continuation import Continuation
     from solvers.fairness.enforce import COOLING, enforce_exact
-    from solvers.models import linear
-    from solvers.spec import ConstraintSpec
+    from solvers.models.factory import linear
+    from solvers.data.spec import ConstraintSpec
 
     rng = np.random.default_rng(0)
     group = np.repeat([0, 1], 1000)

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from solvers.fairness.exact import exact_gaps, kept
-from solvers.metrics import group_fairness, loss_gap, minority_rate
-from solvers.spec import ConstraintSpec
+from solvers.metrics.classification import group_fairness, loss_gap, minority_rate
+from solvers.data.spec import ConstraintSpec
 
 
 def _families(*specs, names=("a", "b", "c"), counts=(300, 500, 200)):
@@ -49,7 +49,7 @@ def test_loss_and_minority_families(split):
 
 def test_auc_parity_and_undefined(split):
     y, f, g, names = split
-    from solvers.auc.metrics import fairness_gap
+    from solvers.metrics.auc import fairness_gap
 
     fams = _families({"type": "auc_parity", "tolerance": 0.02, "variant": "intra"},
                      {"type": "equal_opportunity", "tolerance": 0.02})

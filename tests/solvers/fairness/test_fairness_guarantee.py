@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from solvers import ProblemSpec, run
-from solvers.api import predict_scores
-from solvers.encoding import TableEncoder, build_groups, encode_labels
+from solvers.pipeline import predict_scores
+from solvers.data.encoding import TableEncoder, build_groups, encode_labels
 from solvers.fairness.exact import exact_gaps
 from solvers.fairness.guarantee import guarantee_bounds
 from solvers.fairness.promise import PASS_TARGET, level_z
-from solvers.models import model_factory
-from solvers.spec import ConstraintSpec
+from solvers.models.factory import model_factory
+from solvers.data.spec import ConstraintSpec
 from bench.common.datagen import planted_table
 
 TOL = 0.05
@@ -177,7 +177,7 @@ def test_accepted_models_keep_the_tolerance_in_the_stated_share_of_repetitions()
 
 def test_auto_under_a_guarantee_judges_on_train_and_continues_its_selected_solver():
     from solvers import SolverSpec
-    from solvers.api import continuation_solver
+    from solvers.pipeline import continuation_solver
 
     spec = ProblemSpec.model_validate({
         "target": "income", "positive_label": ">50K", "sensitive": ["sex"], "max_iterations": 300, "device": "cpu",

@@ -1,12 +1,12 @@
-"""solvers.fairness.intervals: the bounds' statistics equal the exact values, and their coverage by simulation."""
+"""solvers.fairness.confidence: the bounds' statistics equal the exact values, and their coverage by simulation."""
 import numpy as np
 import pytest
 
-from solvers.auc.metrics import auc_between
+from solvers.metrics.auc import auc_between
 from solvers.fairness.exact import exact_gaps
-from solvers.fairness.intervals import (bootstrap_statistic, clopper_pearson, constraint_bounds, upper_bounds,
-                                        weighted_auc)
-from solvers.spec import ConstraintSpec
+from solvers.fairness.confidence import (bootstrap_statistic, clopper_pearson, constraint_bounds, upper_bounds,
+                                         weighted_auc)
+from solvers.data.spec import ConstraintSpec
 
 NAMES = ["a", "b", "c"]
 
@@ -102,7 +102,7 @@ _JOINT_CASES = [
 def test_the_joint_rate_gap_bound_covers_the_true_gap_at_the_stated_confidence(sizes, rates):
     """P(Δ ≤ U_J) ≥ 0.95 over 4,000 draws of binomial cells (up to 3 standard errors of the simulation: MOVER is
     asymptotically exact, so large cells sit at the nominal level), and U_J is below the two-event bound."""
-    from solvers.fairness.intervals import rate_gap_upper, rate_gap_upper_joint
+    from solvers.fairness.confidence import rate_gap_upper, rate_gap_upper_joint
 
     rng = np.random.default_rng(7)
     n, p = np.asarray(sizes), np.asarray(rates)
@@ -120,7 +120,7 @@ def test_the_joint_rate_gap_bound_covers_the_true_gap_at_the_stated_confidence(s
 
 
 def test_the_joint_bound_is_about_half_the_two_event_bound_on_an_adult_sized_split():
-    from solvers.fairness.intervals import rate_gap_upper, rate_gap_upper_joint
+    from solvers.fairness.confidence import rate_gap_upper, rate_gap_upper_joint
 
     hits, n = np.array([[220, 1240]]), np.array([[2000, 4000]])
     joint, two = rate_gap_upper_joint(hits, n, 0.05), rate_gap_upper(hits, n, 0.05)

@@ -6,7 +6,7 @@ from scipy.stats import binom
 
 from solvers.fairness.exact import exact_gaps
 from solvers.fairness.noise_floor import noise_floor, split_counts, zero_gap_gaps
-from solvers.spec import ConstraintSpec
+from solvers.data.spec import ConstraintSpec
 
 COUNTS, POSITIVES = np.array([420, 640]), np.array([165, 335])  # a COMPAS-sized test split (race)
 

@@ -8,7 +8,7 @@ import pytest
 from solvers.fairness.guarantee import guarantee_bounds
 from solvers.fairness.promise import (CERTIFIABLE_SHARE, SAFETY_SHARES, certification, level_z, promise_sentence,
                                      safety_share, shortfall, zero_gap_sd)
-from solvers.spec import ConstraintSpec
+from solvers.data.spec import ConstraintSpec
 
 
 def _families(tol: float):
@@ -74,7 +74,7 @@ def test_a_candidate_aimed_at_the_tolerance_minus_the_shortfall_passes_the_test_
     τ − e_c (e_c the candidate rows' sampling error of the gap); the safety split of v rows is drawn from it and
     tested with the joint bound. The pass rate is PASS_TARGET up to the normal approximation (≥ 0.85), and a
     candidate aimed at ε − w (the bound's width alone) passes only about half the time."""
-    from solvers.fairness.intervals import rate_gap_upper_joint
+    from solvers.fairness.confidence import rate_gap_upper_joint
 
     rng = np.random.default_rng(3)
     v = np.asarray(groups, dtype=np.int64)             # safety rows per group; as many candidate rows

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import torch
 
-from solvers.api import predict_scores
+from solvers.pipeline import predict_scores
 from solvers.fairness.continuation import Continuation
 from solvers.fairness.exact import exact_gaps
 from solvers.fairness.guarantee import MODEST_COST, TIGHTEST_ROWS, seldonian
 from solvers.fairness.report import split_trivial_reasons
-from solvers.models import linear
-from solvers.spec import ConstraintSpec
+from solvers.models.factory import linear
+from solvers.data.spec import ConstraintSpec
 
 NAMES = ["a", "b"]
 VAL = 4  # validation rows per group: every tolerance here is unverifiable

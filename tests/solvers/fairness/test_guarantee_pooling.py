@@ -15,11 +15,11 @@ import numpy as np
 import torch
 from scipy.stats import norm
 
-from solvers.api import predict_scores
+from solvers.pipeline import predict_scores
 from solvers.fairness.continuation import Continuation
 from solvers.fairness.guarantee import seldonian
-from solvers.models import linear
-from solvers.spec import ConstraintSpec
+from solvers.models.factory import linear
+from solvers.data.spec import ConstraintSpec
 
 NAMES = ["a", "b"]
 MU = np.array([-0.5, 0.5])

@@ -7,7 +7,7 @@ import pytest
 
 from solvers import ProblemSpec, RecordingObserver, run
 from solvers.fairness.enforce import MAX_TIGHTEN_ROUNDS
-from solvers.spec import PROMISE_ROUNDS
+from solvers.data.spec import PROMISE_ROUNDS
 from bench.common.datagen import planted_table
 
 BASE = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"], "device": "cpu",

@@ -8,7 +8,7 @@ import pytest
 
 from solvers import ProblemSpec, run
 from solvers.fairness.report import NOISE_FLOOR_WARN, fairness_entries, warnings_for
-from solvers.spec import ConstraintSpec
+from solvers.data.spec import ConstraintSpec
 from bench.common.datagen import planted_table
 
 

@@ -1,5 +1,5 @@
 """The safety margin of group thresholds (solvers.fairness.threshold_margin) and cross-fitted gbdt scores
-(solvers.gbdt.cross_fit): coverage on fresh samples by simulation, the bound's limits, the folds."""
+(solvers.models.gbdt.cross_fit): coverage on fresh samples by simulation, the bound's limits, the folds."""
 from __future__ import annotations
 
 import numpy as np
@@ -161,7 +161,7 @@ def test_violation_bound_is_the_normal_tail_of_the_rate_difference():
 
 
 def test_folds_are_stratified_by_group_and_label_and_seeded():
-    from solvers.gbdt.cross_fit import fold_of
+    from solvers.models.gbdt.cross_fit import fold_of
 
     rng = np.random.default_rng(2)
     y, g = rng.integers(0, 2, 1003), rng.integers(0, 3, 1003)
@@ -176,8 +176,8 @@ def test_folds_are_stratified_by_group_and_label_and_seeded():
 def test_out_of_fold_scores_come_from_the_model_without_the_row():
     import lightgbm as lgb
 
-    from solvers.gbdt.cross_fit import _params, fold_of, out_of_fold_scores
-    from solvers.spec import ModelSpec
+    from solvers.models.gbdt.cross_fit import _params, fold_of, out_of_fold_scores
+    from solvers.data.spec import ModelSpec
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(600, 4))

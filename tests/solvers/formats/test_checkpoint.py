@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from solvers import CONSTRAINTS, ModelSpec, Problem, solve
-from solvers import checkpoint as ckpt
+from solvers.formats import checkpoint as ckpt
 from solvers.algorithms.linear_scores import SPARSE_DENSITY
-from solvers.api import prepare
+from solvers.pipeline import prepare
 from solvers.catalog import ALGORITHMS, list_solvers
-from solvers.spec import ProblemSpec
-from solvers.models import model_factory
+from solvers.data.spec import ProblemSpec
+from solvers.models.factory import model_factory
 from solvers.observer import RecordingObserver
 from tests.support.problems import CheckpointAt, planted_problem_data
 
@@ -93,7 +93,7 @@ SOLVERS = {info["name"]: info for info in list_solvers()}
 
 
 def service_problems(name: str) -> tuple[Problem, Problem]:
-    """Train and validation problems built as the service builds them (:func:`solvers.api.prepare`)."""
+    """Train and validation problems built as the service builds them (:func:`solvers.pipeline.prepare`)."""
     model = "linear" if "linear" in SOLVERS[name]["supports"]["models"] else SOLVERS[name]["supports"]["models"][0]
     spec = ProblemSpec(target="income", positive_label=">50K", sensitive=["sex"],
                        model={"type": model}, objective="logistic", constraints=[service_constraint(SOLVERS[name])],

@@ -5,9 +5,10 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from solvers.auc import VARIANTS, auc, auc_fairness, components, term_sets, term_values
-from solvers.auc.metrics import GROUP_SETS, set_mask
-from solvers.auc.surrogate import level_values, per_sample_F_G, scaled_indicators
+from solvers.metrics.auc import VARIANTS, auc, auc_fairness, components
+from solvers.constraints.auc_surrogate import term_sets, term_values
+from solvers.metrics.auc import GROUP_SETS, set_mask
+from solvers.constraints.auc_surrogate import level_values, per_sample_F_G, scaled_indicators
 
 
 def brute_auc(s, in_g, in_gp):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from solvers.benchmark_metrics import benchmark_metrics, ina, ind, predictions, sf, sp, wd
+from solvers.metrics.benchmark import benchmark_metrics, ina, ind, predictions, sf, sp, wd
 
 
 def _rate(num, den):

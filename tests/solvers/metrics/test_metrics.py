@@ -64,7 +64,7 @@ def test_scores_match_scikit_learn(seed):
 @pytest.mark.parametrize("k", [2, 4])
 @pytest.mark.parametrize("loss", ["bce", "hinge", "truncated_logistic"])
 def test_loss_gap_and_minority_rate_match_brute_force(k, loss):
-    from solvers.metrics import loss_gap, minority_rate
+    from solvers.metrics.classification import loss_gap, minority_rate
 
     rng = np.random.default_rng(k)
     n = 800
@@ -116,8 +116,8 @@ def test_classification_metrics_has_new_metrics_from_probabilities():
 
 
 def test_benchmark_criteria_are_reported_as_the_worst_pair():
-    from solvers.benchmark_metrics import benchmark_metrics
-    from solvers.metrics import classification_metrics
+    from solvers.metrics.benchmark import benchmark_metrics
+    from solvers.metrics.classification import classification_metrics
 
     rng = np.random.default_rng(7)
     n = 600

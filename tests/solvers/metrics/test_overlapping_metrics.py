@@ -11,10 +11,10 @@ from solvers.constraints.equal_opportunity import EqualOpportunity
 from solvers.constraints.intersectional import Intersectional
 from solvers.constraints.loss_gap import LossGap
 from solvers.fairness.exact import exact_gaps
-from solvers.fairness.intervals import constraint_bounds
+from solvers.fairness.confidence import constraint_bounds
 from solvers.fairness.report import fairness_entries
-from solvers.membership import Membership
-from solvers.metrics import classification_metrics, group_fairness
+from solvers.data.membership import Membership
+from solvers.metrics.classification import classification_metrics, group_fairness
 from solvers.problem import Problem
 
 
@@ -178,7 +178,7 @@ def test_small_overlapping_groups_with_no_positive_prediction_are_no_sign_of_a_c
 
 def test_every_solver_that_takes_overlapping_groups_solves_on_a_membership():
     from solvers import solve
-    from solvers.spec import generic_solvers
+    from solvers.data.spec import generic_solvers
 
     n, k = 120, 5
     m = _random_membership(n, k, seed=12)

@@ -8,8 +8,9 @@ import torch
 
 from solvers import ConstraintSpec
 from solvers.constraints import FairnessData
-from solvers.partial import (Intervals, partial_dp, partial_equal_opportunity, partial_equalized_odds,
-                             partial_group_auc, partial_sp)
+from solvers.metrics.percentile_intervals import Intervals
+from solvers.metrics.partial import (partial_dp, partial_equal_opportunity, partial_equalized_odds,
+                                                    partial_group_auc, partial_sp)
 
 
 def _kept_brute(h, g, k, pieces):

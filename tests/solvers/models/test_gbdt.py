@@ -11,12 +11,12 @@ from pydantic import ValidationError
 from safetensors.torch import load_file, save_file
 
 from solvers import ModelSpec, solve
-from solvers import checkpoint as ckpt
-from solvers.algorithms.auc_postprocess import restore_model
-from solvers.api import run
-from solvers.models import model_factory
+from solvers.formats import checkpoint as ckpt
+from solvers.models.thresholded import restore_model
+from solvers.pipeline import run
+from solvers.models.factory import model_factory
 from solvers.observer import RecordingObserver
-from solvers.spec import MAX_TREE_LEAVES, ProblemSpec, SolverSpec, SpecError, check_solver_supports
+from solvers.data.spec import MAX_TREE_LEAVES, ProblemSpec, SolverSpec, SpecError, check_solver_supports
 from bench.common.datagen import planted_table
 from tests.support.problems import SMALL, CheckpointAt, gbdt_problem
 
@@ -47,7 +47,7 @@ def test_erm_boosts_one_tree_per_iteration_like_plain_lightgbm():
     assert all(len(r.constraints) == 1 for r in observer.records)
     # the same trees as lightgbm.train with the model's parameters
     X, y = problem.X.numpy(), problem.y.numpy()
-    from solvers.gbdt import lightgbm_params
+    from solvers.models.gbdt import lightgbm_params
 
     params = {**lightgbm_params(problem.make_model().spec, 0), "objective": "binary"}
     plain = lgb.train(params, lgb.Dataset(X, label=y), num_boost_round=SMALL["n_estimators"])
@@ -96,7 +96,7 @@ def test_run_and_audit_model_file_score_the_same(tmp_path):
                        constraints=[{"type": "demographic_parity", "tolerance": 0.05}], max_iterations=50)
     out = run(table, spec)
     assert out.iterations == SMALL["n_estimators"] and out.metrics["test"]["accuracy"] > 0.6
-    from solvers.api import prepare
+    from solvers.pipeline import prepare
 
     audit = AuditModel(spec, prepare(table, spec).encoder, out.state_dict, out.groups)
     audit.save(tmp_path / "m.safetensors")

@@ -1,4 +1,4 @@
-"""One LightGBM tree evaluated with numpy (:mod:`solvers.gbdt.tree_scores`) against ``Booster.predict``, bit for bit;
+"""One LightGBM tree evaluated with numpy (:mod:`solvers.models.gbdt.tree_scores`) against ``Booster.predict``, bit for bit;
 and the boosting solvers' training scores, kept tree by tree, against the booster's own raw prediction."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import torch
 
 from solvers import ModelSpec, Problem, solve
 from solvers.algorithms.boosting import Boosting
-from solvers.gbdt.tree_scores import CATCH_UP_TREES, KeptScores, TreeScorer, parse_tree
-from solvers.models import model_factory
+from solvers.models.gbdt.tree_scores import CATCH_UP_TREES, KeptScores, TreeScorer, parse_tree
+from solvers.models.factory import model_factory
 from tests.support.problems import planted_problem_data
 from tests.support.problems import SMALL, gbdt_problem
 
@@ -136,7 +136,7 @@ def test_a_boosted_models_forward_reads_its_kept_scores_only_for_the_same_unchan
 
 
 def test_rows_past_the_copy_limit_are_predicted_by_lightgbm_as_they_are_and_never_matched(monkeypatch):
-    from solvers.gbdt import tree_scores
+    from solvers.models.gbdt import tree_scores
 
     rng = np.random.default_rng(2)
     X = awkward_rows(rng, 1000, 0.9)  # sparse: under the limit it would be a CSR copy

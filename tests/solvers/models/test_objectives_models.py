@@ -6,7 +6,8 @@ from pydantic import ValidationError
 from scipy.optimize import minimize
 
 from solvers import ModelSpec, ProblemSpec
-from solvers.models import ScoreModel, ball_domain, model_factory, project_, project_l1_ball, project_l2_ball
+from solvers.models.factory import (ScoreModel, ball_domain, model_factory, project_, project_l1_ball,
+                                            project_l2_ball)
 from solvers.objectives import OBJECTIVES, get_objective
 
 

@@ -1,0 +1,1 @@
+"""solvers.data: see docs/architecture.md, "solvers/ layout"."""

@@ -1,0 +1,1 @@
+"""solvers.formats: see docs/architecture.md, "solvers/ layout"."""

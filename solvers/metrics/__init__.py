@@ -1,0 +1,1 @@
+"""solvers.metrics: see docs/architecture.md, "solvers/ layout"."""

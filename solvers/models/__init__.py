@@ -1,0 +1,1 @@
+"""solvers.models: see docs/architecture.md, "solvers/ layout"."""
