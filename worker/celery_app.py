@@ -18,6 +18,7 @@ from celery import Celery
 from celery.signals import setup_logging, worker_process_init
 
 from app.settings import get_settings
+from worker import broker_bell  # noqa: F401  (registers the embedded broker's transport, ``sqlabell+sqlite``)
 
 settings = get_settings()
 HOUSEKEEPING_QUEUE = "housekeeping"
