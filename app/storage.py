@@ -410,7 +410,6 @@ def parse_errors(fmt: str) -> Iterator[None]:
 
 ARROW_BLOCK_BYTES = 8 << 20  # CSV bytes parsed at once by each of Arrow's threads (bounds the scan's memory)
 ARROW_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_boolean)
-MAX_ARROW_CELL = 1 << 20  # a longer text cell: the line-by-line check (MAX_LINE_BYTES) decides
 
 
 def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) -> TableProfile | None:
@@ -421,7 +420,8 @@ def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) 
     reads here exactly as ``pandas.read_csv`` reads it for :func:`iter_chunks`: no blank space after a delimiter or
     at the start of a text cell (pandas' ``skipinitialspace``), ``\n`` line ends, no BOM on a data line, every
     column integer, float, boolean or text (Arrow would read dates as timestamps; pandas keeps text), every row the
-    header's width, valid UTF-8 without NUL, no cell over :data:`MAX_ARROW_CELL` bytes, and the rows within the
+    header's width, valid UTF-8 without NUL, no text over the ``csv`` module's field limit (which the line-by-line
+    check refuses), and the rows within the
     limit. Missing values: cells equal to a marker (``missing_values``) are nulls, as pandas' ``na_values``."""
     markers = options.get("missing_values")
     delimiter = options.get("delimiter", ",")
@@ -447,17 +447,24 @@ def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) 
             return None
         profile = TableProfile()
         for batch in reader:
-            for array in batch.columns:
-                if pa.types.is_string(array.type) and len(array) - array.null_count and (
-                        pc.any(pc.starts_with(array, " ")).as_py() or pc.any(pc.match_substring(array, "\x00")).as_py()
-                        or pc.max(pc.binary_length(array)).as_py() > MAX_ARROW_CELL):
-                    return None
-            profile.add_arrow(batch)
+            profile.add_arrow(batch, _plain_texts)
             if profile.n_rows > limits.max_rows:
                 return None
-    except (pa.ArrowException, UnicodeDecodeError):  # ragged, not UTF-8, a type that changes, a quote left open
+    except (pa.ArrowException, UnicodeDecodeError, _Declined):  # ragged, not UTF-8, a type that changes, ...
         return None
     return profile if profile.n_rows else None
+
+
+class _Declined(Exception):
+    """A text the line-by-line reading would read otherwise (or refuse)."""
+
+
+def _plain_texts(words: pa.Array) -> None:
+    """Raise :class:`_Declined` for a text column's distinct values with one starting with a space (pandas'
+    ``skipinitialspace`` strips it), holding a NUL, or of more bytes than ``csv.field_size_limit()`` characters."""
+    if len(words) and (pc.any(pc.starts_with(words, " ")).as_py() or pc.any(pc.match_substring(words, "\x00")).as_py()
+                       or pc.max(pc.binary_length(words)).as_py() > csv.field_size_limit()):
+        raise _Declined
 
 
 def _header_cells(path: Path, delimiter: str) -> list[str]:

@@ -28,7 +28,7 @@ are counted over the rows read until the cap was passed (the summary says so).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -120,7 +120,7 @@ class ColumnProfile:
         else:
             self._count(present.value_counts(sort=False))
 
-    def add_arrow(self, array: pa.Array) -> None:
+    def add_arrow(self, array: pa.Array, text_check: Callable[[pa.Array], None] | None = None) -> None:
         """:meth:`add` of the chunk ``pandas`` makes of ``array`` (``Array.to_pandas``), computed on the Arrow array:
         integers with a missing value are floats, as pandas holds them; missing numbers are nulls and NaN; counts
         are hash counts (``dictionary_encode``, ``value_counts``), never Python objects per row. Types other than
@@ -144,6 +144,8 @@ class ColumnProfile:
             self.n_missing += array.null_count
             encoded = pc.dictionary_encode(array.drop_null())  # the dictionary in order of first occurrence
             words = encoded.dictionary
+            if text_check is not None:
+                text_check(words)  # the distinct texts, not every row
             if len(self.examples) < EXAMPLES:
                 for value in words.slice(0, EXAMPLES).to_pylist():
                     if len(self.examples) < EXAMPLES and value not in self.examples:
@@ -277,12 +279,13 @@ class TableProfile:
             profile.add(chunk)
         return profile
 
-    def add_arrow(self, batch: pa.RecordBatch) -> None:
-        """:meth:`add` of ``batch.to_pandas()``, computed on the Arrow columns (:meth:`ColumnProfile.add_arrow`)."""
+    def add_arrow(self, batch: pa.RecordBatch, text_check: Callable[[pa.Array], None] | None = None) -> None:
+        """:meth:`add` of ``batch.to_pandas()``, computed on the Arrow columns (:meth:`ColumnProfile.add_arrow`);
+        ``text_check`` is called on each text column's distinct values (it may raise)."""
         if not self.columns:
             self.columns = {name: ColumnProfile(name) for name in batch.schema.names}
         for column, array in zip(self.columns.values(), batch.columns):
-            column.add_arrow(array)
+            column.add_arrow(array, text_check)
         self.n_rows += batch.num_rows
 
     def add(self, chunk: pd.DataFrame) -> None:

@@ -120,9 +120,9 @@ def wait_end(client: httpx.Client, job_id: str, timeout: float = 300) -> dict:
     raise TimeoutError(job_id)
 
 
-def service_job(client: httpx.Client, dataset_id: str, seed: int) -> dict:
+def service_job(client: httpx.Client, dataset_id: str, seed: int, timeout: float = 300) -> dict:
     job_id, sent = submit(client, dataset_id, seed)
-    job = wait_end(client, job_id)
+    job = wait_end(client, job_id, timeout)
     done = time.time()
     assert job["status"] == "succeeded", job
     return {"post_to_started_s": ts(job["started_at"]) - sent, "post_to_succeeded_s": done - sent,
@@ -167,7 +167,7 @@ def _solver_process(conn, concurrency: int) -> None:
 def rounds(stack: Launched, peer: InProcess, n: int) -> dict:
     with stack.client() as client:
         dataset_id = upload(client, ROWS)
-        service_job(client, dataset_id, 0)  # warm: the pool process imports the solvers and caches the table
+        service_job(client, dataset_id, 0, timeout=1200)  # warm: the worker has started, its pool process is warm
         time.sleep(2)  # idle: the worker waits for work, as a worker between jobs does
         rows = []
         for i in range(n):
@@ -183,7 +183,7 @@ def rounds(stack: Launched, peer: InProcess, n: int) -> dict:
 def burst(stack: Launched, n: int) -> dict:
     with stack.client() as client:
         dataset_id = upload(client, ROWS)
-        service_job(client, dataset_id, 0)
+        service_job(client, dataset_id, 0, timeout=1200)  # the worker has started
         load_before = load()
         t0 = time.time()
         ids = [submit(client, dataset_id, seed)[0] for seed in range(1, n + 1)]
@@ -201,11 +201,15 @@ def main() -> None:
     parser.add_argument("--brokers", default="embedded,redis")
     parser.add_argument("--concurrency", default="1,2", help="worker concurrencies of the burst (embedded broker)")
     parser.add_argument("--output", default="dispatch")
+    parser.add_argument("--merge", action="store_true", help="keep the other parts of an earlier run's results")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
+    out = RESULTS / f"{args.output}.json"
     result: dict = {"cores": cores, "rows": ROWS, "spec": SPEC, "dispatch": {}, "burst": {}}
-    peer = InProcess(concurrency=cores)
-    for broker in args.brokers.split(","):
+    if args.merge and out.exists():
+        result.update(json.loads(out.read_text()))
+    peer = InProcess(concurrency=cores) if args.brokers else None
+    for broker in [b for b in args.brokers.split(",") if b]:
         with tempfile.TemporaryDirectory() as home:
             stack = Launched(Path(home), None if broker == "embedded" else REDIS_URL, None)
             try:
@@ -214,6 +218,7 @@ def main() -> None:
             finally:
                 stack.stop()
         print(broker, json.dumps(result["dispatch"][broker]["median"]), flush=True)
+        write(result, args)
     for concurrency in [int(c) for c in args.concurrency.split(",") if c]:
         with tempfile.TemporaryDirectory() as home:
             stack = Launched(Path(home), None, concurrency)
@@ -223,11 +228,18 @@ def main() -> None:
             finally:
                 stack.stop()
         print("burst", concurrency, json.dumps(result["burst"][str(concurrency)]), flush=True)
+        write(result, args)
+    print((RESULTS / f"{args.output}.md").read_text())
+
+
+def write(result: dict, args) -> None:
+    """The results so far (each part as it ends: a long run stopped midway keeps what it measured)."""
+    cores = result["cores"]
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.output}.json").write_text(json.dumps(result, indent=2))
     md = [f"# Dispatch: a tiny job ({ROWS:,} rows, linear erm) through the launcher's stack against in-process",
           "", f"`python -m bench.dispatch --rounds {args.rounds} --burst {args.burst}`; {cores} cores; medians of "
-          f"{args.rounds} interleaved rounds (load = 1-minute load average).", "",
+          "interleaved rounds (load = 1-minute load average).", "",
           "| broker | POST → started (median / max) | POST → succeeded | in-process solve | ratio (median) | load |",
           "|---|---|---|---|---|---|"]
     for broker, d in result["dispatch"].items():
@@ -236,13 +248,12 @@ def main() -> None:
                   f"{m['post_to_succeeded_s']:.3f} s | {m['in_process_s']:.3f} s | {m['ratio']:.2f}× | "
                   f"{m['load']:.2f} |")
     if result["burst"]:
-        md += ["", f"{args.burst} jobs posted at once (embedded broker):", "",
+        md += ["", "Small jobs posted at once (embedded broker, the launcher's stack):", "",
                "| worker concurrency | succeeded | wall | jobs / minute | load before → after |", "|---|---|---|---|---|"]
         for c, b in result["burst"].items():
             md.append(f"| {c} | {b['succeeded']}/{b['jobs']} | {b['wall_s']:.1f} s | {b['jobs_per_minute']:.0f} | "
                       f"{b['load_before']:.2f} → {b['load_after']:.2f} |")
     (RESULTS / f"{args.output}.md").write_text("\n".join(md) + "\n")
-    print("\n".join(md))
 
 
 if __name__ == "__main__":
