@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install bench migrate clean
+.PHONY: run test install bench migrate lint clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,8 +23,11 @@ migrate: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
 bench: $(STAMP)
-	$(PY) -m bench.adult_plada
+	$(PY) -m bench.papers.adult_plada
 
 clean:
 	rm -rf .fairsolve .pytest_cache

@@ -1,8 +1,8 @@
-"""The ``fairsolve`` command line: key management against the configured database, and batch audits.
+"""``fairsolve-admin``, the operator's command line: API keys against the configured database, and batch audits.
 
-    fairsolve keys create --owner alice [--admin]   # prints the key once
-    fairsolve keys list
-    fairsolve keys revoke KEY_ID
+    fairsolve-admin keys create --owner alice [--admin]   # prints the key once
+    fairsolve-admin keys list
+    fairsolve-admin keys revoke KEY_ID
 
 It reads the same settings as the service (``DATABASE_URL``, ``FAIRSOLVE_HOME``) and needs
 no running server. Subcommands register themselves in :data:`COMMANDS`.
@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 from sqlalchemy import select
 
-from app.auth import create_key, revoke
-from app.db import session_scope
+from app.auth.keys import create_key, revoke
+from app.core.db import session_scope
 from app.models import ApiKey
 
 COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
@@ -58,7 +58,7 @@ def locate_database() -> str | None:
     import os
     from pathlib import Path
 
-    from app.settings import get_settings
+    from app.core.settings import get_settings
 
     if os.environ.get("DATABASE_URL"):
         return None
@@ -98,7 +98,6 @@ def keys_revoke(args: argparse.Namespace) -> int:
             return 2
         revoke(row)
     return 0
-
 
 
 AUDIT_HELP = """Audit a model on a table without a server; prints the report, exits 1 on a breach, 0 otherwise
@@ -146,8 +145,8 @@ def audit_run(args: argparse.Namespace) -> int:
     from app.audits.metrics import MetricSpec
     from app.audits.model import AuditModel, ModelError
     from app.audits.report import evaluate, format_table
-    from app.read_options import OptionError, upload_options
-    from app.storage import DatasetError, read_upload
+    from app.datasets.read_options import OptionError, upload_options
+    from app.datasets.storage import DatasetError, read_upload
     from solvers import SpecError
 
     try:
@@ -166,7 +165,7 @@ def audit_run(args: argparse.Namespace) -> int:
         asked = upload_options(args.header, args.column_names, args.missing_values, delimiter=args.delimiter)
         table = read_upload(Path(args.data), asked=asked)
         for warning in table.attrs.get("warnings", []):
-            print(f"fairsolve audit run: --data: {warning['message']}", file=sys.stderr)
+            print(f"fairsolve-admin audit run: --data: {warning['message']}", file=sys.stderr)
         scored = model.score(table)
         summary = summarise(scored)
         drift = compare(summary, reference, args.reference)
@@ -179,7 +178,7 @@ def audit_run(args: argparse.Namespace) -> int:
         print(f"{option}: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
         return 2
     except (ModelError, DatasetError, SpecError, OSError, ValueError) as exc:
-        print(f"fairsolve audit run: {exc}", file=sys.stderr)
+        print(f"fairsolve-admin audit run: {exc}", file=sys.stderr)
         return 2
     report["n_rows"] = len(table)
     if args.format == "json":
@@ -202,7 +201,7 @@ def _inline_or_file(value: str, opener: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fairsolve", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="fairsolve-admin", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS.values():
         add(sub)

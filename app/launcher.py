@@ -20,8 +20,8 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 
-from app.auth import bootstrap_key_problem, new_key
-from app.settings import get_settings
+from app.auth.keys import bootstrap_key_problem, new_key
+from app.core.settings import get_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

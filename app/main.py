@@ -12,23 +12,24 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import IntegrityError
 
-from app.blobstore import blobs
-from app.auth import bootstrap_key_problem, ensure_key
-from app.auth_gate import AuthBeforeBody
-from app.body_limit import BodyLimit
-from app.api_docs import install as install_api_docs
-from app.dashboard import FAVICON_URL, install as install_dashboard
-from app.db import session_factory, session_scope
-from app.idempotency import RefuseUnhonoured
-from app.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
-from app.settings import get_settings
-from app.static_assets import PLOTLY_JS_DIR
-from app.storage import clear_stale
-from app.unavailable import UNAVAILABLE, unavailable_answer
-from app.upload_route import RequireMultipart
-from app.validation_answer import validation_answer
-from app.url_guard import RefuseNul
-from app.routers import audits, charts, datasets, health, jobs, keys, model_export, models, reports, solvers, sweeps
+from app import __version__
+from app.core.blobstore import blobs
+from app.auth.keys import bootstrap_key_problem, ensure_key
+from app.api.middleware.auth_gate import AuthBeforeBody
+from app.api.middleware.body_limit import BodyLimit
+from app.api.docs import install as install_api_docs
+from app.api.dashboard import FAVICON_URL, install as install_dashboard
+from app.core.db import session_factory, session_scope
+from app.jobs.idempotency import RefuseUnhonoured
+from app.core.observability import JOBS_COLLECTORS, REGISTRY, JobsCollector, RequestContext, configure_logging
+from app.core.settings import get_settings
+from app.render.static_assets import PLOTLY_JS_DIR
+from app.core.files import clear_stale
+from app.api.unavailable import UNAVAILABLE, unavailable_answer
+from app.api.upload_route import RequireMultipart
+from app.api.validation_answer import validation_answer
+from app.api.middleware.url_guard import RefuseNul
+from app.api.routes import audits, charts, datasets, health, jobs, keys, model_export, models, reports, solvers, sweeps
 
 log = logging.getLogger("fairsolve.api")
 
@@ -37,7 +38,7 @@ def register_bootstrap_key() -> None:
     """``FAIRSOLVE_BOOTSTRAP_API_KEY``: an admin key for ``FAIRSOLVE_BOOTSTRAP_OWNER``, registered (hashed) at start-up.
 
     The API refuses to start (RuntimeError) with a weak key, or with none outside the embedded defaults
-    (:func:`app.auth.bootstrap_key_problem`); a key revoked earlier stays revoked."""
+    (:func:`app.auth.keys.bootstrap_key_problem`); a key revoked earlier stays revoked."""
     settings = get_settings()
     if (problem := bootstrap_key_problem(settings.bootstrap_api_key, settings.database_url_env is None)) is not None:
         raise RuntimeError(f"refusing to start: {problem}")
@@ -53,7 +54,7 @@ def register_bootstrap_key() -> None:
 
 
 def clear_stale_uploads() -> None:
-    """Partial files a crashed upload left in storage/tmp (see :func:`app.storage.clear_stale`)."""
+    """Partial files a crashed upload left in storage/tmp (see :func:`app.core.files.clear_stale`)."""
     settings = get_settings()
     removed = clear_stale(settings.storage_dir / "tmp", settings.tmp_stale_s)
     if removed:
@@ -77,7 +78,7 @@ async def lifespan(app: FastAPI):
 def create_app() -> FastAPI:
     settings = get_settings()
     configure_logging(settings.log_format, settings.log_level)
-    app = FastAPI(title="FairSolve", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
+    app = FastAPI(title="FairSolve", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Train models under fairness constraints, as a service. Every `/api/v1` route "
                               "needs an API key: `Authorization: Bearer <key>`.")
     for module in (health, datasets, jobs, charts, sweeps, solvers, keys, audits, models, model_export, reports):
@@ -93,7 +94,7 @@ def create_app() -> FastAPI:
     install_api_docs(app, FAVICON_URL)  # /docs with Swagger UI's assets served from the app (no CDN)
 
     async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
-        """An exhausted pool or a database outage: a 503 the client may retry (:mod:`app.unavailable`)."""
+        """An exhausted pool or a database outage: a 503 the client may retry (:mod:`app.api.unavailable`)."""
         return unavailable_answer(exc, request.method, request.url.path)
 
     app.add_exception_handler(RequestValidationError, validation_answer)  # its echo of the input bounded

@@ -47,7 +47,7 @@ class ApiKey(Base):
 
 class DashboardSession(Base):
     """A dashboard sign-in: the SHA-256 of the session id held in the cookie, mapped to the key it was opened with
-    (see :mod:`app.sessions`)."""
+    (see :mod:`app.auth.sessions`)."""
 
     __tablename__ = "dashboard_sessions"
 
@@ -159,7 +159,7 @@ class TrajectoryPoint(Base):
 class Baseline(Base):
     """The unconstrained (``erm``) model on one dataset, split, features, target, groups, model and objective,
     computed once and shown beside every job on them. ``key`` (unique) is the SHA-256 of those spec fields
-    (:mod:`app.baselines`); ``result``: per split accuracy, balanced accuracy, AUC, and the exact fairness
+    (:mod:`app.jobs.baselines`); ``result``: per split accuracy, balanced accuracy, AUC, and the exact fairness
     report of the job spec's constraints."""
 
     __tablename__ = "baselines"

@@ -45,6 +45,11 @@ def problem_fields(job_spec: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in job_spec.items() if k in ProblemSpec.model_fields}
 
 
+def problem_spec(job_spec: dict) -> ProblemSpec:
+    """A job's stored spec (the API body, plus the notes stored beside it) as the library's :class:`ProblemSpec`."""
+    return ProblemSpec.model_validate(problem_fields(job_spec))
+
+
 class JobCreate(ProblemSpec):
     """A job: a dataset and the problem to solve on it (see ``GET /api/v1/solvers``)."""
 

@@ -13,8 +13,8 @@ import shutil
 
 import uvicorn
 
-from app.auth import bootstrap_key_problem
-from app.settings import get_settings
+from app.auth.keys import bootstrap_key_problem
+from app.core.settings import get_settings
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # uvicorn kills (and replaces) a server process that leaves its supervisor's ping unanswered this long, dropping

@@ -298,7 +298,7 @@ class _Resource:
     data: dict[str, Any] = field(repr=False)
     collection = ""   # the API's path segment
     unit = ""         # what the progress bar counts
-    long_poll = False  # whether its GET takes ``wait_s`` (the API's long-poll, :mod:`app.job_wait`)
+    long_poll = False  # whether its GET takes ``wait_s`` (the API's long-poll, :mod:`app.jobs.wait`)
 
     @property
     def path(self) -> str:

@@ -143,7 +143,7 @@ class FairClassifier(ClassifierMixin, BaseEstimator):
         Torch's intra-op threads while fitting and predicting (restored after): None = 1, as a worker process
         on a machine whose cores its pool shares; -1 = every core; k = k threads. More threads only help large
         tensor operations on an idle machine: on a busy one they wait on each other (Adult, 24k rows, SSG:
-        ``bench/results/estimator_speed.md``).
+        ``bench/system/results/estimator_speed.md``).
     max_iter, time_limit_s, random_state, device, exact_enforcement
         The job's ``max_iterations``, ``time_limit_s``, ``seed``, ``device`` and ``exact_enforcement`` (after
         the solve, the exact constraint enforced on the training data as the service does).

@@ -2,9 +2,9 @@
 
 from alembic import context
 
-from app.db import make_engine
+from app.core.db import make_engine
 from app.models import Base
-from app.settings import get_settings
+from app.core.settings import get_settings
 
 config = context.config
 target_metadata = Base.metadata

@@ -38,7 +38,7 @@ solvers dedicated to the spec's constraint types — each within what is left of
    refinements) once some strong row meets every tolerance with margin: worst exact value on the judging
    split and on train ≤ :data:`KEEP` ε_j. SSG comes first (the cheapest iteration of the portfolio); on Adult
    (sex, DP ≤ 0.02, linear, seed 0) it gives such a row, so auto runs 4 solves instead of 13 and returns the
-   same model (``bench/promise.py --headline``). The accuracy a later candidate might have added is traded
+   same model (``bench/quality/promise.py --headline``). The accuracy a later candidate might have added is traded
    for time; ``exhaustive: true`` runs them all.
 5. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances (and temperatures),
    validation accuracy, exact validation and train gaps, seconds, outcome ("meets" when v_j ≤ ε_j and t_j ≤ ε_j
@@ -49,7 +49,7 @@ solvers dedicated to the spec's constraint types — each within what is left of
    (``margin_met``; its ``unseen_bound`` is the margin's bound) and is never tightened: its fitting rows' gaps are
    ≤ ε − m by construction, and a tighter ε' would spend accuracy the tolerance allows. The train value counts
    too: among a dozen rows judged on one validation split of ~1,000 rows the one whose validation gap happens to
-   fall below ε is a winner's curse (``bench/results/promise.md``, COMPAS equalized odds: selected rows with
+   fall below ε is a winner's curse (``bench/quality/results/promise.md``, COMPAS equalized odds: selected rows with
    validation gap ≤ ε had train gaps of 2–5 ε and test gaps of 0.05–0.15), and a row fitted on the validation
    split (``group_thresholds`` chooses its thresholds there) is judged out of sample only by its train value.
    For the same reason the meeting rows with B ≤ :data:`SELECT_DELTA` — those that meet with group_thresholds'
@@ -57,7 +57,7 @@ solvers dedicated to the spec's constraint types — each within what is left of
    (under a guarantee) the meeting rows whose model the exact threshold correction that follows can shift
    (:func:`solvers.fairness.enforce.shiftable`: a linear score model) are preferred in turn: the guarantee fits
    that correction on train ∪ validation when the tolerance is unverifiable, and a randomised (reductions) or
-   thresholded (group_thresholds) row keeps the gap it has on train alone (``bench/results/promise.md``, COMPAS:
+   thresholded (group_thresholds) row keeps the gap it has on train alone (``bench/quality/results/promise.md``, COMPAS:
    the reductions rows selected under a guarantee with exact train gaps ≤ 0.006 had validation gaps of 0.034–0.10). Among rows that are neither
    diverged, near-constant nor weak and meet (so narrowed), those whose validation accuracy is within :data:`TIE_SE`
    standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told apart by n validation
@@ -121,7 +121,7 @@ SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
 }
 #: per model type, the settings that replace :data:`SETTINGS`' for it. gbdt ``group_thresholds``: cross-fitted on
 #: train ∪ validation (3 folds, the base refitted on all of them) over LightGBM's own hyper-parameters: on the
-#: population protocol (bench/population.py, 20,000-row bootstrap samples, DP ≤ 0.05, 6 samples, population
+#: population protocol (bench/quality/population.py, 20,000-row bootstrap samples, DP ≤ 0.05, 6 samples, population
 #: accuracy @ population DP) Adult 0.8668 @ 0.038 against 0.8575 @ 0.029 for the validation split alone over the
 #: tuned base, bank 0.9041 @ 0.026 against 0.8956 @ 0.023, every sample ≤ ε; its promise is its population margin
 #: (step 5), as its fitting rows include the validation split

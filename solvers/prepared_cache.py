@@ -7,7 +7,7 @@ jobs on one dataset (a sweep, a user trying solvers, a job and its unconstrained
 
 Keys: ``(table_key, prepare_key(spec))``, where ``table_key`` is the caller's name for the table's content (the
 worker: the stored file's SHA-256, its format and reading options, as its table cache,
-:func:`app.storage.load_table`) and :func:`prepare_key` the canonical JSON of the prepare fields: another split
+:func:`app.datasets.storage.load_table`) and :func:`prepare_key` the canonical JSON of the prepare fields: another split
 seed, target, feature list or grouping is another entry, and a file of other content another key. A hit still
 runs the checks of the spec that depend on its other fields (:func:`~solvers.spec.check_spec_against_table`, the
 model's size on the encoder's width), so a spec is refused exactly as without the cache.

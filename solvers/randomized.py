@@ -14,7 +14,7 @@ f(x) > 0" and P(y = 1 | x) = σ(f(x)), so the module's score is
 sigmoid surrogate of a rate constraint) are those of the randomised classifier Q, while the job's
 prediction 1{f_Q > 0} = 1{p_Q > ½} is Q's weighted majority vote (``decision="majority"``, the default: the
 scores stay Q's probabilities). The exact metrics the job reports (accuracy, DP, ...) are then those of the
-majority vote, which need not keep Q's fairness (``bench/reductions.py`` reports both).
+majority vote, which need not keep Q's fairness (``bench/quality/reductions.py`` reports both).
 
 ``decision="draw"`` instead makes every row's prediction one draw of Q, deterministic per row: with
 u(x) = frac(|xᵀr|) ∈ [0, 1), r ~ N(0, 1000² I) drawn once under the solve's seed and stored (``draw``, (d,)),

@@ -8,7 +8,7 @@
   so audits created or changed through the API take effect without a restart.
 * ``run_audit(run_id)`` (queue ``audits``, consumed by workers of its own): ``queued → running`` is again a
   compare-and-set that also counts the start (``starts``, the start's fence token), so a duplicate message
-  does nothing. In a child process under a hard time and memory limit (:mod:`app.sandbox`) it scores the data
+  does nothing. In a child process under a hard time and memory limit (:mod:`app.core.sandbox`) it scores the data
   with the job's model (or reads a prediction log's own output, :mod:`app.audits.logs`), summarises the scores
   per group and measures their drift against the previous and the pinned baseline run (:mod:`app.audits.drift`),
   each cap of :mod:`app.audits.caps` checked before the work it bounds. A prediction log stored as a dataset
@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select, update
 
-from app.artifacts import artifact_file
+from app.jobs.artifacts import artifact_file
 from app.audits.drift import compare, summarise
 from app.audits.log_stream import log_frames, tally
 from app.audits.logs import log_of
@@ -47,12 +47,12 @@ from app.audits.caps import check_metrics, check_scoring
 from app.audits.runs import active_runs, new_run, next_run_at, send_alert, send_run
 from app.audits.sources import Data, SourceError, read_source
 from app.audits.webhooks import WebhookRefused, check_destination
-from app.blobstore import dataset_file, model_file
-from app.db import session_scope
+from app.core.blobstore import dataset_file, model_file
+from app.core.db import session_scope
 from app.models import Alert, Artifact, Audit, AuditRun, Dataset, Job, UploadedModel, utcnow
-from app.sandbox import ChildError, Limited, run_limited
-from app.settings import get_settings
-from app.storage import TableLimits, iter_chunks, load_table
+from app.core.sandbox import ChildError, Limited, run_limited
+from app.core.settings import get_settings
+from app.datasets.storage import TableLimits, iter_chunks, load_table
 from solvers import SpecError
 from worker.celery_app import celery_app
 
@@ -233,7 +233,7 @@ def _streams(audit: Audit, dataset: Dataset | None, specs: list[MetricSpec]) -> 
 
 def _batches(dataset: Dataset, path, columns: list[str]):
     """The dataset's file ``path`` in batches: Parquet through pyarrow (only ``columns``, text as dictionaries);
-    CSV through the dataset's own chunked reader (:func:`app.storage.iter_chunks`: its delimiter, header and
+    CSV through the dataset's own chunked reader (:func:`app.datasets.storage.iter_chunks`: its delimiter, header and
     missing values, the same parse as the table read whole)."""
     options = dataset.read_options or {}
     if dataset.format == "parquet":
@@ -249,7 +249,7 @@ def _drift(summary: dict[str, Any], previous: AuditRun | None, baseline: AuditRu
 @celery_app.task(name="fairsolve.run_audit", time_limit=settings.audit_time_limit_s + 120)
 def run_audit(run_id: str) -> str:
     """Claim the run, compute its report in a child process under ``FAIRSOLVE_AUDIT_TIME_LIMIT_S`` and
-    ``FAIRSOLVE_AUDIT_MEMORY_BYTES`` (:mod:`app.sandbox`; stopped as soon as another start holds the run), and
+    ``FAIRSOLVE_AUDIT_MEMORY_BYTES`` (:mod:`app.core.sandbox`; stopped as soon as another start holds the run), and
     store it as this start (:func:`_store`). Every failure fails the run with its message; Celery's
     ``time_limit`` is the last resort should the worker itself hang."""
     inputs = _inputs(run_id)

@@ -1,5 +1,5 @@
 """Celery task ``compute_baseline(baseline_id)``: the unconstrained (``erm``) model of a baseline row
-(:mod:`app.baselines`) on its dataset and split, stored as per-split accuracy, balanced accuracy, AUC
+(:mod:`app.jobs.baselines`) on its dataset and split, stored as per-split accuracy, balanced accuracy, AUC
 and the exact fairness report of the spec's constraints.
 
 Delivery is at-least-once and the ERM solve is deterministic, so a redelivered or duplicate message
@@ -13,7 +13,7 @@ import traceback
 
 from sqlalchemy import update
 
-from app.db import session_scope
+from app.core.db import session_scope
 from app.models import Baseline, Dataset, utcnow
 from solvers import ProblemSpec, run
 from worker.celery_app import celery_app

@@ -1,58 +1,28 @@
-"""The Celery application.
+"""The Celery application of the worker processes: ``app.core.celery``'s, with the tasks and process signals.
 
-Delivery is at-least-once: tasks are acknowledged after they finish
-(``task_acks_late``) and given back to the broker when the worker process dies
-(``task_reject_on_worker_lost``); a worker takes one task at a time. Job state
-lives in the database, not in Celery's result backend, so no backend is configured.
-Queues: ``cpu`` (default) and ``gpu`` (jobs with ``device: "cuda"``), ``audits`` (audit runs and their webhooks,
-:mod:`app.audits.runs`), and ``housekeeping`` for beat's periodic
-tasks (the reaper of stale jobs, the re-sender of lost jobs, the audit trigger): a worker of its own consumes it, so a long job never
-holds them up (``make run``'s launcher and docker-compose start one).
+``celery -A worker.celery_app worker|beat`` loads this module: it registers the task modules (``worker.tasks``,
+``worker.audits``, ``worker.baselines``) and connects the signals that set up a pool process (logs, heap, threads).
+The API sends through ``app.core.celery`` and never imports this module.
 """
 
 from __future__ import annotations
 
 import os
 
-from celery import Celery
 from celery.signals import setup_logging, worker_process_init
 
-from app.settings import get_settings
-from worker import broker_bell  # noqa: F401  (registers the embedded broker's transport, ``sqlabell+sqlite``)
+from app.core.celery import BEAT_SCHEDULE, HOUSEKEEPING_QUEUE, QUEUE_FOR_DEVICE, celery_app, settings
 
-settings = get_settings()
-HOUSEKEEPING_QUEUE = "housekeeping"
+__all__ = ["BEAT_SCHEDULE", "HOUSEKEEPING_QUEUE", "QUEUE_FOR_DEVICE", "celery_app"]
 
-BEAT_SCHEDULE = {
-    "reap-stale-jobs": {"task": "fairsolve.reap_stale_jobs", "schedule": settings.reap_every_s},
-    "resend-lost-jobs": {"task": "fairsolve.resend_lost_jobs", "schedule": settings.resend_every_s},
-    "trigger-due-audits": {"task": "fairsolve.trigger_due_audits", "schedule": settings.audit_trigger_every_s},
-}
-
-celery_app = Celery("fairsolve", broker=settings.broker_url,
-                    include=["worker.tasks", "worker.audits", "worker.baselines"])
-celery_app.conf.update(
-    task_default_queue="cpu",
-    task_acks_late=True,
-    task_reject_on_worker_lost=True,
-    task_ignore_result=True,
-    worker_prefetch_multiplier=1,
-    worker_hijack_root_logger=False,
-    broker_connection_retry_on_startup=True,
-    broker_transport_options=settings.broker_transport_options,  # visibility timeout, key prefix
-    timezone="UTC",
-    enable_utc=True,
-    beat_schedule=BEAT_SCHEDULE,
-    task_routes={entry["task"]: {"queue": HOUSEKEEPING_QUEUE} for entry in BEAT_SCHEDULE.values()},  # every beat task
-)
-
-QUEUE_FOR_DEVICE = {"cuda": "gpu", "cpu": "cpu", "auto": "cpu"}
+TASK_MODULES = ["worker.tasks", "worker.audits", "worker.baselines"]
+celery_app.conf.include = TASK_MODULES
 
 
 @setup_logging.connect
 def _structured_logs(**_) -> None:
-    """Workers and beat log like the API (JSON lines with the job id; see ``app.observability``)."""
-    from app.observability import configure_logging
+    """Workers and beat log like the API (JSON lines with the job id; see ``app.core.observability``)."""
+    from app.core.observability import configure_logging
 
     configure_logging(settings.log_format, settings.log_level)
 

@@ -10,7 +10,7 @@ thread at its next iteration (the job then fails with it).
 
 Every ``checkpoint_every_s`` seconds the solver hands over its whole state
 (:mod:`solvers.checkpoint`); the observer stores it as a new object (``checkpoint_key(iteration)`` in ``store``,
-:mod:`app.blobstore`: a file written atomically, or an object any host can read), then names it in the job's
+:mod:`app.core.blobstore`: a file written atomically, or an object any host can read), then names it in the job's
 progress together with every buffered row up to it (one write), and only then removes the checkpoint it named
 before. A start paused or killed between the two steps leaves the job naming the previous checkpoint, which is
 still there. A redelivered job resumes from the named one (``worker.tasks``), on this host or another.
@@ -39,16 +39,13 @@ import numpy as np
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.jobs.lifecycle import StaleAttempt
 from app.models import Job, TrajectoryPoint, utcnow
 from solvers import checkpoint as ckpt
 from solvers.observer import IterationRecord, Observer
 
 if TYPE_CHECKING:
-    from app.blobstore import BlobStore
-
-
-class StaleAttempt(RuntimeError):
-    """This start of the job was superseded (fenced off): it must stop without writing anything more."""
+    from app.core.blobstore import BlobStore
 
 
 class PersistingObserver(Observer):

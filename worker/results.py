@@ -1,5 +1,5 @@
 """What the worker stores of a solve's :class:`~solvers.api.RunOutput`: JSON-ready values, the job's promise fields,
-and the summary a baseline row keeps (:mod:`app.baselines`)."""
+and the summary a baseline row keeps (:mod:`app.jobs.baselines`)."""
 
 from __future__ import annotations
 

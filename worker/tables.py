@@ -10,11 +10,11 @@ from typing import Callable
 
 import pandas as pd
 
-from app.blobstore import dataset_file
+from app.core.blobstore import dataset_file
 from app.models import Dataset
-from app.read_options import cache_key
-from app.settings import get_settings
-from app.storage import load_table
+from app.datasets.read_options import cache_key
+from app.core.settings import get_settings
+from app.datasets.storage import load_table
 from solvers import ProblemSpec
 from solvers.api import Prepared
 from solvers.prepared_cache import PreparedCache

@@ -30,16 +30,16 @@ import csv
 import io
 import json
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from app.render import TEMPLATES_DIR
 from app.sweeps.report import safe_cell
 
 FOUR_FIFTHS = 0.8
 FOUR_FIFTHS_STATS = ("selection_rate",)
-TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
+TEMPLATES = Environment(loader=FileSystemLoader(TEMPLATES_DIR),
                         autoescape=select_autoescape(["html"]))
 
 EXPLANATIONS: dict[str, tuple[str, str]] = {

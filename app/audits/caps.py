@@ -10,7 +10,7 @@ r"""An audit run's size, checked before the work it bounds (each refusal is a :c
   resamples (:data:`app.audits.metrics.N_BOOT`); a group weighs as 100 rows, as each resample's per-group
   statistics and their intervals are kept per group.
 
-The run's process has a hard time and memory limit besides (:mod:`app.sandbox`): these caps fail a run that
+The run's process has a hard time and memory limit besides (:mod:`app.core.sandbox`): these caps fail a run that
 could not finish at once, with the figure, instead of after the limit.
 """
 from __future__ import annotations

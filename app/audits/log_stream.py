@@ -59,7 +59,7 @@ def log_frames(path: Path, columns: list[str], batch_rows: int = BATCH_ROWS,
                missing_values: list[str] | None = None) -> Iterator[pd.DataFrame]:
     """The ``columns`` of the Parquet or CSV file at ``path`` as pandas frames of at most ``batch_rows`` rows
     (module docstring); Parquet is told by its magic bytes. ``missing_values``: text cells equal to one of these
-    markers (stripped) are missing, as the dataset's reader has them (:mod:`app.read_options`)."""
+    markers (stripped) are missing, as the dataset's reader has them (:mod:`app.datasets.read_options`)."""
     for frame in _frames(path, columns, batch_rows):
         yield _masked(frame, missing_values) if missing_values else frame
 

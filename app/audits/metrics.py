@@ -429,7 +429,7 @@ class MetricSpec(BaseModel):
         try:
             metric.Options.model_validate(self.model_extra or {})
         except Exception as exc:
-            errors = getattr(exc, "errors", lambda: [{"loc": (), "msg": str(exc)}])()
+            errors = exc.errors() if hasattr(exc, "errors") else [{"loc": (), "msg": str(exc)}]
             first = errors[0]
             field = ".".join(map(str, first["loc"])) or "options"
             raise ValueError(f"{self.type}: field {field!r}: {first['msg']}") from None

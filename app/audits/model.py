@@ -8,7 +8,7 @@ job's dataset gives the encoder the job trained with). Weights are the job's ``w
 (safetensors, never a pickle), reloaded with :func:`~solvers.algorithms.auc_postprocess.restore_model`
 so post-processed models keep their group shift.
 
-**Audit model file** (what ``fairsolve audit run --model`` reads, served by
+**Audit model file** (what ``fairsolve-admin audit run --model`` reads, served by
 ``GET /api/v1/jobs/{job_id}/audit-model``): the weights as safetensors with the metadata of
 :mod:`app.audits.model_file` (read there without torch). A job's plain weights artifact carries no
 encoder, so it cannot be audited on its own.
@@ -19,7 +19,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 from safetensors import SafetensorError

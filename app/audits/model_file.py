@@ -15,8 +15,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from safetensors import SafetensorError, safe_open
 
-from app.schemas import problem_fields
-from app.strict_json import strict_loads
+from app.schemas import problem_spec  # noqa: F401 - read with the file (app.audits.model, app.audits.export)
+from app.core.strict_json import strict_loads
 from solvers import ProblemSpec
 from solvers.encoding import TableEncoder
 from solvers.spec import MAX_GBDT_TEXT_BYTES, MAX_PARAMETERS
@@ -26,11 +26,6 @@ FORMAT_KEY, FORMAT_VERSION = "fairsolve_audit_model", "1"
 
 class ModelError(ValueError):
     """The model cannot be loaded or applied; the message says why."""
-
-
-def problem_spec(job_spec: dict) -> ProblemSpec:
-    """A job's stored spec (the API body, plus the notes stored beside it) as the library's :class:`ProblemSpec`."""
-    return ProblemSpec.model_validate(problem_fields(job_spec))
 
 
 def read_metadata(path: Path) -> dict[str, str]:

@@ -39,13 +39,13 @@ def active_runs(db: Session, owner: str) -> int:
 
 
 def send_run(run_id: str) -> None:
-    from worker.celery_app import celery_app
+    from app.core.celery import celery_app
 
     celery_app.send_task(RUN_AUDIT, args=[run_id], queue=AUDIT_QUEUE, task_id=f"audit-run-{run_id}")
 
 
 def send_alert(alert_id: str) -> None:
-    from worker.celery_app import celery_app
+    from app.core.celery import celery_app
 
     celery_app.send_task(DELIVER_ALERT, args=[alert_id], queue=AUDIT_QUEUE)
 

@@ -20,7 +20,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 import pandas as pd
 
-from app.storage import DatasetError, TableLimits, read_upload, stream_to_disk
+from app.datasets.storage import DatasetError, TableLimits, read_upload, stream_to_disk
 
 
 class SourceError(ValueError):

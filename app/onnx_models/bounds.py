@@ -41,7 +41,7 @@ class GraphLimits:
 
     @classmethod
     def from_settings(cls, settings=None) -> "GraphLimits":
-        from app.settings import get_settings
+        from app.core.settings import get_settings
 
         settings = settings or get_settings()
         return cls(settings.onnx_max_tensor_bytes, settings.onnx_max_block_ops)

@@ -55,7 +55,7 @@ META_KEY = "fairsolve_audit"
 OUTPUTS = ("logit", "score", "decision")
 _ACTIVATIONS = {"relu": "Relu", "tanh": "Tanh"}
 # The constants of the solver library's modules this graph reproduces, written here because those modules load
-# torch and the API builds the graph without it (tests/app/test_onnx_models.py checks they agree):
+# torch and the API builds the graph without it (tests/app/onnx_models/test_onnx_models.py checks they agree):
 THRESHOLD_BUFFERS = ("columns", "scale", "lo", "hi", "label", "thresholds", "cumulative", "key")  # group_thresholds
 THRESHOLD_HASH = 43758.5453   # group_thresholds._HASH: u(x) = frac(HASH · sin(κᵀx))
 RANDOMIZED_CLIP = 1e-6        # solvers.randomized.CLIP: f_Q = logit(clip(p_Q, δ, 1 − δ))

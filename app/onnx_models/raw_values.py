@@ -34,7 +34,7 @@ def speaks_fairsolve(producer: str, doc: str) -> bool:
 
 def file_text(path: Path, fmt: str, options: dict[str, Any]) -> FileText:
     """A reader of the stored table's text columns as written (no cell read as missing)."""
-    from app.storage import iter_chunks
+    from app.datasets.storage import iter_chunks
 
     def read(columns: list[str]) -> pd.DataFrame:
         raw = {**options, "missing_values": []}

@@ -11,9 +11,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from app.charts import sweeps as sweep_charts
-from app.charts.labels import figure_json
-from app.static_assets import plotly_js
+from app.render.charts import sweeps as sweep_charts
+from app.render.charts.labels import figure_json
+from app.render.static_assets import plotly_js
+from app import __version__
 from app.models import Dataset, Job, Sweep
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -29,8 +30,7 @@ def code_version() -> str:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
                               timeout=5, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        from app.main import app
-        return app.version
+        return __version__
 
 
 def safe_cell(value: Any) -> Any:

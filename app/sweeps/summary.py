@@ -22,7 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from app.models import Job
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import Job, Sweep
 
 MAXIMISE = {"accuracy", "balanced_accuracy", "roc_auc", "auc"}
 SPLITS = ("test", "validation")
@@ -158,3 +161,12 @@ def pareto_front(points: list[dict[str, Any]], x: str, y: str, split: str = "tes
     front = [p for a, b, p in cands
              if not any(a2 <= a and b2 <= b and (a2 < a or b2 < b) for a2, b2, _ in cands)]
     return sorted(front, key=lambda p: value(p, x))
+
+
+def sweep_jobs(db: Session, sweep_id: str) -> list[Job]:
+    return list(db.scalars(select(Job).where(Job.sweep_id == sweep_id).order_by(Job.created_at)))
+
+
+def default_axes(sweep: Sweep) -> tuple[str, str]:
+    constraints = sweep.spec["base"].get("constraints") or []
+    return (constraints[0]["type"] if constraints else "demographic_parity"), "accuracy"

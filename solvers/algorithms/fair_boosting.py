@@ -31,7 +31,7 @@ it is large enough to move the rates within the 200 default rounds (Adult, sex, 
 more on ``planted_table``).
 
 Many groups (issue 18). Measured on Adult by race (5 groups of 163 to 16,689 train rows, DP ≤ 0.02, seed 0) and
-on five planted groups of 45 / 25 / 15 / 10 / 5 % of 4,000 rows (``tests/unit/test_fair_boosting.unequal_groups``,
+on five planted groups of 45 / 25 / 15 / 10 / 5 % of 4,000 rows (``tests/solvers/algorithms/test_fair_boosting.unequal_groups``,
 DP ≤ 0.05, seeds 0–2, 100 rounds; "strong": its group shifts doubled). FairGBM's implementation (loss Hessian,
 the step η_λ on every pair, the last iterate) diverged on Adult by race: train accuracy 0.70 and mean log-loss
 10⁶ after 122 rounds (test accuracy 0.567 in the bench). Three departures, each optional (``hessian="loss"``,

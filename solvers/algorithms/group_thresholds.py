@@ -21,7 +21,7 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
   half. The rule is fitted to the fold models' scores and applied to the refitted model's: a model of the same
   kind on 25 % more rows. It costs K + 1 more fits: with the tuned base below, 5 folds changed the mean test
   accuracy by −0.0004 / +0.0051 / +0.0010 on Adult / COMPAS / bank (DP ≤ 0.02, seeds 0–4) at 3.2 / 2.5 / 3.3
-  times the CPU of the job on the validation split alone (``python -m bench.gbdt_defaults``), so it is off by
+  times the CPU of the job on the validation split alone (``python -m bench.quality.gbdt_defaults``), so it is off by
   default.
 * **Safety margin** (``margin_delta``, default δ = 0.1): the rule is chosen at ε' = ε − m, m the smallest margin
   whose normal bound on P(the rule's exact gap on the POPULATION > ε) is ≤ δ — the sampling error of the rates it
@@ -74,7 +74,7 @@ rule, not a programme over ROC points, refused (422). So are loss and AUC gaps.
 
 **Decision rule (the default, ``randomized: null``).** Deterministic thresholds for one rate band (demographic
 parity, equal opportunity): exact on the selection split, no draw, found by an exact sweep in milliseconds, and
-on Adult (sex, DP ≤ 0.02, ``python -m bench.threshold_rules``) 0.0004 (linear) / 0.0006 (gbdt) below the LP's
+on Adult (sex, DP ≤ 0.02, ``python -m bench.quality.threshold_rules``) 0.0004 (linear) / 0.0006 (gbdt) below the LP's
 randomised optimum in validation accuracy, while the drawn randomised rule's realised validation DP was 0.0214
 for the gbdt base (the draw's noise over the few rows between two thresholds). Randomised for equalized odds
 and several families, where matching two rates generally needs a mixture (Hardt et al., §4) and the

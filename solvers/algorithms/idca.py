@@ -45,7 +45,7 @@ g_i(w^(k)) = f_i(w^(k)) ≤ 0 by induction from the feasible w^(0), t = 0 ∈ T 
     f0(w^(k+1)) ≤ g_0(w^(k+1)) ≤ g_0(w^(k)) = f0(w^(k))   (f0 non-increasing),
     f_i(w^(k+1)) ≤ g_i(w^(k+1)) ≤ 0                         (every outer iterate feasible, as Lemma E.3).
 
-Untightened, the same holds with ≤ ε in the second line (also tested). Measured (bench/idca_reproduction.py,
+Untightened, the same holds with ≤ ε in the second line (also tested). Measured (bench/papers/idca_reproduction.py,
 5 seeds, tuned as G.2.2): on a9a the two fronts are close (tightened: a little more test fairness for a
 little less accuracy); on bank at κ = 0.01 the tightened subproblem is empty for ε ≥ κ(β − α)/2 and
 IDCA stops at its constant start (accuracy 0.887, the majority rate), which validation then picks over
@@ -57,7 +57,7 @@ Choices (the paper's experiments, §G.2.2, and documented gaps):
 * T = ``inner_iterations`` (G.2.2: T ∈ {150, 200}, default 200); ε_k = ε constant (G.2.2:
   ε ∈ {5e-4, 1e-3, 2e-3, 5e-3}, default 1e-3). The theoretical T_k (Prop. 6.4) and ε_k (35) need M and
   ν, which are unknown in practice; the paper tunes (T, ε, K) on validation accuracy, which
-  ``bench/idca_reproduction.py`` does.
+  ``bench/papers/idca_reproduction.py`` does.
 * μ is unspecified in the paper (for a linear model A^± are already convex, so only the strong
   convexity of Assumption 6.3A needs it); default 1e-4 (a weak proximal term).
 * Empty T (v^(0) not ε-feasible, e.g. an infeasible warm start): the last inner iterate is kept
@@ -359,7 +359,6 @@ class IDCA(Algorithm):
         mu = cfg.mu
         best_val = None
         best: list[Tensor] | None = None
-        state = {}
 
         for _ in range(cfg.inner_iterations):
             ev = self._subproblem(c, jac, center)

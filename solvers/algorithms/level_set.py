@@ -31,7 +31,7 @@ Misprints resolved (see the notes beside the paper):
 * θ > 1 as Algorithm 1 requires (the experiments' θ = 1 makes ε_A = 0): default θ = 1.1.
 
 Defaults / choices the paper leaves open: batch 100 (paper), η_t = η/√(t+1) with η = 0.1
-(paper's grid {0.01, 0.1, 1}); τ_t = τ/√(t+1), τ = 10 (unspecified in the paper; ``bench.auc_reproduction``
+(paper's grid {0.01, 0.1, 1}); τ_t = τ/√(t+1), τ = 10 (unspecified in the paper; ``bench.papers.auc_reproduction``
 tunes τ ∈ {1, 10, 100} on validation: τ = 1 moves the dual weights too slowly to meet the exact constraint);
 c₁ = 0.5, c₂ = 1 from the ``auc_parity`` constraint (paper: c₂ = 1, c₁ ∈ {0.5, 1}; 0.5 satisfies Lemma 2); I = 2;
 r₀ = c₁c₂² + 0.01 (f* ≤ c₁c₂² since w = 0 is feasible when 2c₁c₂² ≤ 1 + κ); T = 500 per oracle call;

@@ -29,7 +29,7 @@ Choices the paper leaves open (documented here):
   (u, z, λ, μ) for each fairness constraint", Sec. 5.2). With w = 1 the constraint term of (9) is ~m times
   the size of one constraint's (λ_g = ρ(G_g + u_g) per row at k = 0) and the step bound
   η < 1/(L_F + 3ρM_G²) shrinks with M_G² ∝ m: on Communities & Crime (627 rows) Table 2's η = 0.1 diverges
-  in 2 iterations with w = 1 and runs with w = 1/m (bench/results/communities_crime.md).
+  in 2 iterations with w = 1 and runs with w = 1/m (bench/papers/results/communities_crime.md).
 * η_u of Table 2 is τ. Defaults: Table 2 row "Models 5.1 and 5.2" for linear models
   (η=0.001, τ=0.1, α=10, β=0.1, γ_0=0.1), row "Neural network 5.3" otherwise
   (η=0.1, τ=0.01, α=10, β=0.5, γ_0=0.1). ``eta``/``tau``/``beta`` = None means

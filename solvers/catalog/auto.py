@@ -13,7 +13,7 @@ DEFAULT_PORTFOLIO = ("ssg", "plada", "lagrangian", "penalty")
 #: per model type, the dedicated solvers tried first, cheapest first (auto stops after the first candidate that
 #: keeps every tolerance with margin). gbdt: group_thresholds boosts one base (about one LightGBM fit), fair_boosting
 #: one ensemble with the proxy gradients, reductions one LightGBM fit per oracle call (Adult, sex, DP ≤ 0.02, seed 0,
-#: job queue, quiet machine: 0.68 s / 1.61 s / 16.98 s, ``python -m bench.frontier --headline``)
+#: job queue, quiet machine: 0.68 s / 1.61 s / 16.98 s, ``python -m bench.quality.frontier --headline``)
 CHEAPEST_FIRST = {"gbdt": ("group_thresholds", "fair_boosting")}
 
 

@@ -46,16 +46,16 @@ class GroupThresholdsConfig(PrimalConfig):
         None, ge=0, le=10, description="Folds of cross-fitting (gbdt bases this job trains): the thresholds are "
         "chosen on every train and validation row, each scored by a model boosted on the other folds "
         "(solvers.gbdt.cross_fit); K + 1 more LightGBM fits. None or 0: off (the validation split alone: with the "
-        "tuned base as accurate on Adult, COMPAS and bank, bench/results/gbdt_defaults.md). 1 is refused.")
+        "tuned base as accurate on Adult, COMPAS and bank, bench/quality/results/gbdt_defaults.md). 1 is refused.")
     cross_fit_model: Literal["train", "refit"] = Field(
         "refit", description="With cross-fitting, the stored base model: 'refit' (boosted again on train + "
         "validation with the same rounds; on Adult, sex, DP ≤ 0.02 over 5 seeds the more accurate at a lower test "
-        "gap, bench/results/thresholds.md) or 'train' (the model boosted on the train split).")
+        "gap, bench/quality/results/thresholds.md) or 'train' (the model boosted on the train split).")
     base_model: Literal["tuned", "spec"] = Field(
         "tuned", description="gbdt base trained by the job: 'tuned' boosts 100 trees of 15 leaves on half the "
         "features (solvers.gbdt.threshold_base) in place of the model's n_estimators / num_leaves / colsample_bytree "
         "where they are LightGBM's defaults: about half the fit time and more accurate after the thresholds on "
-        "Adult, COMPAS and bank (bench/results/gbdt_defaults.md); 'spec': the model's hyper-parameters as they are.")
+        "Adult, COMPAS and bank (bench/quality/results/gbdt_defaults.md); 'spec': the model's hyper-parameters as they are.")
     margin_delta: float | None = Field(
         0.1, gt=0.0, le=0.5, description="Safety margin: the thresholds are chosen at a tolerance ε' ≤ ε such that "
         "the rule's exact gap on the population the rows come from (or on an unseen sample of margin_rows rows) "

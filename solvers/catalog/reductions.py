@@ -37,7 +37,7 @@ class ReductionsConfig(AlgorithmConfig):
         "one draw of Q per row, deterministic (u(x) from a seeded hash of the row's features; the score is the "
         "draw's margin), so the predictions keep Q's rates and its fairness; 'majority' = 1{Σ_k w_k h_k(x) > ½} (the "
         "score stays Q's probability P(ŷ = 1 | x), but the majority vote does not keep Q's rates: on Adult, sex, "
-        "DP ≤ 0.02 its test DP was 0.059 against Q's 0.037, `python -m bench.reductions`).")
+        "DP ≤ 0.02 its test DP was 0.059 against Q's 0.037, `python -m bench.quality.reductions`).")
     batch_size: SkipJsonSchema[None] = Field(None, description="Not used: every oracle call fits the whole training "
                                              "split (only None is accepted; not listed in the schema).")
     difference_bound: NonNegativeFloat | None = Field(

@@ -18,7 +18,7 @@ then enforced exactly on train at τ_{r+1}, with w_r = (U^train(h_r) − v^train
 bound's width predicted from the *training* split (its own bound's width rescaled to the validation size).
 
 **Verifiability.** When w_0 ≥ ε for some constraint, no model can pass the test at this validation size, not
-even one with a validation value of 0 (``bench/results/promise.md``: COMPAS by race, 636 and 420 validation rows
+even one with a validation value of 0 (``bench/quality/results/promise.md``: COMPAS by race, 636 and 420 validation rows
 per group, w_0 ≈ 0.10 for DP and 0.14 for equalized odds; Adult by race ≈ 0.04 for DP): the guarantee then
 reports ``verifiable: false`` (with ``predicted_width`` w_0) beside ``met: false``. No candidate is tested and
 no tightening sequence is run; with ``when_unverifiable = "tightest"`` (the default) the one candidate h_1 is
@@ -44,8 +44,8 @@ rows of train ∪ validation (``pooled``), the exact enforcement of every candid
 D_j of the tightest aim) is fitted there instead of on train alone. Its aim is the model's POPULATION gap: a
 band of width τ on n_g rows per group leaves the population rates of the corrected model off by the sampling
 error of those rows, Δ ≈ |τ| + O(√(Σ_g p_g(1 − p_g)/n_g)), which pooling shrinks by √(n_train/(n_train + n_val))
-(``python -m bench.promise --pooling``: an unconstrained logistic regression corrected to the tightest band on
-train or on train ∪ validation, over many splits; ``bench/results/promise.md``). The validation bound reported
+(``python -m bench.quality.promise --pooling``: an unconstrained logistic regression corrected to the tightest band on
+train or on train ∪ validation, over many splits; ``bench/quality/results/promise.md``). The validation bound reported
 beside (``best_bound``) is then computed on rows the correction was fitted on: ``aim.fitted_on`` says
 ``"train+validation"`` and the message says that the bound is not out of sample.
 
@@ -261,7 +261,7 @@ def seldonian(model, continuation, confidence: float, max_tests: int, train: tup
                         f"tolerance ({_fmt(eps)}): more validation rows, a lower confidence or a looser tolerance "
                         "is needed")
         if first_width is not None and not bool(np.all(first_width < eps)):
-            message += (f"; the tolerance cannot be verified at this validation size, so the model was aimed at "
+            message += ("; the tolerance cannot be verified at this validation size, so the model was aimed at "
                         + (f"the smallest exact {_RESOLVED[fit is train]} resolves ({_fmt(aim)})"
                            if reason == "unverifiable: tightest" else f"the tolerance ({_fmt(aim)})")
                         + (f": {reason.split('(', 1)[1].rstrip(')')}" if "(" in reason else ""))

@@ -32,10 +32,10 @@ than any useful ε) the rule at σ_max is returned and the record says the bound
 default is u_g = ∞ (``unseen_rows`` = ``math.inf``): s_g² = R_g (1 − R_g) / n_g, the error of the fitting rates
 alone, and B bounds P(the rule's POPULATION gap > ε). **Target keep-rate**: with the default δ = 0.1 a job's
 population gap is ≤ ε with probability ≥ 0.9 (the union bound over ordered pairs makes it conservative with more
-than two groups); ``tests/unit/test_threshold_margin.py`` checks it by simulation against exact population rates.
+than two groups); ``tests/solvers/fairness/test_threshold_margin.py`` checks it by simulation against exact population rates.
 A finite ``unseen_rows`` makes the promise about a fresh sample of that many rows instead (a held-out split of that
 size: the sample's own noise adds 1/u_g), with u_g = ``unseen_rows`` · c_g / Σ c (c the rate's denominators on
-the fitting rows). Measured on the population protocol (``python -m bench.population``; Adult, sex, DP ≤ 0.05,
+the fitting rows). Measured on the population protocol (``python -m bench.quality.population``; Adult, sex, DP ≤ 0.05,
 20,000-row bootstrap samples, gbdt ``group_thresholds``, 6 samples): the former default (an unseen split of the
 validation's size, σ ≤ 3/4) gave population DP 0.029 at accuracy 0.8575, the population promise 0.034 at 0.8584,
 every sample ≤ ε under both.

@@ -18,7 +18,7 @@ c_b = max_a r_a − r_b − ε ≤ 0; we write the same feasible set as one per 
 
 each with its own multiplier λ_{r,(a,b)} ≥ 0, and report per group b the paper's value max_a c_{(a,b)} = c_b (and
 Σ_a λ_{(a,b)} as its multiplier). Why: with the per-group form, while group b is the worst its constraint reads −ε,
-so its multiplier decays at the rate η_λ ε only; measured on ``tests.datagen.planted_table`` (DP ≤ 0.03), both
+so its multiplier decays at the rate η_λ ε only; measured on ``bench.common.datagen.planted_table`` (DP ≤ 0.03), both
 groups' multipliers then grew, the worst group swapped every round and the exact gap swung between 0.03 and 0.97.
 A pair's constraint reads −gap − ε once the order flips, so its multiplier decays at once (same run: the gap stays
 within a few hundredths of ε).

@@ -3,12 +3,12 @@ r"""The base model ``group_thresholds`` boosts for itself: LightGBM with fewer, 
 Post-processing by group thresholds is optimal for demographic parity / equal opportunity when its scores rank the
 rows of each group as P(y = 1 | x, g) does (Hardt et al. 2016, Thm 4.3 for the Bayes score), so its accuracy at the
 tolerance is the base model's ranking quality within each group. LightGBM's defaults (200 trees of 31 leaves on
-every feature, learning rate 0.1) overfit the tables of ``bench/frontier.py``; :data:`TUNED` grows 100 trees of 15
+every feature, learning rate 0.1) overfit the tables of ``bench/quality/frontier.py``; :data:`TUNED` grows 100 trees of 15
 leaves, each on a seeded half of the features (``colsample_bytree``; LightGBM draws it from the seed, so the trees
 stay deterministic), at the same learning rate: about half of the default fit's time, and more accurate after the
 thresholds on every table measured.
 
-Measured with ``python -m bench.gbdt_defaults`` (``bench/results/gbdt_defaults.md``; each job through
+Measured with ``python -m bench.quality.gbdt_defaults`` (``bench/quality/results/gbdt_defaults.md``; each job through
 ``solvers.run``, DP ≤ 0.02, thresholds on the validation split with the margin δ = 0.1; mean test accuracy over
 seeds 0–4; time: CPU of the job over one plain LightGBM fit of the train split with the defaults, same cell, loaded
 machine):

@@ -224,7 +224,6 @@ class PartialStatisticalParity(PartialFamily):
     def names(self) -> list[str]:
         self._require_rows()
         P, G = self.L.shape
-        iv = self.intervals
         out = []
         for side in ("lower", "upper"):
             for j in range(P):

@@ -1,21 +1,14 @@
-"""Shared fixtures of the app tests: a real SQLite database with the models' tables and one dataset ``d``."""
+"""Shared fixtures of the app tests: a real SQLite database with the models' tables and one dataset ``d``
+(:mod:`tests.support.database`), and a job's audit model files."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy.orm import sessionmaker
 
-from app.db import make_engine
-from app.models import Base, Dataset
+from tests.support.audits import audit_files
+from tests.support.database import dataset_db  # noqa: F401 - a fixture
 
 
-@pytest.fixture
-def dataset_db(tmp_path):
-    """A session factory on a fresh SQLite database holding the dataset ``d`` (owner ``t``)."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}")
-    Base.metadata.create_all(engine)
-    factory = sessionmaker(bind=engine)
-    with factory() as s, s.begin():
-        s.add(Dataset(id="d", owner="t", name="d", format="csv", stored_name="-", size_bytes=0, sha256="-", n_rows=1,
-                      n_columns=1, columns=[]))
-    yield factory
-    engine.dispose()
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A folder with a job's audit model file, its bare weights and fresh rows (:func:`tests.support.audits.audit_files`)."""
+    return audit_files(tmp_path_factory.mktemp("audit-cli"))

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.stack import BROWSER_REDIS_URL, PG_ADMIN, pg_database, start_stack, stop_stack
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import BROWSER_REDIS_URL, PG_ADMIN, pg_database, start_stack, stop_stack
 
 CHROMIUM = os.environ.get("FAIRSOLVE_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -91,3 +93,31 @@ def page(browser_context):
     page.js_errors = errors
     yield page
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+# The dashboard's owner, another owner, a dataset of the owner's and a finished job of it: one of each per module.
+
+@pytest.fixture(scope="module")
+def owner_key(web_stack):
+    return web_stack.new_key("browser-alice")
+
+
+@pytest.fixture(scope="module")
+def other_key(web_stack):
+    return web_stack.new_key("browser-mallory")
+
+
+@pytest.fixture(scope="module")
+def dataset(web_stack, owner_key):
+    with web_stack.client(owner_key) as client:
+        return upload(client, planted_table(600, seed=1), name="planted-api")
+
+
+@pytest.fixture(scope="module")
+def succeeded_job(web_stack, owner_key, dataset):
+    with web_stack.client(owner_key) as client:
+        resp = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=60))
+        assert resp.status_code == 202, resp.text
+        job = web_stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"}, timeout=90)
+    assert job["status"] == "succeeded", job["error"]
+    return job

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.browser.test_dashboard import dataset, owner_key, sign_in, succeeded_job  # noqa: F401 - fixtures
+from tests.support.browser import sign_in
 
 pytestmark = pytest.mark.integration
 SECTIONS = ("#report-header", "#summary", "#summary-table", "section.attribute", "table.group-table",
@@ -103,7 +103,7 @@ def test_the_job_page_and_the_job_report_give_one_interval_for_the_test_gap(web_
                                                                             page):
     """Issue 30 item 6: the job page (Clopper–Pearson, the job's fairness report) and the bias report (a bootstrap
     of the same predictions) gave different 95 % intervals for the same test DP."""
-    from app.dashboard.pages import fmt_num
+    from app.api.dashboard.pages import fmt_num
 
     [entry] = succeeded_job["result"]["fairness"]
     low, high = entry["test"]["ci"]

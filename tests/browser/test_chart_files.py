@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_dashboard import dataset, owner_key, succeeded_job  # noqa: F401 - fixtures
-
 pytestmark = pytest.mark.integration
 
 

@@ -15,8 +15,8 @@ import threading
 import httpx
 import pytest
 
-from tests.browser.test_dashboard import owner_key, other_key, sign_in  # noqa: F401 - fixtures
-from tests.stack import free_port
+from tests.support.browser import sign_in
+from bench.common.stack import free_port
 
 pytestmark = pytest.mark.integration
 

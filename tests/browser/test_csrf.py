@@ -14,9 +14,9 @@ import threading
 import httpx
 import pytest
 
-from tests.browser.test_dashboard import dataset, owner_key, sign_in, succeeded_job  # noqa: F401 - fixtures
-from tests.integration.test_job_flow import job_spec
-from tests.stack import free_port
+from tests.support.browser import sign_in
+from bench.common.jobs import job_spec
+from bench.common.stack import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -8,40 +8,13 @@ import re
 
 import pytest
 
-from tests.datagen import compas_like_table, planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import compas_like_table, planted_table
+from bench.common.jobs import job_spec, upload
+from tests.support.browser import shot, sign_in
 
 pytestmark = pytest.mark.integration
 
 ACTIVE = ("queued", "waiting", "running")
-
-
-@pytest.fixture(scope="module")
-def owner_key(web_stack):
-    return web_stack.new_key("browser-alice")
-
-
-@pytest.fixture(scope="module")
-def other_key(web_stack):
-    return web_stack.new_key("browser-mallory")
-
-
-@pytest.fixture(scope="module")
-def dataset(web_stack, owner_key):
-    with web_stack.client(owner_key) as client:
-        return upload(client, planted_table(600, seed=1), name="planted-api")
-
-
-def sign_in(page, stack, key: str, path: str = "/") -> None:
-    page.goto(stack.url + path)
-    page.wait_for_url(re.compile(r"/signin\?next="))
-    page.fill("#api_key", key)
-    page.click("#signin-form button[type=submit]")
-    page.wait_for_url(re.compile(re.escape(stack.url + path) + r"$"))
-
-
-def shot(page, tmp_path, name: str) -> None:
-    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
 
 
 def assert_hidden_from(page, stack, key: str, paths: list[str]) -> None:
@@ -235,16 +208,6 @@ def test_another_owners_pages_are_404(web_stack, owner_key, other_key, dataset, 
     assert response.status == 404 and "not found" in page.inner_text(".error-page")
     shot(page, tmp_path, "other-owner-404")
     assert_hidden_from(page, web_stack, other_key, [f"/jobs/{job_id}", f"/datasets/{dataset['id']}"])
-
-
-@pytest.fixture(scope="module")
-def succeeded_job(web_stack, owner_key, dataset):
-    with web_stack.client(owner_key) as client:
-        resp = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=60))
-        assert resp.status_code == 202, resp.text
-        job = web_stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"}, timeout=90)
-    assert job["status"] == "succeeded", job["error"]
-    return job
 
 
 def test_audit_form_run_history_and_alert(web_stack, owner_key, other_key, dataset, succeeded_job, page, tmp_path):

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from tests.browser.test_dashboard import sign_in
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from tests.support.browser import sign_in
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 pytestmark = pytest.mark.integration
 

@@ -7,11 +7,11 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.auth import Caller
-from app.sessions import SESSION_COOKIE
-from app.dashboard import install
-from app.dashboard.pages import page_caller, safe_next
-from app.deps import get_db
+from app.auth.keys import Caller
+from app.auth.sessions import SESSION_COOKIE
+from app.api.dashboard import install
+from app.api.dashboard.pages import page_caller, safe_next
+from app.api.deps import get_db
 from app.models import Dataset
 
 

@@ -6,24 +6,14 @@ the guarantee."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
-from tests.browser.test_dashboard import dataset, owner_key, shot, sign_in  # noqa: F401 - fixtures
-from tests.integration.test_job_flow import job_spec
+from tests.support.browser import shot, sign_in
+from bench.common.jobs import job_spec
+from tests.support.jobs import job_when
 
 pytestmark = pytest.mark.integration
-
-
-def wait_for(client, job_id: str, ready, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = client.get(f"/api/v1/jobs/{job_id}").json()
-        if ready(job):
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} never got ready: {job}")
 
 
 def test_job_page_shows_badges_warning_and_baseline(web_stack, owner_key, dataset, page, tmp_path):  # noqa: F811
@@ -34,7 +24,7 @@ def test_job_page_shows_badges_warning_and_baseline(web_stack, owner_key, datase
     with web_stack.client(owner_key) as client:
         resp = client.post("/api/v1/jobs", json=spec)
         assert resp.status_code == 202, resp.text
-        job = wait_for(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed") and (
+        job = job_when(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed") and (
             j["baseline"] or {}).get("status") in ("succeeded", "failed"))
     assert job["status"] == "succeeded", job["error"]
     assert job["baseline"]["status"] == "succeeded", job["baseline"]["error"]
@@ -102,7 +92,7 @@ def test_auto_job_shows_what_it_tried_and_traces_the_exact_metric(web_stack, own
     with web_stack.client(owner_key) as client:
         resp = client.post("/api/v1/jobs", json=spec)
         assert resp.status_code == 202, resp.text
-        job = wait_for(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
+        job = job_when(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
         traj = client.get(f"/api/v1/jobs/{job['id']}/trajectory").json()
     assert job["status"] == "succeeded", job["error"]
     tried = job["result"]["tried"]
@@ -122,7 +112,7 @@ def test_job_page_states_the_guarantee(web_stack, owner_key, dataset, page):  # 
     with web_stack.client(owner_key) as client:
         resp = client.post("/api/v1/jobs", json=spec)
         assert resp.status_code == 202, resp.text
-        job = wait_for(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
+        job = job_when(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
     assert job["status"] == "succeeded", job["error"]
     guarantee = job["result"]["guarantee"]
     assert guarantee["confidence"] == 0.9

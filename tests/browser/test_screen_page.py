@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.browser.test_dashboard import owner_key, sign_in  # noqa: F401 - fixtures
-from tests.browser.test_promise_page import wait_for
-from tests.datagen import compas_like_table
-from tests.integration.test_job_flow import upload
+from tests.support.browser import sign_in
+from tests.support.jobs import job_when
+from bench.common.datagen import compas_like_table
+from bench.common.jobs import upload
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ def test_job_page_lists_the_excluded_columns(web_stack, owner_key, page):  # noq
                                                  "positive_label": 1, "sensitive": ["race"],
                                                  "solver": {"name": "erm"}, "max_iterations": 50})
         assert resp.status_code == 202, resp.text
-        job = wait_for(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
+        job = job_when(client, resp.json()["id"], lambda j: j["status"] in ("succeeded", "failed"))
     excluded = {n["column"]: n["reason"] for n in job["spec"]["feature_screen"] if n["action"] == "excluded"}
     assert excluded["days_to_recid"] == "outcome_only" and excluded["is_recid"] == "near_duplicate"
 

@@ -1,12 +1,11 @@
-"""Integration fixtures: real stacks (see ``tests.stack``) on PostgreSQL + Redis and on embedded defaults."""
+"""Integration fixtures: real stacks (see ``bench.common.stack``) on PostgreSQL + Redis and on embedded defaults."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.stack import REDIS_URL, pg_database, start_stack, stop_stack
-
-FUZZ_RATE_LIMIT = 1000.0  # requests per second per key on the shared PostgreSQL stack
+from bench.common.stack import REDIS_URL, pg_database, start_stack, stop_stack
+from tests.support.jobs import FUZZ_RATE_LIMIT
 
 
 @pytest.fixture(scope="session")

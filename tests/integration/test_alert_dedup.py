@@ -2,12 +2,10 @@
 metric until a run passes it, after which a new breach alerts again. Real API, worker and SQLite broker."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 pytestmark = pytest.mark.integration
 
@@ -15,13 +13,10 @@ pytestmark = pytest.mark.integration
 def run_now(stack, client, audit_id: str) -> dict:
     run = client.post(f"/api/v1/audits/{audit_id}/run")
     assert run.status_code == 202, run.text
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    def ended() -> dict | None:
         runs = {r["id"]: r for r in client.get(f"/api/v1/audits/{audit_id}/runs").json()}
-        if runs[run.json()["id"]]["status"] in ("succeeded", "failed"):
-            return runs[run.json()["id"]]
-        time.sleep(0.2)
-    raise AssertionError(f"audit run did not finish\n{stack.log('worker')}")
+        return runs[run.json()["id"]] if runs[run.json()["id"]]["status"] in ("succeeded", "failed") else None
+    return stack.until(ended, 120, f"audit run {run.json()['id']} ended")
 
 
 def alerts(client, audit_id: str) -> list[dict]:

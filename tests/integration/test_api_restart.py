@@ -3,35 +3,11 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import time
 
-import httpx
-
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import ROOT
-
-
-def restart_api(stack) -> None:
-    """SIGKILL the API (no graceful shutdown) and start it again on the same port and database."""
-    old = stack.procs["api"]
-    cmd = old.args
-    old.send_signal(signal.SIGKILL)
-    old.wait(timeout=10)
-    log = open(stack.home / "api.log", "ab")
-    stack.procs["api"] = subprocess.Popen(cmd, cwd=ROOT, env=stack.env, stdout=log,
-                                          stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{stack.url}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(stack.log("api"))
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from tests.support.jobs import restart_api
 
 
 def test_killing_the_api_loses_no_queued_or_finished_job(postgres_stack):

@@ -5,15 +5,14 @@ failed as lost: tests/integration/test_audits.py). Real API, Celery worker, beat
 
 from __future__ import annotations
 
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import redis
 
-from tests.integration.test_audits import finished_runs, wait_for
-from tests.stack import AUDIT_REDIS_URL, pg_database, start_stack, stop_stack
+from tests.support.audits import finished_runs, local_server, wait_for
+from bench.common.stack import AUDIT_REDIS_URL, pg_database, start_stack, stop_stack
 
 STALE_S = 3
 TRICKLE_S = 9.0
@@ -42,10 +41,8 @@ class Trickle(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def slow_source():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/logs"
-    server.shutdown()
+    with local_server(Trickle, "/logs") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

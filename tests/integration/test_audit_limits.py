@@ -27,11 +27,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from sqlalchemy import create_engine, text
 
-from tests.app.test_onnx_bounds import concat_doubling, outer_product_chain, wide_matmuls
-from tests.datagen import planted_table
-from tests.integration.test_audits import Hook, hook, wait_for  # noqa: F401 - the webhook receiver fixture
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import REDIS_URL, add_worker_host, pg_database, start_stack, stop_stack
+from tests.support.onnx_graphs import concat_doubling, outer_product_chain, wide_matmuls
+from bench.common.datagen import planted_table
+from tests.support.audits import Hook, hook, wait_for  # noqa: F401 - the webhook receiver fixture
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import REDIS_URL, add_worker_host, pg_database, start_stack, stop_stack
 
 TIME_LIMIT_S = 5
 MEMORY_MIB = 768

@@ -2,47 +2,21 @@
 Celery beat. An audit with a one-minute schedule runs by itself, stores its report, and a failing
 threshold raises an alert whose webhook (a local HTTP server; its first answer is a 500, so Celery's
 retry delivers it) receives the alert JSON. Also: validation errors name the field, run now, drift,
-allow-listed sources, and the audit model file driving ``fairsolve audit run``."""
+allow-listed sources, and the audit model file driving ``fairsolve-admin audit run``."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import redis
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import AUDIT_REDIS_URL as AUDIT_REDIS, ROOT, pg_database, start_stack, stop_stack
-
-
-
-class Hook(BaseHTTPRequestHandler):
-    received: list[dict] = []
-    answers: list[int] = []
-
-    def do_POST(self):  # noqa: N802 - http.server's naming
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        code = Hook.answers.pop(0) if Hook.answers else 200
-        Hook.received.append({"code": code, "body": body})
-        self.send_response(code)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def hook():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook"
-    server.shutdown()
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import AUDIT_REDIS_URL as AUDIT_REDIS, ROOT, pg_database, start_stack, stop_stack
+from tests.support.audits import Hook, finished_runs, hook, wait_for  # noqa: F401 - the webhook receiver fixture
 
 
 @pytest.fixture(scope="module")
@@ -67,23 +41,6 @@ def trained(beat_stack):
         job = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=30)).json()
         beat_stack.wait_job(client, job["id"], {"succeeded"})
     return dataset, job
-
-
-def wait_for(check, timeout: float, stack, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        for name, proc in stack.procs.items():
-            assert proc.poll() is None, f"{name} died:\n{stack.log(name)}"
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen\n{stack.log('worker')}\n{stack.log('beat')}")
-
-
-def finished_runs(client, audit_id: str, trigger: str | None = None) -> list[dict]:
-    runs = client.get(f"/api/v1/audits/{audit_id}/runs").json()
-    return [r for r in runs if r["status"] in ("succeeded", "failed") and trigger in (None, r["trigger"])]
 
 
 def test_bad_audits_are_refused_naming_the_field(beat_stack, trained):

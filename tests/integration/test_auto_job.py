@@ -3,8 +3,8 @@ the portfolio's rows in the result, the selected model keeping the tolerance on 
 
 from __future__ import annotations
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 
 def test_a_job_without_a_solver_runs_auto_and_records_what_it_tried(stack):

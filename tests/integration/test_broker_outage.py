@@ -6,15 +6,15 @@ reconciler sends every queued job with no message again: all of them run, each o
 from __future__ import annotations
 
 import subprocess
-import time
 
 import httpx
 import pytest
 import redis
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import free_port, pg_database, start_stack, stop_stack
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import free_port, pg_database, start_stack, stop_stack
+from bench.common.wait import wait_until
 
 ENDED = {"succeeded", "failed", "cancelled"}
 
@@ -29,14 +29,14 @@ class RedisServer:
         self.proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                                       "--appendonly", "no", "--dir", str(self.home)], stdout=subprocess.DEVNULL)
         client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if client.ping():
-                    return
-            except redis.ConnectionError:
-                assert time.monotonic() < deadline and self.proc.poll() is None, "redis-server did not start"
-                time.sleep(0.05)
+        wait_until(lambda: self.answers(client), 30, 0.05, f"redis-server on port {self.port} answering PING")
+
+    def answers(self, client: redis.Redis) -> bool:
+        try:
+            return client.ping()
+        except redis.ConnectionError:
+            assert self.proc.poll() is None, "redis-server exited"
+            return False
 
     def stop(self) -> None:
         self.proc.kill()

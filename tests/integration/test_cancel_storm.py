@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import REDIS_URL, pg_database, start_stack, stop_stack
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import REDIS_URL, pg_database, start_stack, stop_stack
 
 pytestmark = pytest.mark.integration
 

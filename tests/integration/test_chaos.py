@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import REDIS_URL, alive, descendants, pg_database, start_stack, stop_stack
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import REDIS_URL, alive, descendants, pg_database, start_stack, stop_stack
+from bench.common.wait import wait_until
 
 N_JOBS, ITERATIONS = 8, 1000
 # Each job must run long enough to be killed after its first checkpoint (0.3 s) and before its last
@@ -32,24 +32,19 @@ def chaos_stack(tmp_path):
 
 def kill_pool_while_running(stack, client, ids: list[str], killed: list[str]) -> None:
     """Wait until a job is past a checkpoint, then SIGKILL the pool process running it."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    def ready() -> list[dict]:
         jobs = client.get("/api/v1/jobs", params={"status": "running"}).json()
-        ready = [j for j in jobs if j["id"] in ids and j["id"] not in killed
-                 and (j["progress"].get("checkpoint_iteration") or 0) > 0
-                 and j["progress"].get("iteration", 0) < ITERATIONS - 200]
-        if ready:
-            pool = descendants(stack.procs["worker"].pid)
-            assert pool, "the worker has no pool process"
-            for pid in pool:
-                os.kill(pid, signal.SIGKILL)
-            killed.append(ready[0]["id"])
-            deadline = time.monotonic() + 10
-            while any(alive(pid) for pid in pool) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            return
-        time.sleep(0.05)
-    raise AssertionError("no job reached a checkpoint")
+        return [j for j in jobs if j["id"] in ids and j["id"] not in killed
+                and (j["progress"].get("checkpoint_iteration") or 0) > 0
+                and j["progress"].get("iteration", 0) < ITERATIONS - 200]
+
+    victim = wait_until(ready, 120, 0.05, "a job past a checkpoint")[0]
+    pool = descendants(stack.procs["worker"].pid)
+    assert pool, "the worker has no pool process"
+    for pid in pool:
+        os.kill(pid, signal.SIGKILL)
+    killed.append(victim["id"])
+    wait_until(lambda: not any(alive(pid) for pid in pool), 10, 0.05, f"the killed pool {pool} gone")
 
 
 def test_queued_and_running_jobs_survive_two_sigkills(chaos_stack):

@@ -1,5 +1,5 @@
 """A database outage on the real stack (issue 31 item 5): the API reaches PostgreSQL through a TCP relay of the
-test's own (``tests.socket_relay``), which the test stops: every connection, pooled or new, is cut or refused.
+test's own (``bench.common.socket_relay``), which the test stops: every connection, pooled or new, is cut or refused.
 Each request is then answered 503 with ``Retry-After`` (an outage answered 500 before: 47 in 21 s), whether it
 needed the database for its key (an uncached key, read before the body) or for its route, and the API serves
 again once the relay is back. A dashboard page answers its error page with the same 503."""
@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import PG_ADMIN, REDIS_URL, ROOT, free_port, make_conninfo, pg_database, start_stack, stop_stack
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import PG_ADMIN, REDIS_URL, ROOT, free_port, make_conninfo, pg_database, start_stack, stop_stack
 
 
 class Relay:
@@ -27,7 +27,7 @@ class Relay:
         self.socket = str(Path(tempfile.mkdtemp(prefix="fspg-")) / "pg.sock")
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.socket_relay", "--inside",
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.common.socket_relay", "--inside",
                                       f"{self.port}={self.socket}", "--outside", f"{self.socket}={self.target}"],
                                      cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout.readline().strip() == "ready"

@@ -2,7 +2,7 @@
 
 kombu's SQLAlchemy transport polled: a consumer that found its queues empty slept a second before reading them
 again, so a job posted to an idle worker on the embedded SQLite broker waited up to a second to be noticed; the
-broker's doorbell (``worker.broker_bell``) wakes the worker at the message's commit. Each job here is posted as
+broker's doorbell (``app.core.broker_bell``) wakes the worker at the message's commit. Each job here is posted as
 soon as the client sees the previous one end: the worker has acknowledged it, found the queue empty and gone idle,
 so a polling worker sleeps most of its second before the post is read (today's transport: 0.8–1.0 s per job), and
 a woken one starts it within the API's and worker's own work. Bound: median of 5 POST → started ≤ 0.5 s."""
@@ -13,7 +13,7 @@ import statistics
 import time
 from datetime import datetime
 
-from tests.datagen import planted_table
+from bench.common.datagen import planted_table
 
 SPEC = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"], "model": {"type": "linear"},
         "constraints": [], "solver": {"name": "erm", "params": {}}, "max_iterations": 20, "device": "cpu"}

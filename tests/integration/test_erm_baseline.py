@@ -1,12 +1,12 @@
-"""An ``erm`` job is its own baseline (app.baselines.solves_as_baseline): through real API and worker processes its
+"""An ``erm`` job is its own baseline (app.jobs.baselines.solves_as_baseline): through real API and worker processes its
 result is stored as the baseline in the job's final transaction, and no ``compute_baseline`` fits the same model
 again; a job of another solver still has its baseline computed by that task."""
 
 from __future__ import annotations
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.integration.test_promise_service import wait_baseline
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from tests.support.jobs import wait_baseline
 
 GBDT = {"type": "gbdt", "n_estimators": 12, "num_leaves": 7}
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import psycopg
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import PG_ADMIN, REDIS_URL, pg_database, start_stack, stop_stack
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import PG_ADMIN, REDIS_URL, pg_database, start_stack, stop_stack
+from bench.common.wait import wait_until
 
 ITERATIONS, ROWS, MODEL = 2500, 4000, {"type": "mlp", "hidden": [64, 64]}
 
@@ -73,15 +73,15 @@ class Watch:
         self.stack, self.client, self.job_id, self.seen = stack, client, job_id, set()
 
     def until(self, what, condition, timeout=180.0) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            job = self.client.get(f"/api/v1/jobs/{self.job_id}").json()
-            self.seen.add(job["status"])
-            assert job["status"] != "failed", job
-            if condition(job):
-                return job
-            time.sleep(0.05)
-        raise AssertionError(f"{what}: {job}\n{self.stack.log('worker')}\n{self.stack.log('worker2')}")
+        last: list[dict] = []
+
+        def read() -> dict | None:
+            last[:] = [self.client.get(f"/api/v1/jobs/{self.job_id}").json()]
+            self.seen.add(last[0]["status"])
+            assert last[0]["status"] != "failed", last[0]
+            return last[0] if condition(last[0]) else None
+        return wait_until(read, timeout, 0.05,
+                          lambda: f"{what}: {last}\n{self.stack.log('worker')}\n{self.stack.log('worker2')}")
 
 
 def test_a_paused_worker_is_fenced_off(fenced_stack):
@@ -114,11 +114,10 @@ def test_a_paused_worker_is_fenced_off(fenced_stack):
         for pid in reversed(paused):  # the stale start wakes up while the new one trains
             os.kill(pid, signal.SIGCONT)
 
-        deadline = time.monotonic() + 120
-        while "was superseded" not in (stack.home / f"{name}.log").read_text():
-            assert time.monotonic() < deadline, stack.log(name)
-            watch.until("", lambda j: True)
-            time.sleep(0.05)
+        def superseded() -> bool:
+            watch.until("", lambda j: True)  # every status the job shows meanwhile is seen
+            return "was superseded" in (stack.home / f"{name}.log").read_text()
+        wait_until(superseded, 120, 0.05, lambda: f"the stale start superseded\n{stack.log(name)}")
         done = watch.until("never succeeded", lambda j: j["status"] == "succeeded")
         assert "failed" not in watch.seen and "queued" in watch.seen, watch.seen  # re-queued by the reaper, never failed
         assert done["starts"] == 2 and done["result"]["iterations"] == ITERATIONS

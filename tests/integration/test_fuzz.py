@@ -31,10 +31,8 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_headers_conformance, response_schema_conformance
 
-from app.charts import CHARTS
-from tests.datagen import planted_table
-from tests.integration.conftest import FUZZ_RATE_LIMIT
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.jobs import active_jobs, seed
+from tests.support.jobs import FUZZ_RATE_LIMIT
 
 pytestmark = pytest.mark.integration
 
@@ -60,25 +58,6 @@ CHECKS = [not_a_server_error, success_schema_conformance, problem_detail, respon
 EXAMPLES = 25  # per operation and generation mode
 MIN_REQUESTS = 1000
 RATE = FUZZ_RATE_LIMIT / 2  # requests per second, under the shared stack's per-key limit
-
-
-def seed(stack) -> dict[str, list]:
-    """Resources for the fuzzer to hit: ids by path parameter name."""
-    with stack.client() as client:
-        main = upload(client, planted_table(300), name="fuzz")
-        spare = upload(client, planted_table(50, seed=1), name="fuzz-spare")
-        job = client.post("/api/v1/jobs", json=job_spec(main["id"], max_iterations=30)).json()
-        sweep = client.post("/api/v1/sweeps", json={
-            "base": job_spec(main["id"], max_iterations=20),
-            "grid": {"tolerances": [0.1], "seeds": [0], "solvers": [{"name": "penalty", "params": {"penalty": 2.0}}],
-                     "include_unconstrained": False}}).json()
-        deadline = time.monotonic() + 90  # a finished job has artifacts and charts; a slow one is still a target
-        while (job := client.get(f"/api/v1/jobs/{job['id']}").json())["status"] not in ("succeeded", "failed") \
-                and time.monotonic() < deadline:
-            time.sleep(0.5)
-        key = client.post("/api/v1/keys", json={"owner": "fuzz-revocable"}).json()
-    return {"dataset_id": [main["id"], spare["id"]], "job_id": [job["id"]], "sweep_id": [sweep["id"]],
-            "key_id": [key["id"]], "kind": sorted(CHARTS) + [a["kind"] for a in job["artifacts"]] + ["pareto", "radar"]}
 
 
 class Pacer:
@@ -156,9 +135,3 @@ def test_fuzz_all_operations(postgres_stack):
     with open(log, "rb") as fh:
         fh.seek(log_start)
         assert b"unhandled error" not in fh.read()
-
-
-def active_jobs(stack) -> set[str]:
-    with stack.client() as client:
-        return {job["id"] for status in ("queued", "waiting", "running")
-                for job in client.get("/api/v1/jobs", params={"status": status, "limit": 1000}).json()}

@@ -7,12 +7,11 @@ import io
 
 import numpy as np
 import pandas as pd
-import pytest
 from safetensors.torch import load
 
 from fairsolve.model import FairModel
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 GBDT = {"type": "gbdt", "n_estimators": 15, "num_leaves": 7}
 

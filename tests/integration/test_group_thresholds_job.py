@@ -8,8 +8,8 @@ import io
 import torch
 from safetensors.torch import load
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 LOC = ["body", "solver", "params", "base_job_id"]
 

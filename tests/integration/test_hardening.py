@@ -18,10 +18,10 @@ from sqlalchemy import create_engine, text
 
 from app.audits.model_file import FORMAT_KEY, FORMAT_VERSION
 from app.models import utcnow
-from tests.datagen import planted_table
-from tests.integration.test_api_restart import restart_api
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import REDIS_URL, ROOT, pg_database, start_stack, stop_stack
+from bench.common.datagen import planted_table
+from tests.support.jobs import restart_api
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import REDIS_URL, ROOT, pg_database, start_stack, stop_stack
 
 MiB = 1 << 20
 
@@ -204,10 +204,8 @@ def test_the_reaper_runs_while_the_only_job_worker_is_busy(beat_stack):
             conn.execute(text("UPDATE jobs SET status='running', attempts=1, starts=1, heartbeat_at=:t WHERE id=:id"),
                          {"t": utcnow() - timedelta(minutes=10), "id": stale})
         engine.dispose()
-        deadline = time.monotonic() + 60
-        while client.get(f"/api/v1/jobs/{stale}").json()["status"] == "running":
-            assert time.monotonic() < deadline, beat_stack.log("housekeeping")
-            time.sleep(0.2)
+        beat_stack.until(lambda: client.get(f"/api/v1/jobs/{stale}").json()["status"] != "running", 60,
+                         f"the stale job {stale} reaped", logs=("housekeeping",))
         assert client.get(f"/api/v1/jobs/{long}").json()["status"] == "running"  # the worker is still busy
         assert client.post(f"/api/v1/jobs/{long}/cancel").status_code == 202
         assert beat_stack.wait_job(client, stale, {"succeeded", "failed"})["status"] == "succeeded"

@@ -1,5 +1,5 @@
 """Hostile uploads against a real stack (PostgreSQL, low upload limits): every malformed file of
-``tests.hostile`` is answered 4xx with a detail naming the problem, odd but valid files are stored as
+``tests.support.hostile`` is answered 4xx with a detail naming the problem, odd but valid files are stored as
 data, the service stays healthy, nothing is unpickled and no file is left behind."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 import pytest
 
 from app.sweeps.report import safe_cell
-from tests import hostile
-from tests.stack import REDIS_URL, pg_database, start_stack, stop_stack
+from tests.support import hostile
+from bench.common.stack import REDIS_URL, pg_database, start_stack, stop_stack
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 pytestmark = pytest.mark.integration
 

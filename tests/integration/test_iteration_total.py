@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import time
-
+from bench.common.wait import wait_until
 from solvers import ProblemSpec
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 
 def test_progress_of_an_auto_job_with_enforcement_stays_within_its_total(embedded_stack):
@@ -21,13 +20,12 @@ def test_progress_of_an_auto_job_with_enforcement_stays_within_its_total(embedde
         resp = client.post("/api/v1/jobs", json=spec)
         assert resp.status_code == 202, resp.text
         job_id, seen = resp.json()["id"], []
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:  # progress as a user reads it while the job runs
+        def ended() -> dict | None:  # progress as a user reads it while the job runs
             job = client.get(f"/api/v1/jobs/{job_id}").json()
             seen.append((job["progress"]["iteration"], job["progress"]["max_iterations"]))
-            if job["status"] in ("succeeded", "failed"):
-                break
-            time.sleep(0.1)
+            return job if job["status"] in ("succeeded", "failed") else None
+
+        job = wait_until(ended, 180, 0.1, lambda: f"job {job_id} ended (progress seen: {seen[-3:]})")
         assert job["status"] == "succeeded", job["error"]
         assert all(done <= of == total for done, of in seen), seen
         tried = job["result"]["tried"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import re
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 
 def test_time_limit_ends_succeeded_with_a_model(postgres_stack):

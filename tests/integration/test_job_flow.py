@@ -4,31 +4,15 @@ from __future__ import annotations
 
 import io
 import math
-import time
 
 import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load
 
-from tests.datagen import planted_table
-
-
-def upload(client, frame: pd.DataFrame, name: str = "planted") -> dict:
-    resp = client.post("/api/v1/datasets", files={"file": (f"{name}.csv", frame.to_csv(index=False), "text/csv")},
-                       data={"name": name})
-    assert resp.status_code == 201, resp.text
-    return resp.json()
-
-
-def job_spec(dataset_id: str, **overrides) -> dict:
-    spec = {"dataset_id": dataset_id, "target": "income", "positive_label": ">50K", "sensitive": ["sex"],
-            "model": {"type": "linear"}, "objective": "logistic",
-            "constraints": [{"type": "demographic_parity", "tolerance": 0.05}],
-            "solver": {"name": "plada", "params": {"eta": 0.05}},
-            "split": {"test": 0.2, "validation": 0.2, "seed": 0}, "max_iterations": 300, "device": "cpu"}
-    spec.update(overrides)
-    return spec
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.wait import wait_until
 
 
 def test_upload_submit_trajectory_charts(stack):
@@ -102,10 +86,8 @@ def test_cancel_keeps_partial_trajectory(postgres_stack):
         resp = client.post("/api/v1/jobs", json=job_spec(dataset["id"], max_iterations=2_000_000))
         job_id = resp.json()["id"]
         job = stack.wait_job(client, job_id, {"running"})
-        deadline = time.monotonic() + 120
-        while client.get(f"/api/v1/jobs/{job_id}").json()["progress"].get("iteration", 0) < 50:
-            assert time.monotonic() < deadline, "the job never reached iteration 50"
-            time.sleep(0.1)
+        wait_until(lambda: client.get(f"/api/v1/jobs/{job_id}").json()["progress"].get("iteration", 0) >= 50, 120, 0.1,
+                   "the job at iteration 50")
         assert client.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 202
         job = stack.wait_job(client, job_id, {"cancelled", "succeeded", "failed"}, timeout=60)
         assert job["status"] == "cancelled"

@@ -1,4 +1,4 @@
-"""``GET /api/v1/jobs/{id}?wait_s=`` (app.job_wait) through real API and worker processes, on PostgreSQL + Redis and
+"""``GET /api/v1/jobs/{id}?wait_s=`` (app.jobs.wait) through real API and worker processes, on PostgreSQL + Redis and
 on the embedded defaults: it answers as soon as the job ends, or once the wait is over while the job still runs;
 it refuses a wait outside [0, 30] naming ``wait_s``; another owner's job is a 404 at once, not after the wait."""
 
@@ -8,8 +8,8 @@ import time
 import uuid
 from datetime import datetime, timezone
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 
 def _at(stamp: str) -> float:

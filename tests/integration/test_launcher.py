@@ -6,11 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import httpx
 
-from tests.stack import ROOT, alive, descendants, free_port
+from bench.common.stack import ROOT, alive, answers, descendants, free_port
+from bench.common.wait import wait_until
 
 
 def test_launcher_serves_and_ctrl_c_stops_everything(tmp_path):
@@ -21,15 +21,7 @@ def test_launcher_serves_and_ctrl_c_stops_everything(tmp_path):
     launcher = subprocess.Popen([sys.executable, "-m", "app.launcher"], cwd=ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        else:
-            raise AssertionError("the launcher's API did not come up")
+        wait_until(lambda: answers(f"http://127.0.0.1:{port}/readyz"), 90, 0.3, "the launcher's API ready")
         assert (tmp_path / "fairsolve.db").exists()  # migrated the embedded database
         key_file = tmp_path / "admin.key"
         assert key_file.stat().st_mode & 0o077 == 0  # the printed admin key is readable by its owner only
@@ -37,15 +29,15 @@ def test_launcher_serves_and_ctrl_c_stops_everything(tmp_path):
         assert httpx.get(base, timeout=5).status_code == 401
         headers = {"Authorization": f"Bearer {key_file.read_text().strip()}"}
         assert httpx.get(base, headers=headers, timeout=5).json() == []
-        time.sleep(2)  # let the worker and beat finish starting
+        # the five services started and both prefork workers forked their pools (booted): a SIGINT now is a clean stop
+        wait_until(lambda: len(descendants(launcher.pid)) >= 7, 60, 0.2,
+                   lambda: f"the launcher's services booted (processes: {len(descendants(launcher.pid))})")
         children = descendants(launcher.pid)
         assert len(children) >= 3  # api, worker (+ its pool), beat
         launcher.send_signal(signal.SIGINT)
         assert launcher.wait(timeout=40) == 0
-        deadline = time.monotonic() + 10
-        while any(alive(pid) for pid in children) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [pid for pid in children if alive(pid)]
+        wait_until(lambda: not [pid for pid in children if alive(pid)], 10, 0.2,
+                   lambda: f"the launcher's children gone (alive: {[pid for pid in children if alive(pid)]})")
     finally:
         if launcher.poll() is None:
             launcher.kill()

@@ -10,8 +10,8 @@ import csv
 
 import pytest
 
-from bench.datasets import ADULT_COLUMNS, data_dir
-from tests.integration.test_promise_service import wait_baseline
+from bench.common.datasets import ADULT_COLUMNS, data_dir
+from tests.support.jobs import wait_baseline
 
 COMPAS = data_dir() / "compas-scores-two-years.csv"
 BANK = data_dir() / "bank-full.csv"

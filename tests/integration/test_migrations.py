@@ -12,7 +12,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
 from app.models import Base
-from tests.stack import ROOT, pg_database
+from bench.common.stack import ROOT, pg_database
 
 TABLES = set(Base.metadata.tables)
 

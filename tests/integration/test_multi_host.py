@@ -1,6 +1,7 @@
-"""Two worker hosts that share nothing with the API but PostgreSQL, Redis and an S3 server (``tests.objectstore``):
-each has a ``FAIRSOLVE_HOME`` of its own and, where ``ip netns`` works (root on Linux), a network namespace of its
-own that reaches only those three services (``tests.netns``); elsewhere they are plain processes (``tests.hosts``).
+"""Two worker hosts that share nothing with the API but PostgreSQL, Redis and an S3 server
+(``bench.common.objectstore``): each has a ``FAIRSOLVE_HOME`` of its own and, where ``ip netns`` works (root on Linux),
+a network namespace of its own that reaches only those three services (``bench.common.netns``); elsewhere they are
+plain processes (``bench.common.hosts``).
 A sweep runs on them; one host is SIGKILLed (its Celery main process and its pool) while it runs a job past a
 checkpoint, and the reaper re-queues that job, which the other host resumes from the checkpoint it reads from the
 object store. Every job succeeds exactly once and its artifacts are read through the API."""
@@ -12,16 +13,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import datetime
 
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.integration.test_sweeps import wait_sweep
-from tests.hosts import worker_hosts
-from tests.stack import alive, descendants
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.wait import wait_until
+from tests.support.jobs import wait_sweep
+from bench.common.hosts import worker_hosts
+from bench.common.stack import alive, descendants
 
 ITERATIONS, ROWS, MODEL = 600, 3000, {"type": "mlp", "hidden": [32, 32]}  # about 1 s a job on a quiet core
 # the reaper re-queues a job whose heartbeat (4 a second while it runs) is this old: long enough that a live host's
@@ -48,22 +49,24 @@ def kill_host_mid_job(stack, client, host: str) -> str:
     """SIGKILL ``host`` (its Celery main process and pool) once it runs a job with a checkpoint at iteration 50 or
     later and 200 iterations to go; the job."""
     main = stack.procs[host]
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def running_here() -> tuple[dict, set[int]] | None:
         pool = descendants(main.pid)
         for job in client.get("/api/v1/jobs", params={"status": "running"}).json():
             pid = int((job["worker"] or ":0").rsplit(":", 1)[1])
             if pid in pool and (job["progress"].get("checkpoint_iteration") or 0) >= 50 \
                     and job["progress"].get("iteration", 0) < ITERATIONS - 200:
-                for victim in (main.pid, *pool):
-                    os.kill(victim, signal.SIGKILL)
-                main.wait(timeout=10)
-                while any(alive(p) for p in pool):
-                    time.sleep(0.05)
-                del stack.procs[host]  # dead on purpose: wait_job checks the others
-                return job["id"]
-        time.sleep(0.05)
-    raise AssertionError(f"{host} ran no job past a checkpoint:\n{stack.log(host)}")
+                return job, pool
+        return None
+
+    job, pool = wait_until(running_here, 120, 0.05,
+                           lambda: f"{host} running a job past a checkpoint\n{stack.log(host)}")
+    for victim in (main.pid, *pool):
+        os.kill(victim, signal.SIGKILL)
+    main.wait(timeout=10)
+    wait_until(lambda: not any(alive(p) for p in pool), 10, 0.05, f"{host}'s killed pool {pool} gone")
+    del stack.procs[host]  # dead on purpose: wait_job checks the others
+    return job["id"]
 
 
 def test_a_sweep_on_two_hosts_survives_losing_one(hosts, tmp_path):

@@ -11,9 +11,9 @@ import json
 import pytest
 from safetensors.numpy import save as save_numpy
 
-from app.strict_json import strict_loads
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from app.core.strict_json import strict_loads
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 pytestmark = pytest.mark.integration
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 
 def sample(text: str, name: str, **labels: str) -> float | None:
@@ -53,7 +53,7 @@ def test_several_api_processes_share_one_metrics_view(tmp_path):
     """``FAIRSOLVE_API_WORKERS=2``: two uvicorn processes answer, and /metrics (from either) adds up both."""
     import httpx
 
-    from tests.stack import REDIS_URL, descendants, pg_database, start_stack, stop_stack
+    from bench.common.stack import REDIS_URL, descendants, pg_database, start_stack, stop_stack
 
     database_url, drop = pg_database()
     stack = start_stack("multi-api", tmp_path, database_url, REDIS_URL, workers=0,

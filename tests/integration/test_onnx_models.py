@@ -6,7 +6,6 @@ uploaded again, it audits to the same values as the job's own audit; bad ONNX up
 from __future__ import annotations
 
 import io
-import time
 
 import httpx
 import numpy as np
@@ -17,11 +16,12 @@ import pytest
 from onnx import TensorProto, helper
 
 from app.onnx_models.check import graph_inputs
-from app.settings import Settings
+from app.core.settings import Settings
 from fairsolve import Client
 from app.onnx_models.scorer import _feed
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from tests.support.audits import finished_run
 
 METRICS = [{"type": "demographic_parity", "threshold": 1.0}, {"type": "accuracy"}, {"type": "auc"},
            {"type": "equalized_odds"}]
@@ -42,17 +42,6 @@ def jobs(postgres_stack):
         for job_id in ids.values():
             assert postgres_stack.wait_job(client, job_id, {"succeeded", "failed"})["status"] == "succeeded"
     return frame, dataset, ids
-
-
-def finished_run(client, audit_id: str, timeout: float = 90) -> dict:
-    client.post(f"/api/v1/audits/{audit_id}/run")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        runs = client.get(f"/api/v1/audits/{audit_id}/runs").json()
-        if runs := [r for r in runs if r["status"] in ("succeeded", "failed")]:
-            return runs[0]
-        time.sleep(0.3)
-    raise AssertionError(f"audit {audit_id} did not finish")
 
 
 @pytest.mark.parametrize("kind", ["linear", "mlp", "gbdt", "thresholds"])

@@ -10,9 +10,9 @@ import onnxruntime as ort
 import pandas as pd
 import pytest
 
-from tests.app.test_onnx_raw_values import census, external_model
-from tests.integration.test_job_flow import upload
-from tests.integration.test_onnx_models import finished_run
+from tests.support.onnx_graphs import census, external_model
+from bench.common.jobs import upload
+from tests.support.audits import finished_run
 
 
 def test_onnx_models_see_the_files_own_values(postgres_stack):

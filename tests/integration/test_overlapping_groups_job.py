@@ -12,8 +12,8 @@ import pytest
 
 from solvers.membership import overlapping_membership
 from solvers.metrics import loss_gap, rate_deviation
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 GROUPS = {"thresholds": {"age": [30, 45, 60], "hours-per-week": [35, 45]}, "columns": ["race"],
           "min_group_fraction": 0.03}

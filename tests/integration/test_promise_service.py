@@ -4,20 +4,9 @@ baseline computed once per data and split."""
 
 from __future__ import annotations
 
-import time
-
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-
-
-def wait_baseline(client, job_id: str, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        baseline = client.get(f"/api/v1/jobs/{job_id}").json()["baseline"]
-        if baseline is not None and baseline["status"] in ("succeeded", "failed"):
-            return baseline
-        time.sleep(0.2)
-    raise AssertionError(f"the baseline of job {job_id} did not finish: {baseline}")
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from tests.support.jobs import wait_baseline
 
 
 def test_exact_traces_promise_fields_and_shared_baseline(stack):

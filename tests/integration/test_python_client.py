@@ -10,7 +10,7 @@ import pytest
 from fairsolve import Client, FairClassifier, FairSolveError
 from solvers.encoding import build_groups
 from solvers.splitting import split_indices
-from tests.datagen import compas_like_table, planted_table
+from bench.common.datagen import compas_like_table, planted_table
 
 DP = {"type": "demographic_parity", "tolerance": 0.05}
 SPEC = dict(target="income", positive_label=">50K", sensitive=["sex"], constraints=[DP], solver="ssg",

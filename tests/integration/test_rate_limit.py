@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from tests.stack import REDIS_URL, pg_database, start_stack, stop_stack
+from bench.common.stack import REDIS_URL, pg_database, start_stack, stop_stack
 
 pytestmark = pytest.mark.integration
 

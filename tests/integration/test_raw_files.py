@@ -2,8 +2,8 @@
 which PUT .../column-names renames (then a job uses them); repeated names are renamed; the separator can be given."""
 from __future__ import annotations
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec
 
 import pytest
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from fairsolve import FairModel
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 
 def test_a_reductions_job_serves_its_randomised_classifier(stack):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 
 def test_auc_job_metrics_and_roc_chart(embedded_stack):

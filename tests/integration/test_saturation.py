@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.datagen import planted_table
-from tests.stack import REDIS_URL, pg_database, start_stack, stop_stack
+from bench.common.datagen import planted_table
+from bench.common.stack import REDIS_URL, pg_database, start_stack, stop_stack
 
 pytestmark = pytest.mark.integration
 

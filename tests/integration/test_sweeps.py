@@ -6,13 +6,14 @@ import csv
 import os
 import io
 import signal
-import time
 
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
-from tests.stack import alive, descendants
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
+from bench.common.stack import alive, descendants
+from bench.common.wait import wait_until
+from tests.support.jobs import wait_sweep
 
 
 def sweep_body(dataset_id: str, **grid) -> dict:
@@ -21,16 +22,6 @@ def sweep_body(dataset_id: str, **grid) -> dict:
                                    "solvers": [{"name": "plada", "params": {"eta": 0.5}},
                                                {"name": "penalty", "params": {"penalty": 2.0}}], **grid},
             "warm_start": True}
-
-
-def wait_sweep(client, sweep_id: str, timeout: float = 240) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        sweep = client.get(f"/api/v1/sweeps/{sweep_id}").json()
-        if sweep["status"] != "running":
-            return sweep
-        time.sleep(0.3)
-    raise AssertionError(f"sweep {sweep_id} still running: {sweep['progress']}")
 
 
 def test_sweep_end_to_end(postgres_stack):
@@ -109,16 +100,12 @@ def test_sigkill_of_the_process_running_a_job_loses_nothing(postgres_stack):
         body["base"]["exact_enforcement"] = False  # exactly 8000 iterates
         body["warm_start"] = False
         sweep_id = client.post("/api/v1/sweeps", json=body).json()["id"]
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        def running() -> list[str]:
             sweep = client.get(f"/api/v1/sweeps/{sweep_id}").json()
             jobs = [client.get(f"/api/v1/jobs/{j}").json() for p in sweep["points"] for j in p["job_ids"]]
-            running = [j["id"] for j in jobs if j["status"] == "running" and j["progress"].get("iteration", 0) > 20
-                       and j["progress"]["iteration"] < 4000]
-            if running:
-                break
-            time.sleep(0.2)
-        victim = running[0]
+            return [j["id"] for j in jobs if j["status"] == "running" and j["progress"].get("iteration", 0) > 20
+                    and j["progress"]["iteration"] < 4000]
+        victim = wait_until(running, 60, 0.2, "a sweep job running between iterations 20 and 4000")[0]
         pool = descendants(stack.procs["worker"].pid)
         assert pool, "the worker has no pool process"
         for pid in pool:
@@ -154,12 +141,10 @@ def test_reaper_requeues_a_job_whose_worker_vanished(postgres_stack):
         sender = Celery(broker=stack.env["CELERY_BROKER_URL"])
         sender.conf.broker_transport_options = {"global_keyprefix": stack.env["FAIRSOLVE_BROKER_KEY_PREFIX"]}
         sender.send_task("fairsolve.reap_stale_jobs", queue="cpu")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        def second_attempt_ended() -> dict | None:
             job = client.get(f"/api/v1/jobs/{job_id}").json()
-            if job["status"] == "succeeded" and job["attempts"] == 2:
-                break
-            time.sleep(0.2)
+            return job if job["status"] in ("succeeded", "failed") and job["attempts"] == 2 else None
+        job = wait_until(second_attempt_ended, 60, 0.2, f"job {job_id} ended after its second attempt")
         assert job["status"] == "succeeded" and job["attempts"] == 2 and job["starts"] == 2, job
         traj = client.get(f"/api/v1/jobs/{job_id}/trajectory", params={"max_points": 1000}).json()
         assert traj["total_points"] == 30

@@ -4,13 +4,12 @@ resources on every route of the OpenAPI document, key revocation, idempotent sub
 from __future__ import annotations
 
 import re
-import time
 import uuid
 
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 PARAM = re.compile(r"\{(\w+)\}")
 ADMIN_ONLY = ("/api/v1/keys",)  # key management: 403 for non-admin keys (tested below), not owner-scoped
@@ -44,10 +43,8 @@ def audit_ids(stack, key: str, dataset_id: str, job_id: str) -> dict[str, str]:
         assert audit.status_code == 201, audit.text
         audit_id = audit.json()["id"]
         run_id = a.post(f"/api/v1/audits/{audit_id}/run").json()["id"]
-        deadline = time.monotonic() + 180
-        while a.get(f"/api/v1/audits/{audit_id}/runs/{run_id}").json()["status"] != "succeeded":
-            assert time.monotonic() < deadline, stack.log("worker")
-            time.sleep(0.3)
+        stack.until(lambda: a.get(f"/api/v1/audits/{audit_id}/runs/{run_id}").json()["status"] == "succeeded", 180,
+                    f"audit run {run_id} succeeded", interval=0.3)
         alert_id = a.get("/api/v1/alerts").json()[0]["id"]
         exported = a.get(f"/api/v1/jobs/{job_id}/audit-model").content
         model = a.post("/api/v1/models", files={"file": ("m.safetensors", exported)})

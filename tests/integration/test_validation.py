@@ -7,8 +7,8 @@ import io
 import pandas as pd
 import pytest
 
-from tests.datagen import planted_table
-from tests.integration.test_job_flow import job_spec, upload
+from bench.common.datagen import planted_table
+from bench.common.jobs import job_spec, upload
 
 
 def leftovers(stack) -> list[str]:

@@ -1,0 +1,1 @@
+"""Model quality: fairness kept on unseen data, frontiers against peers, thresholds and margins."""

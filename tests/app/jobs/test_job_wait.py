@@ -1,0 +1,48 @@
+"""app.jobs.wait's PostgreSQL wake-up: a committed ``notify_ended`` wakes the waiters of that job only, a rolled-back
+one wakes nobody; and the check schedule of the embedded database (no notifications)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
+
+from app.jobs.wait import MAX_CHECK_S, MIN_CHECK_S, EndListener, check_interval, notify_ended
+from bench.common.stack import PG_ADMIN
+from bench.common.wait import wait_until
+
+
+def test_the_check_interval_is_a_bounded_share_of_the_jobs_age():
+    assert check_interval(0.0) == MIN_CHECK_S and check_interval(3600.0) == MAX_CHECK_S
+    assert check_interval(5.0) == 0.1  # 2 % of the age in between
+
+
+def test_a_committed_end_wakes_its_jobs_waiters_and_a_rolled_back_one_nobody():
+    listener = EndListener(PG_ADMIN)
+    wait_until(lambda: listener.listening, 10, 0.05, "the listener's LISTEN")
+    engine = create_engine(PG_ADMIN.replace("postgresql://", "postgresql+psycopg://", 1))
+
+    async def scenario() -> tuple[bool, bool, bool]:
+        mine, other = asyncio.Event(), asyncio.Event()
+        listener.register("job-a", mine)
+        listener.register("job-b", other)
+        with Session(engine) as s:  # rolled back: PostgreSQL sends nothing
+            notify_ended(s, "job-a")
+            s.rollback()
+        await asyncio.sleep(0.5)
+        quiet = not mine.is_set()
+        with Session(engine) as s, s.begin():
+            notify_ended(s, "job-a")
+        await asyncio.wait_for(mine.wait(), timeout=10)
+        listener.unregister("job-a", mine)
+        listener.unregister("job-b", other)
+        return quiet, mine.is_set(), other.is_set()
+
+    try:
+        assert asyncio.run(scenario()) == (True, True, False)
+    finally:
+        engine.dispose()
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:  # the listener's own session is there
+        assert conn.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'").fetchone()[0] >= 1

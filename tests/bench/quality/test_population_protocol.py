@@ -1,0 +1,52 @@
+"""bench.quality.population: the protocol's exact population metrics against a direct computation, the seeded bootstrap,
+and fairlearn's bound that asks for the same max − min gap."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.quality.population import _aimed_bound, bootstrap_rows, population_metrics
+
+
+def test_population_metrics_equal_a_direct_computation_on_a_small_table():
+    """Six rows, two groups, randomised decisions p = P(ŷ = 1 | row): every figure by hand."""
+    y = np.array([1, 0, 1, 0, 1, 0])
+    g = np.array([0, 0, 0, 1, 1, 1])
+    p = np.array([1.0, 0.5, 0.0, 0.25, 1.0, 0.0])
+    m = population_metrics(p, y, g, 2)
+    # accuracy: mean over rows of P(ŷ = y): 1, .5, 0, .75, 1, 1
+    assert m["accuracy"] == pytest.approx((1 + 0.5 + 0 + 0.75 + 1 + 1) / 6)
+    sr = [np.mean([1.0, 0.5, 0.0]), np.mean([0.25, 1.0, 0.0])]
+    tpr = [np.mean([1.0, 0.0]), 1.0]
+    fpr = [0.5, np.mean([0.25, 0.0])]
+    assert m["demographic_parity"] == pytest.approx(abs(sr[0] - sr[1]))
+    assert m["equal_opportunity"] == pytest.approx(abs(tpr[0] - tpr[1]))
+    assert m["equalized_odds"] == pytest.approx(max(abs(tpr[0] - tpr[1]), abs(fpr[0] - fpr[1])))
+
+
+def test_deterministic_decisions_give_the_rates_of_the_predictions():
+    rng = np.random.default_rng(0)
+    y, g, pred = rng.integers(0, 2, 5000), rng.integers(0, 3, 5000), rng.integers(0, 2, 5000)
+    m = population_metrics(pred, y, g, 3)
+    rates = [pred[g == k].mean() for k in range(3)]
+    assert m["accuracy"] == pytest.approx(np.mean(pred == y))
+    assert m["demographic_parity"] == pytest.approx(max(rates) - min(rates))
+
+
+def test_bootstrap_rows_are_seeded_draws_with_replacement():
+    a, b, c = bootstrap_rows(100, 1000, 0), bootstrap_rows(100, 1000, 0), bootstrap_rows(100, 1000, 1)
+    np.testing.assert_array_equal(a, b)
+    assert (a != c).any() and a.min() >= 0 and a.max() < 100 and len(np.unique(a)) < 100 + 1
+    assert len(np.unique(bootstrap_rows(10_000, 10_000, 0))) < 10_000   # with replacement: repeats
+
+
+def test_the_aimed_bound_asks_fairlearn_for_the_same_max_minus_min_gap():
+    """fairlearn bounds |E[h | a] − E[h]|; for two groups of shares 0.7 / 0.3 and a classifier at gap exactly the
+    aim, the larger deviation (the smaller group's, 0.7 · gap) equals the bound asked."""
+    g = np.array([0] * 70 + [1] * 30)
+    y = np.zeros(100, dtype=int)
+    bound = _aimed_bound("demographic_parity", 0.05, y, g)
+    assert bound == pytest.approx(0.035)
+    r = np.array([0.30, 0.25])                      # gap 0.05
+    overall = 0.7 * r[0] + 0.3 * r[1]
+    assert max(abs(r - overall)) == pytest.approx(bound)

@@ -1,0 +1,192 @@
+"""The safety margin of group thresholds (solvers.fairness.threshold_margin) and cross-fitted gbdt scores
+(solvers.gbdt.cross_fit): coverage on fresh samples by simulation, the bound's limits, the folds."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvers.fairness.threshold_lp import solve_thresholds
+from solvers.fairness.threshold_margin import SHARE_LIMIT, denominators, violation_bound, with_margin
+
+EPS, DELTA = 0.05, 0.1
+
+
+def _sample(rng, n, shares, shift):
+    """Scores of a planted disparity: group g has a share ``shares[g]`` of the rows, base rate 0.3 + 0.15 g and
+    scores y + shift·g + N(0, 1)."""
+    g = rng.choice(len(shares), n, p=shares)
+    y = (rng.random(n) < 0.3 + 0.15 * g).astype(np.int64)
+    return y + shift * g + rng.normal(size=n), y, g
+
+
+def _fresh_gaps(rng, solution, n, shares, reps):
+    """Exact DP of the (deterministic) rule on ``reps`` fresh samples of ``n`` rows."""
+    out = np.empty(reps)
+    for r in range(reps):   # test set-up: one fresh sample per repetition
+        s, _, g = _sample(rng, n, shares, 1.0)
+        pred = s > solution.thresholds[g, 0]
+        rate = np.bincount(g, weights=pred, minlength=len(shares)) / np.bincount(g, minlength=len(shares))
+        out[r] = rate.max() - rate.min()
+    return out
+
+
+@pytest.mark.parametrize("shares,eps", [((0.6, 0.4), EPS), ((0.5, 0.3, 0.2), 0.08)])
+def test_margin_keeps_the_gap_on_fresh_samples_with_probability_one_minus_delta(shares, eps):
+    """Fit the rule on n rows (a fresh draw each repetition), then measure its exact gap on a fresh sample of the
+    promised size: with the margin the share ≤ ε is at least 1 − δ (up to 2.33 simulation standard errors);
+    without it (thresholds at exactly ε) it is about one half, which the same check would reject."""
+    rng = np.random.default_rng(0)
+    K, n_fit, n_unseen, reps = len(shares), 12000, 6000, 50
+    kept_margin, kept_plain, shares_used = [], [], []
+    for _ in range(reps):   # test set-up: one fitting sample per repetition
+        s, y, g = _sample(rng, n_fit, shares, 1.0)
+
+        def solve(families):
+            return solve_thresholds(s, y, g, K, families, randomized=False)
+
+        solution, record = with_margin(solve, [("demographic_parity", eps)], denominators(y, g, K), DELTA, n_unseen)
+        assert record.met and 0.0 < record.share < SHARE_LIMIT and record.bound <= DELTA
+        assert solution.gaps["demographic_parity"] <= eps * (1 - record.share) + 1e-9
+        shares_used.append(record.share)
+        kept_margin.append(_fresh_gaps(rng, solution, n_unseen, shares, 5) <= eps)
+        kept_plain.append(_fresh_gaps(rng, solve([("demographic_parity", eps)]), n_unseen, shares, 5) <= eps)
+    kept, plain = np.mean(kept_margin), np.mean(kept_plain)
+    tolerance = 2.33 * np.sqrt(DELTA * (1 - DELTA) / reps)   # repetitions are the independent units
+    assert kept >= 1 - DELTA - tolerance
+    assert plain < 1 - DELTA - tolerance
+
+
+def _population_gap(thresholds: np.ndarray, shares, shift: float) -> float:
+    """The exact population DP of the rule s > t_g for the planted scores of :func:`_sample`: group g's rows are
+    positive with probability b_g = 0.3 + 0.15 g and score y + shift·g + N(0, 1), so P(s > t | g) = b_g Φ̄(t − 1 −
+    shift·g) + (1 − b_g) Φ̄(t − shift·g)."""
+    from scipy.stats import norm
+
+    g = np.arange(len(shares))
+    b = 0.3 + 0.15 * g
+    t = thresholds[:, 0]
+    rate = b * norm.sf(t - 1 - shift * g) + (1 - b) * norm.sf(t - shift * g)
+    return float(rate.max() - rate.min())
+
+
+@pytest.mark.parametrize("shares,eps,n_fit", [((0.6, 0.4), EPS, 6000), ((0.7, 0.3), 0.03, 20000)])
+def test_the_population_margin_keeps_the_population_gap_with_probability_one_minus_delta(shares, eps, n_fit):
+    """The default promise (unseen_rows = ∞): fit the rule on n rows, compute its EXACT population gap (closed
+    form): ≤ ε in at least 1 − δ of the repetitions (up to 2.33 simulation standard errors), and not far more
+    (the margin spends the tolerance: the mean population gap is above ε/2 and the keep-rate below 1 − δ/10 would
+    mean a margin many times too wide); without the margin the keep-rate is about one half."""
+    rng = np.random.default_rng(4)
+    K, reps = len(shares), 60
+    kept, plain, gaps = [], [], []
+    for _ in range(reps):   # test set-up: one fitting sample per repetition
+        s, y, g = _sample(rng, n_fit, shares, 1.0)
+
+        def solve(families):
+            return solve_thresholds(s, y, g, K, families, randomized=False)
+
+        solution, record = with_margin(solve, [("demographic_parity", eps)], denominators(y, g, K), DELTA)
+        assert record.met and record.summary()["about"] == "population" and record.summary()["unseen_rows"] is None
+        gap = _population_gap(solution.thresholds, shares, 1.0)
+        gaps.append(gap)
+        kept.append(gap <= eps)
+        plain.append(_population_gap(solve([("demographic_parity", eps)]).thresholds, shares, 1.0) <= eps)
+    tolerance = 2.33 * np.sqrt(DELTA * (1 - DELTA) / reps)
+    assert np.mean(kept) >= 1 - DELTA - tolerance
+    assert np.mean(plain) < 1 - DELTA - tolerance
+    assert np.mean(gaps) > eps / 2
+
+
+def test_no_margin_when_the_rows_already_support_the_promise_and_capped_when_they_cannot():
+    rng = np.random.default_rng(1)
+    s, y, g = _sample(rng, 4000, (0.5, 0.5), 0.5)
+
+    def solve(families):
+        return solve_thresholds(s, y, g, 2, families, randomized=False)
+
+    counts = denominators(y, g, 2)
+    huge = {k: v * 1e6 for k, v in counts.items()}                      # a million times the rows: no noise
+    _, record = with_margin(solve, [("demographic_parity", EPS)], huge, DELTA, 1e12)
+    assert record.share == 0.0 and record.met and record.solves == 1
+    _, record = with_margin(solve, [("demographic_parity", EPS)], counts, DELTA, 50)   # 25 unseen rows a group
+    assert record.share == SHARE_LIMIT and not record.met and record.bound > DELTA
+    assert record.tolerances["demographic_parity"] == pytest.approx(EPS * (1 - SHARE_LIMIT))
+    _, capped = with_margin(solve, [("demographic_parity", EPS)], counts, DELTA, 50, max_share=0.3)
+    assert capped.share == 0.3 and not capped.met and capped.bound > record.bound   # a lower cap: less kept back
+    assert capped.tolerances["demographic_parity"] == pytest.approx(EPS * 0.7)
+
+
+def test_the_margin_cap_is_a_bounded_solver_param():
+    """``margin_max_share`` is refused, naming the field, outside (0, 0.9]; unset, the limit 0.9 (no fixed share)."""
+    from pydantic import ValidationError
+
+    from solvers.catalog.postprocess import GroupThresholdsConfig
+
+    assert GroupThresholdsConfig().margin_max_share is None and GroupThresholdsConfig().margin_rows is None
+    assert SHARE_LIMIT == 0.9
+    for bad in (0.0, 0.95, 1.0):
+        with pytest.raises(ValidationError, match="margin_max_share"):
+            GroupThresholdsConfig(margin_max_share=bad)
+
+
+@pytest.mark.parametrize("kind,randomized,cap", [("demographic_parity", False, SHARE_LIMIT),
+                                                  ("equalized_odds", True, SHARE_LIMIT)])
+def test_a_job_caps_the_margin_at_the_limit_unless_told(kind, randomized, cap):
+    """Small validation groups: the bound is out of reach, so the margin stops at the limit (0.9 of ε, for
+    deterministic and randomised rules alike) or at the cap the job names."""
+    from solvers import ProblemSpec, run
+    from bench.common.datagen import planted_table
+
+    fields = dict(target="income", positive_label=">50K", sensitive=["sex"], max_iterations=50, device="cpu",
+                  constraints=[{"type": kind, "tolerance": 0.02}], split={"test": 0.2, "validation": 0.2, "seed": 0})
+    table = planted_table(1000, seed=2)
+    for params, share in (({}, cap), ({"margin_max_share": 0.3}, 0.3)):
+        out = run(table, ProblemSpec(**fields, solver={"name": "group_thresholds", "params": params}))
+        margin = out.enforcement["margin"]
+        assert out.enforcement["randomized"] is randomized
+        assert not margin["met"] and margin["share"] == share
+        assert margin["tolerances"][kind] == pytest.approx(0.02 * (1 - share))
+
+
+def test_violation_bound_is_the_normal_tail_of_the_rate_difference():
+    """Two groups at a fitting gap ε − m: B = Φ̄(m/σ) + Φ̄((2ε − m)/σ), σ² the two rates' variances summed."""
+    from scipy.stats import norm
+
+    n, u, m = np.array([1000.0, 3000.0]), 2000.0, 0.01
+    rates = {"sr": np.array([0.3 + EPS - m, 0.3])}
+    bound = violation_bound(rates, {"sr": n}, [("demographic_parity", EPS)], u)
+    p = (n * rates["sr"] + 1) / (n + 2)
+    sigma = np.sqrt((p * (1 - p) * (1 / n + 1 / (u * n / n.sum()))).sum())
+    assert bound == pytest.approx(norm.sf(m / sigma) + norm.sf((2 * EPS - m) / sigma), rel=1e-9)
+
+
+def test_folds_are_stratified_by_group_and_label_and_seeded():
+    from solvers.gbdt.cross_fit import fold_of
+
+    rng = np.random.default_rng(2)
+    y, g = rng.integers(0, 2, 1003), rng.integers(0, 3, 1003)
+    fold = fold_of(y, g, 5, seed=7)
+    counts = np.zeros((6, 5), int)
+    np.add.at(counts, (2 * g + y, fold), 1)
+    assert (counts.max(1) - counts.min(1) <= 1).all()                   # each stratum dealt evenly
+    np.testing.assert_array_equal(fold, fold_of(y, g, 5, seed=7))
+    assert (fold != fold_of(y, g, 5, seed=8)).any()
+
+
+def test_out_of_fold_scores_come_from_the_model_without_the_row():
+    import lightgbm as lgb
+
+    from solvers.gbdt.cross_fit import _params, fold_of, out_of_fold_scores
+    from solvers.spec import ModelSpec
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 4))
+    y = (X[:, 0] + rng.normal(size=600) > 0).astype(float)
+    g = (X[:, 1] > 0).astype(int)
+    spec = ModelSpec(type="gbdt", n_estimators=10, num_leaves=7, min_child_samples=10)
+    scores = out_of_fold_scores(X, y, g, spec, 10, 3, seed=0)
+    out = fold_of(y, g, 3, seed=0) == 1
+    params = _params(spec, 0)
+    booster = lgb.train(params, lgb.Dataset(X[~out], label=y[~out], params=params), num_boost_round=10)
+    np.testing.assert_allclose(scores[out], booster.predict(X[out], raw_score=True), rtol=1e-12)
+    full = lgb.train(params, lgb.Dataset(X, label=y, params=params), num_boost_round=10)
+    assert not np.allclose(scores[out], full.predict(X[out], raw_score=True))    # not the in-sample scores
