@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import mmap
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -393,6 +394,8 @@ def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) 
         return None
     with open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES)
+        if os.fstat(fh.fileno()).st_size and _has_quote(fh):  # Arrow forgives what csv's strict mode refuses
+            return None
     if f"{delimiter} ".encode() in head or (head.startswith(b"\xef\xbb\xbf") and not has_header(options)):
         return None
     with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -417,6 +420,12 @@ def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) 
     except (pa.ArrowException, UnicodeDecodeError, _Declined):  # ragged, not UTF-8, a type that changes, ...
         return None
     return profile if profile.n_rows else None
+
+
+def _has_quote(fh) -> bool:
+    """Whether the file holds a ``"`` (a C scan of its pages): quoted fields are checked line by line."""
+    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        return view.find(b'"') >= 0
 
 
 class _Declined(Exception):

@@ -60,6 +60,8 @@ def test_arrow_reads_the_files_it_reads_as_pandas_does_and_declines_the_others(n
     (b"a,b\n1,2\n3,\xff\n", "not UTF-8 text at line 3"),
     (b"a,b\n1,2\n3,x\x00y\n", "NUL byte at line 3"),
     (b"a,b\n1,2\n3,4\n5,6\n", "more than the limit of 2 rows (line 4)"),
+    (b'a,b\n1,"x"y\n', "malformed CSV at line 2"),
+    (b'a,b\n1,"xy\n', "malformed CSV at line 2"),
     (b"a,b\n1," + b"x" * 200_000 + b"\n", "malformed CSV at line 2: field larger than field limit"),
 ])
 def test_a_file_arrow_declines_is_refused_naming_its_line(body, message, tmp_path):
