@@ -30,10 +30,37 @@ def migrate() -> None:
     command.upgrade(Config(str(ROOT / "alembic.ini")), "head")
 
 
+MEMORY_PER_PROCESS = 1 << 30  # a job process: torch and the solvers (~0.4 GiB) and a job's tables
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's cpuset), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def available_memory() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes (None where there is none)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def worker_concurrency() -> int:
-    """Job processes of the embedded worker: ``FAIRSOLVE_WORKER_CONCURRENCY``, default 2, so one long job never
-    holds the queue (a second job starts beside it)."""
-    return max(1, int(os.environ.get("FAIRSOLVE_WORKER_CONCURRENCY", "2")))
+    """Job processes of the embedded worker: ``FAIRSOLVE_WORKER_CONCURRENCY``, else one per usable core, at most
+    one per :data:`MEMORY_PER_PROCESS` of available memory, and at least 2, so one long job never holds the
+    queue (a second job starts beside it)."""
+    if (given := os.environ.get("FAIRSOLVE_WORKER_CONCURRENCY")) is not None:
+        return max(1, int(given))
+    memory = available_memory()
+    by_memory = usable_cores() if memory is None else memory // MEMORY_PER_PROCESS
+    return max(2, min(usable_cores(), by_memory))
 
 
 def commands(host: str, port: int, concurrency: int, home: Path) -> dict[str, list[str]]:

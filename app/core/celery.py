@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from celery import Celery
 
+from app.core import broker_bell  # noqa: F401  (registers the embedded broker's transport, ``sqlabell+sqlite``)
 from app.core.settings import get_settings
 
 settings = get_settings()

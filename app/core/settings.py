@@ -184,13 +184,15 @@ class Settings(BaseSettings):
 
     @property
     def broker_url(self) -> str:
-        return self.broker_url_env or f"sqla+sqlite:///{(self.home / 'broker.db').resolve()}"
+        """The embedded default is kombu's SQLAlchemy transport on a SQLite file with a doorbell: an idle worker
+        wakes when a message is committed instead of at its next poll (``app.core.broker_bell``)."""
+        return self.broker_url_env or f"sqlabell+sqlite:///{(self.home / 'broker.db').resolve()}"
 
     @property
     def broker_transport_options(self) -> dict:
         """Redis redelivers an unacknowledged task after ``visibility_timeout``; the SQLAlchemy
         transport hands its options to ``create_engine``, so it gets none."""
-        if self.broker_url.startswith("sqla+"):
+        if self.broker_url.startswith(("sqla+", "sqlabell+")):
             return {}
         options: dict = {"visibility_timeout": 6 * 3600}
         if self.broker_key_prefix:

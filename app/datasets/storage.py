@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import mmap
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from app.datasets.column_names import column_name_problem
@@ -131,10 +133,11 @@ class TableLimits:
 
 
 def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits, newline: str = "\n",
-                     options: dict[str, Any] | None = None) -> None:
+                     options: dict[str, Any] | None = None, header_only: bool = False) -> None:
     """Reject bad encodings, duplicate or empty header names, ragged rows, dialect errors and tables
     over the limits, naming the line. ``options``: the upload's header / column names
-    (:mod:`app.datasets.read_options`); without a header the first line is a data row."""
+    (:mod:`app.datasets.read_options`); without a header the first line is a data row. ``header_only``: the first line's
+    checks alone (the rows are checked by :func:`arrow_csv_profile`, or here again when it declines)."""
     options = options or {}
     with open(path, "rb") as fh:
         reader = csv.reader(text_lines(fh, newline.encode()), delimiter=delimiter, skipinitialspace=True,
@@ -156,6 +159,8 @@ def _check_csv_shape(path: Path, delimiter: str, limits: TableLimits, newline: s
                     raise DatasetError(f"file: duplicate column name {name[:100]!r} in the header (line 1); "
                                        "give column_names to name every column")
                 seen.add(name)
+            if header_only:
+                return
             width, rows = len(names), 0 if has_header(options) else 1
             for row in reader:
                 if not row or (len(row) == 1 and not row[0].strip()):
@@ -333,7 +338,7 @@ def _check_parquet_shape(path: Path, limits: TableLimits) -> None:
 
 
 def check_upload(path: Path, limits: TableLimits = TableLimits(),
-                 asked: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+                 asked: dict[str, Any] | None = None, header_only: bool = False) -> tuple[str, dict[str, Any]]:
     """Sniff an uploaded file and validate its shape; ``(format, read_options)`` or :class:`DatasetError`.
 
     ``asked``: the upload's reading options (:func:`app.datasets.read_options.upload_options`); when it does not
@@ -351,7 +356,7 @@ def check_upload(path: Path, limits: TableLimits = TableLimits(),
             options.update(fixes)
             if warnings:
                 options["warnings"] = warnings
-        _check_csv_shape(path, options["delimiter"], limits, newline, options)
+        _check_csv_shape(path, options["delimiter"], limits, newline, options, header_only)
     else:
         _check_parquet_shape(path, limits)
     return fmt, options
@@ -368,12 +373,90 @@ def parse_errors(fmt: str) -> Iterator[None]:
         raise DatasetError(f"file: cannot be read as {fmt.upper()}: {str(exc)[:500]}") from exc
 
 
+ARROW_BLOCK_BYTES = 8 << 20  # CSV bytes parsed at once by each of Arrow's threads (bounds the scan's memory)
+ARROW_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_boolean)
+
+
+def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) -> TableProfile | None:
+    """The profile of a CSV file whose header passed :func:`_check_csv_shape` (``header_only``), read by Arrow's
+    streaming CSV reader on all cores, a block of :data:`ARROW_BLOCK_BYTES` per thread, never the whole table.
+
+    None (the caller then checks and profiles line by line, which names the line of any problem) unless the file
+    reads here exactly as ``pandas.read_csv`` reads it for :func:`iter_chunks`: no blank space after a delimiter or
+    at the start of a text cell (pandas' ``skipinitialspace``), ``\n`` line ends, no BOM on a data line, every
+    column integer, float, boolean or text (Arrow would read dates as timestamps; pandas keeps text), every row the
+    header's width, valid UTF-8 without NUL, no text over the ``csv`` module's field limit (which the line-by-line
+    check refuses), and the rows within the
+    limit. Missing values: cells equal to a marker (``missing_values``) are nulls, as pandas' ``na_values``."""
+    markers = options.get("missing_values")
+    delimiter = options.get("delimiter", ",")
+    if markers is None or options.get("lineterminator") or delimiter == " ":
+        return None
+    with open(path, "rb") as fh:
+        head = fh.read(SNIFF_BYTES)
+        if os.fstat(fh.fileno()).st_size and _has_quote(fh):  # Arrow forgives what csv's strict mode refuses
+            return None
+    if f"{delimiter} ".encode() in head or (head.startswith(b"\xef\xbb\xbf") and not has_header(options)):
+        return None
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        width = len(next(csv.reader(fh, delimiter=delimiter, skipinitialspace=True)))
+    names = column_names(options, width)
+    if names is None:
+        names = [h.strip() for h in _header_cells(path, delimiter)]
+    try:
+        reader = pacsv.open_csv(
+            path, read_options=pacsv.ReadOptions(column_names=names, skip_rows=1 if has_header(options) else 0,
+                                                 block_size=ARROW_BLOCK_BYTES, use_threads=True),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(null_values=list(markers), strings_can_be_null=True,
+                                                 quoted_strings_can_be_null=True))
+        if not all(any(is_type(f.type) for is_type in ARROW_TYPES) for f in reader.schema):
+            return None
+        profile = TableProfile()
+        for batch in reader:
+            profile.add_arrow(batch, _plain_texts)
+            if profile.n_rows > limits.max_rows:
+                return None
+    except (pa.ArrowException, UnicodeDecodeError, _Declined):  # ragged, not UTF-8, a type that changes, ...
+        return None
+    return profile if profile.n_rows else None
+
+
+def _has_quote(fh) -> bool:
+    """Whether the file holds a ``"`` (a C scan of its pages): quoted fields are checked line by line."""
+    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        return view.find(b'"') >= 0
+
+
+class _Declined(Exception):
+    """A text the line-by-line reading would read otherwise (or refuse)."""
+
+
+def _plain_texts(words: pa.Array) -> None:
+    """Raise :class:`_Declined` for a text column's distinct values with one starting with a space (pandas'
+    ``skipinitialspace`` strips it), holding a NUL, or of more bytes than ``csv.field_size_limit()`` characters."""
+    if len(words) and (pc.any(pc.starts_with(words, " ")).as_py() or pc.any(pc.match_substring(words, "\x00")).as_py()
+                       or pc.max(pc.binary_length(words)).as_py() > csv.field_size_limit()):
+        raise _Declined
+
+
+def _header_cells(path: Path, delimiter: str) -> list[str]:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        return next(csv.reader(fh, delimiter=delimiter, skipinitialspace=True))
+
+
 def profile_upload(path: Path, limits: TableLimits = TableLimits(),
                    asked: dict[str, Any] | None = None) -> tuple[str, dict[str, Any], TableProfile]:
-    """:func:`check_upload`, then the table's profile, read chunk by chunk (never held whole)."""
-    fmt, options = check_upload(path, limits, asked)
-    with parse_errors(fmt):
-        profile = TableProfile.of(iter_chunks(path, fmt, options, max_decoded=limits.max_bytes * PARQUET_INFLATION))
+    """:func:`check_upload`, then the table's profile, read chunk by chunk (never held whole): by Arrow on all
+    cores (:func:`arrow_csv_profile`), else line by line and by pandas."""
+    fmt, options = check_upload(path, limits, asked, header_only=True)
+    profile = arrow_csv_profile(path, options, limits) if fmt == "csv" else None
+    if profile is None:
+        if fmt == "csv":
+            _check_csv_shape(path, options["delimiter"], limits, options.get("lineterminator", "\n"), options)
+        with parse_errors(fmt):
+            profile = TableProfile.of(iter_chunks(path, fmt, options,
+                                                  max_decoded=limits.max_bytes * PARQUET_INFLATION))
     if profile.n_columns == 0 or profile.n_rows == 0:
         raise DatasetError("file: the table has no rows or no columns")
     if (problem := column_name_problem(profile.columns)) is not None:

@@ -28,11 +28,13 @@ are counted over the rows read until the cap was passed (the summary says so).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 EXAMPLES = 5
 EXAMPLE_CHARS = 200
@@ -118,6 +120,48 @@ class ColumnProfile:
         else:
             self._count(present.value_counts(sort=False))
 
+    def add_arrow(self, array: pa.Array, text_check: Callable[[pa.Array], None] | None = None) -> None:
+        """:meth:`add` of the chunk ``pandas`` makes of ``array`` (``Array.to_pandas``), computed on the Arrow array:
+        integers with a missing value are floats, as pandas holds them; missing numbers are nulls and NaN; counts
+        are hash counts (``dictionary_encode``, ``value_counts``), never Python objects per row. Types other than
+        integers, floats and text go through pandas."""
+        t = array.type
+        if pa.types.is_integer(t) and array.null_count:
+            array, t = array.cast(pa.float64()), pa.float64()
+        if pa.types.is_integer(t) or pa.types.is_floating(t):
+            self.kinds.add("integer" if pa.types.is_integer(t) else "float")
+            present = array.drop_null()
+            if pa.types.is_floating(t):
+                present = present.filter(pc.invert(pc.is_nan(present)))
+            self.n_missing += len(array) - len(present)
+            self._arrow_examples(present)
+            counted = pc.value_counts(present)  # distinct values (first-seen order) and their counts
+            values = counted.field("values").to_numpy(zero_copy_only=False)
+            order = np.argsort(values, kind="stable")
+            self._merge_numbers(values[order], counted.field("counts").to_numpy()[order].astype(np.int64))
+        elif pa.types.is_string(t) or pa.types.is_large_string(t):
+            self.kinds.add("string")
+            self.n_missing += array.null_count
+            encoded = pc.dictionary_encode(array.drop_null())  # the dictionary in order of first occurrence
+            words = encoded.dictionary
+            if text_check is not None:
+                text_check(words)  # the distinct texts, not every row
+            if len(self.examples) < EXAMPLES:
+                for value in words.slice(0, EXAMPLES).to_pylist():
+                    if len(self.examples) < EXAMPLES and value not in self.examples:
+                        self.examples.append(value)
+            counts = np.bincount(encoded.indices.to_numpy(zero_copy_only=False), minlength=len(words))
+            self._count(pd.Series(counts.astype(np.int64), index=pd.Index(words.to_pylist(), dtype="str")))
+        else:
+            self.add(pa.chunked_array([array]).to_pandas())
+
+    def _arrow_examples(self, present: pa.Array) -> None:
+        if len(self.examples) < EXAMPLES:
+            head = pc.unique(present.slice(0, 1000))  # first-occurrence order
+            for value in (head if len(head) >= EXAMPLES else pc.unique(present)).to_numpy(zero_copy_only=False)[:EXAMPLES]:
+                if len(self.examples) < EXAMPLES and not any(value == seen for seen in self.examples):
+                    self.examples.append(value)
+
     def _count(self, chunk: pd.Series) -> None:
         if self.hashes:
             self.hashes.append(value_hashes(chunk.index))
@@ -129,7 +173,10 @@ class ColumnProfile:
     def _add_numbers(self, x: np.ndarray) -> None:
         """Merge a chunk's present numbers into the sorted distinct values and their counts (integers met by
         floats become floats, as in a concatenated column)."""
-        values, counts = np.unique(x, return_counts=True)
+        self._merge_numbers(*np.unique(x, return_counts=True))
+
+    def _merge_numbers(self, values: np.ndarray, counts: np.ndarray) -> None:
+        """Merge a chunk's sorted distinct numbers and counts into the column's."""
         if self.numbers is not None:
             values, inverse = np.unique(np.concatenate([self.numbers[0], values]), return_inverse=True)
             counts = np.bincount(inverse, weights=np.concatenate([self.numbers[1], counts])).astype(np.int64)
@@ -231,6 +278,15 @@ class TableProfile:
         for chunk in [chunks] if isinstance(chunks, pd.DataFrame) else chunks:
             profile.add(chunk)
         return profile
+
+    def add_arrow(self, batch: pa.RecordBatch, text_check: Callable[[pa.Array], None] | None = None) -> None:
+        """:meth:`add` of ``batch.to_pandas()``, computed on the Arrow columns (:meth:`ColumnProfile.add_arrow`);
+        ``text_check`` is called on each text column's distinct values (it may raise)."""
+        if not self.columns:
+            self.columns = {name: ColumnProfile(name) for name in batch.schema.names}
+        for column, array in zip(self.columns.values(), batch.columns):
+            column.add_arrow(array, text_check)
+        self.n_rows += batch.num_rows
 
     def add(self, chunk: pd.DataFrame) -> None:
         if not self.columns:

@@ -1,0 +1,71 @@
+"""Uploads read by Arrow on all cores (issue 33, item 2): the profile equals the line-by-line + pandas one, and a
+file Arrow would read differently (or not at all) is checked line by line, its errors naming the line as before."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from app.datasets import storage
+from app.datasets.read_options import upload_options
+from app.datasets.storage import DatasetError, TableLimits, profile_upload
+from bench.common.datagen import planted_table
+
+
+def planted_csv(sep: str = ",") -> str:
+    frame = planted_table(30_000)
+    frame["visits"] = np.where(np.arange(len(frame)) % 9 == 0, np.nan, np.arange(len(frame)) % 17)  # ints, missing
+    frame["flag"] = np.arange(len(frame)) % 3 == 0
+    return frame.to_csv(index=False, sep=sep)
+
+
+FILES = {
+    "planted": planted_csv(),
+    "tab-separated": planted_csv("\t"),
+    "markers": "age,group,score\n41,a,?\n?,b,2.5\n37,NA,N/A\n29,a,1e3\n",
+    "booleans with a missing one": "a,b\nTrue,1\nFalse,?\n,3\n",
+    "quoted newline": 'a,b,y\n"x\ny",1,NA\nz,2,?\n',
+    "uci spacing": "age, sex, y\n39, Male, 1\n50, Female, 0\n",
+    "dates": "d,v\n2020-01-01,1\n2020-01-02,?\n",
+}
+
+
+def profiled(path, arrow: bool, monkeypatch) -> str:
+    if not arrow:
+        monkeypatch.setattr(storage, "arrow_csv_profile", lambda *a, **k: None)
+    fmt, options, profile = profile_upload(path, TableLimits(), upload_options())
+    monkeypatch.undo()
+    return json.dumps([fmt, options, profile.n_rows, profile.schema(), profile.summary()], default=str, sort_keys=True)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_arrow_profile_equals_the_line_by_line_one(name, tmp_path, monkeypatch):
+    path = tmp_path / "table.csv"
+    path.write_text(FILES[name])
+    assert profiled(path, True, monkeypatch) == profiled(path, False, monkeypatch)
+
+
+@pytest.mark.parametrize("name,arrow", [("planted", True), ("tab-separated", True), ("markers", True),
+                                        ("uci spacing", False), ("dates", False)])
+def test_arrow_reads_the_files_it_reads_as_pandas_does_and_declines_the_others(name, arrow, tmp_path):
+    path = tmp_path / "table.csv"
+    path.write_text(FILES[name])
+    _, options = storage.check_upload(path, TableLimits(), upload_options(), header_only=True)
+    assert (storage.arrow_csv_profile(path, options, TableLimits()) is not None) is arrow
+
+
+@pytest.mark.parametrize("body,message", [
+    (b"a,b\n1,2\n3\n", "ragged CSV: line 3 has 1 fields, the header has 2"),
+    (b"a,b\n1,2\n3,\xff\n", "not UTF-8 text at line 3"),
+    (b"a,b\n1,2\n3,x\x00y\n", "NUL byte at line 3"),
+    (b"a,b\n1,2\n3,4\n5,6\n", "more than the limit of 2 rows (line 4)"),
+    (b'a,b\n1,"x"y\n', "malformed CSV at line 2"),
+    (b'a,b\n1,"xy\n', "malformed CSV at line 2"),
+    (b"a,b\n1," + b"x" * 200_000 + b"\n", "malformed CSV at line 2: field larger than field limit"),
+])
+def test_a_file_arrow_declines_is_refused_naming_its_line(body, message, tmp_path):
+    path = tmp_path / "table.csv"
+    path.write_bytes(body)
+    with pytest.raises(DatasetError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        profile_upload(path, TableLimits(max_rows=2), upload_options())
