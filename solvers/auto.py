@@ -517,6 +517,9 @@ def solve_auto(problem: Problem, config: AutoConfig, observer: Observer | None =
     try:
         for name, settings in run.candidates:
             run.run_candidate(name, settings)
+            reason = run.observer.should_stop()   # a cancel during the candidate stops the portfolio, met or not
+            if reason is not None:
+                run.stop_reason = str(reason)
             if run.stop_reason is not None or (not config.exhaustive and run.satisfied()):
                 break
     finally:

@@ -148,7 +148,7 @@ class InProcess:
 def _solver_process(conn, concurrency: int) -> None:
     import torch
 
-    from app.audits.model_file import problem_spec
+    from solvers.formats.model_file import problem_spec
     from app.core.settings import get_settings
     from solvers import run
 

@@ -4,7 +4,7 @@ the same file, in the same run.
 The file: ``tests.datagen.planted_table`` rows (integers, floats, text with missing cells; 10M rows ≈ 368 MiB).
 Each repetition, interleaved:
 
-* FairSolve: ``app.storage.profile_upload`` (what the API runs on an upload: sniffing, the header check, every row
+* FairSolve: ``app.datasets.storage.profile_upload`` (what the API runs on an upload: sniffing, the header check, every row
   checked, the schema and summary statistics), the file streamed by Arrow on all cores;
 * ``polars.read_csv`` then ``DataFrame.describe()`` (timed apart and together);
 * ``pandas.read_csv``.

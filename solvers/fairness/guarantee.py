@@ -99,7 +99,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy.special import ndtri
 
-from ..algorithms.group_thresholds import report_of
+from ..models.thresholded import report_of
 from .enforce import enforce_exact
 from .exact import exact_gaps, tolerances
 from .confidence import upper_bounds
