@@ -11,5 +11,6 @@
 * :mod:`app.audits.report` — one audit run's report: values, CIs, pass/fail, drift, the table;
 * :mod:`app.audits.schemas` — request and response bodies of ``/api/v1/audits`` and ``/api/v1/alerts``.
 
-The Celery side (beat trigger, the run, the webhook) is :mod:`worker.audits`.
+A run's lifecycle (beat trigger, start and fencing, the run, its report and alert, the webhook) is
+:mod:`app.audits.lifecycle`, its computation :mod:`app.audits.compute`; the Celery tasks are :mod:`worker.audits`.
 """

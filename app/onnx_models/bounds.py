@@ -17,7 +17,7 @@ tensor t:
 Outputs that are not tensors (``ZipMap``'s sequence of maps) carry no shape and cost nothing here; an
 ``ai.onnx.ml`` estimator's unknown output shape is allowed, and any default-domain operator that reads it then
 has an unknown shape and is refused. The audit run multiplies W / N by its rows and checks the product
-against ``FAIRSOLVE_AUDIT_MAX_ONNX_OPS`` before scoring (:mod:`worker.audits`).
+against ``FAIRSOLVE_AUDIT_MAX_ONNX_OPS`` before scoring (:mod:`app.audits.compute`).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Scale: one prediction-log audit run on 1,000,000 rows, in-process as the worker runs it (no broker, no DB).
 
 The log is synthetic (two sensitive columns, 3 × 2 = 6 groups, a probability score and a label); the run is
-what ``worker.audits.run_audit`` does between reading the table and storing the report: score the log
+what ``app.audits.lifecycle.run`` does between reading the table and storing the report: score the log
 (:class:`app.audits.logs.PredictionLog`), summarise the scores per group and compare them with a reference
 run's summary (:mod:`app.audits.drift`), and evaluate the metrics with 200 bootstrap resamples
 (:func:`app.audits.report.evaluate`). Figures: CPU seconds (user + system of this process) and wall time of

@@ -124,7 +124,7 @@ def test_thresholds_drift_and_table(scored):
 def test_rate_gaps_state_the_batchs_noise_floor_and_the_alert_says_it(scored):
     """A rate gap with a threshold carries what a batch of this size can show: a model with no gap on the
     population keeps DP ≤ 0.01 on 400 rows in 3 groups less often than DP ≤ 0.5 (always); the alert names it."""
-    from worker.audits import breach_message
+    from app.audits.lifecycle import breach_message
 
     specs = [MetricSpec(type="demographic_parity", threshold=0.01), MetricSpec(type="equalized_odds", threshold=0.5),
              MetricSpec(type="accuracy", threshold=0.5), MetricSpec(type="demographic_parity")]
