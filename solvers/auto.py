@@ -27,7 +27,7 @@ solvers dedicated to the spec's constraint types — each within what is left of
 
        ε'_j ← ε'_j · clip(a ε_j / max(v_j, t_j), 0, 0.9),   a = :data:`AIM`,
 
-   and the solve continues from the candidate's current model for ``refine_iterations`` steps (issue item 4: a
+   and the solve continues from the candidate's current model for ``refine_iterations`` steps (a
    surrogate that is met while the exact metric is not does not end the candidate). k < 1 leaves room for the
    difference between the validation split and unseen data (on Adult the exact DP of one model differs by
    about 0.005 between splits of 6,500 rows). When a refinement did not lower the worst exact value by
@@ -38,10 +38,10 @@ solvers dedicated to the spec's constraint types — each within what is left of
    progress end the candidate.
 4. **Early end (satisficing).** Unless ``exhaustive``, the portfolio ends after a candidate (with its
    refinements) once some strong row meets every tolerance with margin: worst exact value on the judging
-   split and on train ≤ :data:`KEEP` ε_j. SSG comes first (the cheapest iteration of the portfolio); on Adult
-   (sex, DP ≤ 0.02, linear, seed 0) it gives such a row, so auto runs 4 solves instead of 13 and returns the
-   same model (``bench/quality/promise.py --headline``). The accuracy a later candidate might have added is traded
-   for time; ``exhaustive: true`` runs them all.
+   split and on train ≤ :data:`KEEP` ε_j. SSG comes first (the cheapest iteration of the portfolio): when it
+   gives such a row, auto runs fewer solves and returns the same model (``python -m bench.quality.promise
+   --headline``). The accuracy a later candidate might have added is traded for time; ``exhaustive: true`` runs
+   them all.
 5. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances (and temperatures),
    validation accuracy, exact validation and train gaps, seconds, outcome ("meets" when v_j ≤ ε_j and t_j ≤ ε_j
    for every j, else "violates"; "diverged", "near_constant", "error"; ``weak`` beside), and ``unseen_bound``: the
@@ -122,11 +122,10 @@ SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
     "group_thresholds": ({},),
 }
 #: per model type, the settings that replace :data:`SETTINGS`' for it. gbdt ``group_thresholds``: cross-fitted on
-#: train ∪ validation (3 folds, the base refitted on all of them) over LightGBM's own hyper-parameters: on the
-#: population protocol (bench/quality/population.py, 20,000-row bootstrap samples, DP ≤ 0.05, 6 samples, population
-#: accuracy @ population DP) Adult 0.8668 @ 0.038 against 0.8575 @ 0.029 for the validation split alone over the
-#: tuned base, bank 0.9041 @ 0.026 against 0.8956 @ 0.023, every sample ≤ ε; its promise is its population margin
-#: (step 5), as its fitting rows include the validation split
+#: train ∪ validation (3 folds, the base refitted on all of them) over LightGBM's own hyper-parameters: more accurate
+#: on the population than the validation split alone over the tuned base, every sample ≤ ε
+#: (``python -m bench.quality.population``; figures in docs/architecture.md, "Measured choices"); its promise is its
+#: population margin (step 5), as its fitting rows include the validation split
 MODEL_SETTINGS: dict[str, dict[str, tuple[dict[str, Any], ...]]] = {
     "gbdt": {"group_thresholds": ({"cross_fit": 3, "base_model": "spec"},)},
     # a logistic base scores its train rows as unseen ones up to O(d/n): thresholds (and margin) on train ∪

@@ -110,7 +110,7 @@ class RunOutput:
     feature_names: list[str]
     tolerances: list[float]
     encoder: dict[str, Any] = field(default_factory=dict)  # TableEncoder.to_dict(), JSON-serialisable
-    # What the user's promise needs (issue "keep the promise"); every entry JSON-serialisable:
+    # What the user's promise needs; every entry JSON-serialisable:
     fairness: list[dict[str, Any]] = field(default_factory=list)  # one per constraint: exact metric per split, CIs, kept
     warnings: list[str] = field(default_factory=list)             # near-trivial model, validation over tolerance, ...
     enforcement: dict[str, Any] | None = None                     # how the exact constraint was enforced, if it was

@@ -26,39 +26,33 @@ Scale: the tree's gradient is N ∇L̃, so the loss part is LightGBM's own per-r
 MEAN loss: λ_j = 1 trades one unit of mean log-loss for one unit of rate gap. FairGBM's implementation adds the
 proxy gradient λ_j ∂r̃/∂f_i (a 1/n_g factor) to the per-row loss gradient, which puts its λ on the scale of the
 summed loss (N times ours). We keep FairGBM's default step 0.1 (the paper tunes it per data set): on the mean scale
-it is large enough to move the rates within the 200 default rounds (Adult, sex, DP ≤ 0.02: train gap 0.021 after
-200 rounds with FairGBM's Hessian and last iterate, 0.019 with the defaults below; 1.0 gave 0.021 too and swung
-more on ``planted_table``).
+it is large enough to move the rates within the 200 default rounds (figures in docs/architecture.md, "Measured
+choices").
 
-Many groups. Measured on Adult by race (5 groups of 163 to 16,689 train rows, DP ≤ 0.02, seed 0) and
-on five planted groups of 45 / 25 / 15 / 10 / 5 % of 4,000 rows (``tests/solvers/algorithms/test_fair_boosting.unequal_groups``,
-DP ≤ 0.05, seeds 0–2, 100 rounds; "strong": its group shifts doubled). FairGBM's implementation (loss Hessian,
-the step η_λ on every pair, the last iterate) diverged on Adult by race: train accuracy 0.70 and mean log-loss
-10⁶ after 122 rounds (test accuracy 0.567 in the bench). Three departures, each optional (``hessian="loss"``,
-``output="last"``; ``multiplier_learning_rate`` × (G − 1) restores the per-pair step):
+Many groups (a few large groups and some of about 1 % of the rows; five planted groups of 45 / 25 / 15 / 10 / 5 %
+in ``tests/solvers/algorithms/test_fair_boosting.unequal_groups``). FairGBM's implementation (loss Hessian, the step
+η_λ on every pair, the last iterate) can diverge there (figures in docs/architecture.md, "Measured choices"). Three
+departures, each optional (``hessian="loss"``, ``output="last"``; ``multiplier_learning_rate`` × (G − 1) restores
+the per-pair step):
 
 * the Hessian: a row of group g carries the proxy gradient N Λ_g φ'/n_g, about 120 Λ_g for Adult's smallest race
   against 1.2 Λ_g for its largest, while σ(f)(1 − σ(f)) does not grow with it, so the leaf's Newton step
   −Σg/Σh flips a small group's whole rate in one round and the multipliers chase the swings. With the proxies'
-  Hessian the same N Λ_g/n_g factor enters h and the step near the threshold stays O(1): alone, it removed the
-  divergence (train DP 0.063 at the last round);
+  Hessian the same N Λ_g/n_g factor enters h and the step near the threshold stays O(1): alone, it removes the
+  divergence;
 * the ascent step: with pairs, a group's weight Λ_g = Σ_b λ_{(g,b)} sums G_r − 1 multipliers, so a fixed η_λ
   makes it grow up to G_r − 1 times faster than the paper's single λ_g; sharing the step keeps the group's
   growth within the paper's (Σ_a c_{(a,b)} / (G_r − 1) ≤ c_b = max_a c_{(a,b)}); two groups: unchanged.
   (FairGBM's implementation, one λ_b per group against the group of largest proxy rate, weighs that group's rows
-  by (G − 1) Σ_b λ_b, a factor G − 1 beyond the paper's gradient; we do not copy it.) On the
-  strong planted groups (with the two other changes) the output's exact gap went from 0.050 / 0.273 / 0.303 to
-  0.047 / 0.074 / 0.051; with FairGBM's Hessian, it alone also kept Adult by race bounded (train DP 0.018);
+  by (G − 1) Σ_b λ_b, a factor G − 1 beyond the paper's gradient; we do not copy it.) It keeps the output's exact
+  gap bounded on the strong planted groups;
 * the output rule: the proxy game's guarantee holds for a randomised mixture of the iterates (Cotter et al.
   2019); FairGBM returns the final ensemble. Rows that the trees move together (a leaf of a small group) flip
-  that group's exact rate in steps, and the last iterate cycles (strong planted groups, seed 1: between a gap
-  near ε and one of 0.5, period about 12 rounds). ``output="best"`` keeps the ensemble's trees up to the best
-  round of the second half of the ``n_estimators`` rounds on the training rows: exactly feasible with the least
+  that group's exact rate in steps, and the last iterate can cycle between a gap near ε and one far above it.
+  ``output="best"`` keeps the ensemble's trees up to the best round of the second half of the ``n_estimators`` rounds on the training rows: exactly feasible with the least
   F, else the least max exact violation (Cotter et al.'s "best iterate"; boosting's iterates are prefixes of one
   ensemble, so it is a truncation). The first half is the game's transient, whose early, near-constant iterates
-  are trivially feasible; a solve stopped before the second half keeps its last round. Measured: the planted
-  groups' exact gap 0.054 / 0.055 / 0.059 (last) against 0.049 / 0.048 / 0.050 (best); Adult by race, train DP
-  0.0246 against 0.0199.
+  are trivially feasible; a solve stopped before the second half keeps its last round.
 
 Each round's record: F and the constraint families' own surrogate rows G (as for every solver), and in ``duals``,
 per rate kind and group b (:meth:`ProxyRates.names` order), the paper's per-group values: ``lambda`` Σ_a λ_{(a,b)},

@@ -12,15 +12,14 @@ from .base import ALGORITHMS
 DEFAULT_PORTFOLIO = ("ssg", "plada", "lagrangian", "penalty")
 #: per model type, the dedicated solvers tried first, cheapest first (auto stops after the first candidate that
 #: keeps every tolerance with margin). gbdt: group_thresholds boosts one base (about one LightGBM fit), fair_boosting
-#: one ensemble with the proxy gradients, reductions one LightGBM fit per oracle call (Adult, sex, DP ≤ 0.02, seed 0,
-#: job queue, quiet machine: 0.68 s / 1.61 s / 16.98 s, ``python -m bench.quality.frontier --headline``)
+#: one ensemble with the proxy gradients, reductions one LightGBM fit per oracle call
+#: (``python -m bench.quality.frontier --headline``)
 CHEAPEST_FIRST = {"gbdt": ("group_thresholds", "fair_boosting")}
 #: per model type, the solvers tried before :data:`DEFAULT_PORTFOLIO` (when they handle the spec's constraints).
 #: linear: group_thresholds over a logistic base, its thresholds on every train and validation row
 #: (``threshold_rows``, :data:`solvers.auto.MODEL_SETTINGS`) with the population margin, which ends the portfolio
-#: when met: on the population protocol (Adult, sex, DP ≤ 0.05, 20,000-row bootstrap samples, seeds 0–3, in process)
-#: population accuracy 0.8404 @ DP 0.044 against 0.8366 @ 0.033 for SSG first (its thresholds on the validation
-#: split alone: 0.8376 @ 0.032)
+#: when met: more accurate on the population than SSG first (``python -m bench.quality.population``; figures in
+#: docs/architecture.md, "Measured choices")
 LEADS = {"linear": ("group_thresholds",)}
 
 

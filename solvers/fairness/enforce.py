@@ -1,4 +1,4 @@
-r"""Enforce the exact constraint on the training split after a surrogate solve (issue item 4).
+r"""Enforce the exact constraint on the training split after a surrogate solve.
 
 A surrogate can be met (e.g. the sigmoid DP gap of mean σ(f) per group) while the constraint the user
 wrote (the indicator DP gap) is not: scores near 0 in one group and far from 0 in another make

@@ -1,4 +1,4 @@
-r"""High-confidence fairness guarantee in the Seldonian sense (issue item 2): train on the train split,
+r"""High-confidence fairness guarantee in the Seldonian sense: train on the train split,
 accept a candidate only if a one-sided upper confidence bound of every constraint on the validation split
 is ≤ its tolerance.
 

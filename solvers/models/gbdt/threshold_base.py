@@ -8,26 +8,8 @@ leaves, each on a seeded half of the features (``colsample_bytree``; LightGBM dr
 stay deterministic), at the same learning rate: about half of the default fit's time, and more accurate after the
 thresholds on every table measured.
 
-Measured with ``python -m bench.quality.gbdt_defaults`` (``bench/quality/results/gbdt_defaults.md``; each job through
-``solvers.run``, DP ≤ 0.02, thresholds on the validation split with the margin δ = 0.1; mean test accuracy over
-seeds 0–4; time: CPU of the job over one plain LightGBM fit of the train split with the defaults, same cell, loaded
-machine):
-
-    ==========  ==================  ==================  ==========================
-    table       LightGBM defaults   tuned base          CPU / LightGBM fit
-    ==========  ==================  ==================  ==========================
-    Adult sex   0.8502              0.8548              3.35 → 2.00
-    COMPAS      0.6451              0.6678              3.83 → 2.07
-    bank age    0.8963              0.8994              2.84 → 1.75
-    ==========  ==================  ==================  ==========================
-
-The values were chosen on seeds 0–4 among variants of ``num_leaves`` (7, 15, 31, 63), ``n_estimators`` (100 to
-400), ``learning_rate`` (0.05, 0.1), ``min_child_samples`` (20, 50, 100), ``reg_lambda``, ``colsample_bytree``
-(0.3, 0.5, 1) and ``max_bin``, scored by LightGBM fits outside the job path; seeds 5–14, other splits of the same
-tables, check the choice (the report's second part: 0.8503 → 0.8529, 0.6423 → 0.6610, 0.8977 → 0.8996, at
-CPU ratios 3.48 → 2.17, 3.81 → 2.06, 2.87 → 1.79). The test DP is that of the thresholds (what the margin
-allows), not of the base: it is not lower with the tuned base (Adult 0.0154 → 0.0183, COMPAS 0.042 → 0.037, bank
-0.011 → 0.015 over seeds 0–4).
+The evidence is ``python -m bench.quality.gbdt_defaults`` (its figures: docs/architecture.md, "Measured choices").
+The test gap is that of the thresholds (what the margin allows), not of the base.
 
 Only the fields still at the model spec's own defaults (LightGBM's) are replaced, in a copy of the spec
 (:func:`tuned_spec`): a model spec that sets ``num_leaves``, ``colsample_bytree`` or ``n_estimators`` to anything

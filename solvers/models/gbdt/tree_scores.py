@@ -31,12 +31,7 @@ import numpy as np
 ZERO_THRESHOLD = 1e-35  # LightGBM's kZeroThreshold
 SPARSE_DENSITY = 0.25  # rows with at most this share of non-zeros are predicted by LightGBM as a CSR matrix
 #: beyond this many non-zeros per row (on average), reading the rows costs LightGBM more than routing them with numpy
-#: (CPU ms per tree, best of 3, loaded machine, ``TreeScorer`` with each path forced; 15-leaf trees of 0.5 of the
-#: columns on the train split of bench.quality.frontier's seed 0 / 31-leaf trees on 20,000 normal rows: bank's 19
-#: non-zeros of 62 columns, LightGBM on the dense rows 5.3 vs numpy 0.70; 20 dense columns 2.05 vs 1.30, 40:
-#: 2.53 vs 1.22, 100: 4.83 vs 1.46; COMPAS's 8 of 11, 0.31 vs 0.34; Adult's 14 of 108 go as CSR, 1.44 vs numpy 1.29.
-#: An earlier measurement under more load put the crossing higher: 100 dense columns 12 vs 4.7, Adult as CSR 3.6 vs
-#: 6.6, COMPAS 0.75 vs 1.7)
+#: (CPU per tree of ``TreeScorer`` with each path forced; figures in docs/architecture.md, "Measured choices")
 MAX_LIGHTGBM_NONZEROS = 10
 #: rows × columns beyond which nothing is copied (:class:`KeptScores`, :class:`TreeScorer`): each tree is predicted
 #: by LightGBM on the rows as they are, as without this module, so a large table costs no second copy of X
