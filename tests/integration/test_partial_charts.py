@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bench.common.datagen import planted_table
 from bench.common.jobs import job_spec, upload
+from tests.support.jobs import succeeded_job
 
 
 def test_partial_job_metrics_and_charts(embedded_stack):
@@ -13,10 +14,7 @@ def test_partial_job_metrics_and_charts(embedded_stack):
         spec = job_spec(dataset["id"], constraints=[{"type": "partial_statistical_parity", "tolerance": 0.1,
                                                      "interval": [0.0, 0.3]}],
                         solver={"name": "idca", "params": {"inner_iterations": 20}}, max_iterations=5)
-        resp = client.post("/api/v1/jobs", json=spec)
-        assert resp.status_code == 202, resp.text
-        job = stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"})
-        assert job["status"] == "succeeded", job["error"]
+        job = succeeded_job(stack, client, spec)
         test = job["metrics"]["test"]
         report = test["partial_statistical_parity_report"]
         assert 0 <= test["partial_statistical_parity"] <= 1

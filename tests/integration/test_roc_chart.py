@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bench.common.datagen import planted_table
 from bench.common.jobs import job_spec, upload
+from tests.support.jobs import succeeded_job
 
 
 def test_auc_job_metrics_and_roc_chart(embedded_stack):
@@ -13,10 +14,7 @@ def test_auc_job_metrics_and_roc_chart(embedded_stack):
         spec = job_spec(dataset["id"], objective="auc_square",
                         constraints=[{"type": "auc_parity", "tolerance": 0.05, "variant": "inter", "n_boot": 20}],
                         solver={"name": "level_set", "params": {"inner_iterations": 100}}, max_iterations=300)
-        resp = client.post("/api/v1/jobs", json=spec)
-        assert resp.status_code == 202, resp.text
-        job = stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"})
-        assert job["status"] == "succeeded", job["error"]
+        job = succeeded_job(stack, client, spec)
         test = job["metrics"]["test"]
         detail = test["auc_parity_detail"]
         assert 0 <= test["auc_parity"] <= 1 and detail["variant"] == "inter"

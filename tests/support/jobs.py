@@ -1,4 +1,5 @@
-"""Waiting on a job's, a baseline's and a sweep's state through the API, and restarting a stack's API."""
+"""Submitting a job and waiting on a job's, a baseline's and a sweep's state through the API; restarting a stack's
+API."""
 
 from __future__ import annotations
 
@@ -9,6 +10,16 @@ from bench.common.stack import ROOT, answers
 from bench.common.wait import wait_until
 
 FUZZ_RATE_LIMIT = 1000.0  # requests per second per key on the shared PostgreSQL stack (the fuzzer paces under it)
+
+
+def succeeded_job(stack, client, spec: dict) -> dict:
+    """The job of ``spec`` once it has ended: accepted (202) and succeeded, else the assertion names the answer or
+    the job's error."""
+    resp = client.post("/api/v1/jobs", json=spec)
+    assert resp.status_code == 202, resp.text
+    job = stack.wait_job(client, resp.json()["id"], {"succeeded", "failed"})
+    assert job["status"] == "succeeded", job["error"]
+    return job
 
 
 def job_when(client, job_id: str, ready, timeout: float = 120) -> dict:
