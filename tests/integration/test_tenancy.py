@@ -14,6 +14,9 @@ from bench.common.jobs import job_spec, upload
 PARAM = re.compile(r"\{(\w+)\}")
 ADMIN_ONLY = ("/api/v1/keys",)  # key management: 403 for non-admin keys (tested below), not owner-scoped
 OPEN = ("/healthz", "/readyz", "/metrics")
+# routes whose query parameters are required: valid values for owner A's dataset, so that B's 404 is the owner check
+QUERY = {"/api/v1/datasets/{dataset_id}/guarantee-check": {
+    "target": "income", "positive_label": ">50K", "sensitive": "sex", "constraint": "demographic_parity:0.05"}}
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +93,15 @@ def test_another_owners_resources_are_not_found_on_every_route(owned):
             if not PARAM.search(path) or path.startswith(ADMIN_ONLY) or path in OPEN:
                 continue
             url = fill(path, ids)
-            response = b.request(method, url)
+            response = b.request(method, url, params=QUERY.get(path))
             assert response.status_code == 404, (method, path, response.status_code, response.text)
             assert not any(v in response.text for k, v in ids.items() if k not in path), (method, path)
             checked += 1
         assert checked >= 10
         # the owner still sees everything (the 404s above were not missing resources) and B's lists are empty
         assert a.get(f"/api/v1/jobs/{ids['job_id']}").status_code == 200
+        for path, params in QUERY.items():
+            assert a.get(fill(path, ids), params=params).status_code == 200, path
         assert a.get(f"/api/v1/jobs/{ids['job_id']}/artifacts/weights").status_code == 200
         assert a.get(f"/api/v1/audits/{ids['audit_id']}").status_code == 200  # B's DELETE did nothing
         for listing in ("datasets", "jobs", "sweeps", "audits", "alerts"):
