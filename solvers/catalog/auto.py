@@ -56,7 +56,9 @@ class AutoConfig(BaseModel):
     budget_s: float | None = Field(
         None, gt=0, le=86_400, description="Seconds the portfolio may spend, at most the job's time_limit_s. None: "
         "proportional to the training data (5 s + 5 s per million training cells, rows × encoded features: about "
-        "15 s on Adult), or the time limit when exhaustive. No candidate (with its settings and refinements) may take more than a third of it.")
+        "15 s on Adult), or the time limit when exhaustive. No candidate after the first (with its settings and refinements) may take "
+        "more than a third of it; the first runs to its own stopping rule within the time limit, so a loaded "
+        "machine gives the same lead model.")
     exhaustive: bool = Field(
         False, description="Run every candidate of the portfolio. False: stop after the first candidate whose model "
         "keeps every tolerance with margin (exact value ≤ 0.85 ε on the validation and training splits).")

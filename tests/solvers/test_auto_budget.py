@@ -31,10 +31,24 @@ def test_a_slow_candidate_gets_a_third_of_the_budget_and_the_next_ones_still_run
     train, val, _ = train_validation_problems()
     budget = 3.0
     began = time.perf_counter()
-    result = solve(train, {"name": "auto", "params": {"portfolio": ["lagrangian", "ssg"], "exhaustive": True,
-                                                      "budget_s": budget}},
-                   max_iterations=200, seed=0, validation=val)
+    result = solve(train, {"name": "auto", "params": {"portfolio": ["ssg", "lagrangian", "penalty"],
+                                                      "exhaustive": True, "budget_s": budget, "iterations": 50}},
+                   max_iterations=400, seed=0, validation=val)
     elapsed = time.perf_counter() - began
     assert spent["lagrangian"] <= CANDIDATE_SHARE * budget + 0.3
-    assert "ssg" in {t["solver"] for t in result.tried}  # the next candidate ran
+    assert "penalty" in {t["solver"] for t in result.tried}  # the next candidate ran
     assert elapsed < budget + 5  # the whole portfolio within its budget (judging and copies beside)
+
+
+def test_the_first_candidate_runs_to_its_own_stopping_rule_however_short_the_budget():
+    """A wall-clock budget would make the lead's model depend on the machine's load; it bounds the later ones."""
+    train, val, _ = train_validation_problems()
+    spec = {"name": "auto", "params": {"portfolio": ["ssg", "penalty"], "iterations": 120, "refinements": 0,
+                                       "exhaustive": True}}
+    full = solve(train, spec, max_iterations=400, seed=0, validation=val).tried
+    spec["params"]["budget_s"] = 1e-3
+    cut = solve(train, spec, max_iterations=400, seed=0, validation=val).tried
+    assert [t["solver"] for t in full] == ["ssg", "penalty"]
+    assert [t["solver"] for t in cut] == ["ssg"]   # the budget was spent: no later candidate
+    assert cut[0]["iterations"] == full[0]["iterations"] == 120
+    assert cut[0]["gaps"] == full[0]["gaps"]      # the same model as with time to spare
