@@ -37,7 +37,8 @@ def _bounded_heap(**_) -> None:
 
 @worker_process_init.connect
 def _share_cores(**_) -> None:
-    """Each pool process gets cores / concurrency torch threads: oversubscribed threads thrash. Solver
+    """Each pool process gets cores / concurrency torch threads, and as many LightGBM fits at once
+    (``solvers.models.gbdt.model.parallel_fits``): oversubscribed threads thrash. Solver
     processes also lower their priority by ``FAIRSOLVE_WORKER_NICE``: where the API and workers share
     cores, requests are answered first and training takes the rest (no effect on a dedicated machine)."""
     import torch
@@ -45,4 +46,6 @@ def _share_cores(**_) -> None:
     if settings.worker_nice:
         os.nice(settings.worker_nice)
     concurrency = celery_app.conf.worker_concurrency or os.cpu_count() or 1
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // concurrency))
+    share = max(1, (os.cpu_count() or 1) // concurrency)
+    torch.set_num_threads(share)
+    os.environ.setdefault("FAIRSOLVE_GBDT_PARALLEL_FITS", str(share))  # independent LightGBM fits of one job

@@ -125,6 +125,9 @@ def start_stack(name: str, home: Path, database_url: str | None, broker_url: str
     admin_key = f"fsk_test_{uuid.uuid4().hex}"
     env.update({"FAIRSOLVE_HOME": str(home), "HOST": "127.0.0.1", "PORT": str(port), "FAIRSOLVE_TRAJECTORY_FLUSH_S": "0.25",
                 "FAIRSOLVE_BOOTSTRAP_API_KEY": admin_key,
+                # the stack's workers at the caller's priority: niced (the service's default), they starve while
+                # another test process computes, and a run's time limit then measures the other process
+                "FAIRSOLVE_WORKER_NICE": "0",
                 # stacks of concurrent test runs share one Redis database: each gets its own keys
                 "FAIRSOLVE_BROKER_KEY_PREFIX": f"{name}-{uuid.uuid4().hex[:8]}:", **(extra_env or {})})
     if database_url:

@@ -295,9 +295,10 @@ class _Thresholded:
         (stratified by group and label, :func:`~solvers.models.gbdt.cross_fit.fold_of`): the model boosted on the folds
         without the validation fold is the base this solve boosted on the train split, so its validation scores
         (kept round by round) are that fold's out-of-fold scores and K − 1 fold models are boosted, not K. All
-        fits share one binning of the rows (:func:`~solvers.models.gbdt.cross_fit._binned`), and the refitted model's
+        fits share one binning of the rows (:func:`~solvers.models.gbdt.cross_fit._binned`), the fold models and the
+        refit are boosted at once (:func:`~solvers.models.gbdt.cross_fit.cross_fit`), and the refitted model's
         scores of the train and validation rows are predicted once and kept for every later forward pass."""
-        from ..models.gbdt.cross_fit import _binned, _params, fold_of, out_of_fold_scores, refit
+        from ..models.gbdt.cross_fit import _binned, _params, cross_fit, fold_of
         from ..models.gbdt.model import num_threads
         from ..models.gbdt.tree_scores import KeptScores
 
@@ -314,10 +315,11 @@ class _Thresholded:
             fold = np.concatenate([1 + fold_of(y[:n_train], g[:n_train], self.folds - 1, self.seed),
                                    np.zeros(len(v.y), dtype=np.int64)])
             known = {0: self.model(v.X).double().cpu().numpy()}
-        scores = out_of_fold_scores(X, y, g, self.model.spec, rounds, self.folds, self.seed, fold=fold, known=known,
-                                    binned=binned)
-        if self.config.cross_fit_model == "refit":
-            self.model.booster = booster = refit(X, y, self.model.spec, rounds, self.seed, binned=binned)
+        with_refit = self.config.cross_fit_model == "refit"
+        scores, booster = cross_fit(X, y, g, self.model.spec, rounds, self.folds, self.seed, fold=fold, known=known,
+                                    binned=binned, with_refit=with_refit)
+        if with_refit:
+            self.model.booster = booster
             kept = booster.predict(X, raw_score=True, num_threads=num_threads())
             at = 0
             for q in parts:   # later forward passes over these rows read the scores (GBDTModel.keep_scores)

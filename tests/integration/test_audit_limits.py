@@ -146,7 +146,7 @@ def test_slow_and_greedy_runs_stop_at_their_limits_without_starving_jobs(limits_
             assert done["status"] == "succeeded", done
         for run_id in slow_runs:
             run = ended(limits_stack, client, slow["id"], run_id)
-            assert run["status"] == "failed" and "time limit of 5 s reached" in run["error"], run
+            assert run["status"] == "failed" and f"time limit of {TIME_LIMIT_S} s reached" in run["error"], run
             assert "FAIRSOLVE_AUDIT_TIME_LIMIT_S" in run["error"]
         assert time.monotonic() - started < 2 * TIME_LIMIT_S + 90  # not the runs' natural length
         run = ended(limits_stack, client, greedy["id"], run_now(client, greedy["id"]))

@@ -12,6 +12,10 @@ split (``"train"``: the fold models see (K − 1)/K of train + validation, 64 % 
 split against the base model's 60 %, so their scores are distributed like the stored model's) or the base refitted
 on all fitting rows (``"refit"``: more rows for the trees, a model slightly more confident than the fold models
 whose scores chose the thresholds). :func:`refit` boosts that model.
+
+The fold models (and the refit) do not depend on one another: :func:`boost_many` boosts them at once on
+:func:`~.model.parallel_fits` threads (LightGBM computes outside Python's lock), each fit on its own
+``num_threads``; every fit is deterministic, so the trees are the same as one after the other.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .model import lightgbm_params
+from .model import lightgbm_params, parallel_fits
 
 MIN_FOLDS, MAX_FOLDS = 2, 10
 
@@ -43,10 +47,11 @@ def _params(spec: Any, seed: int) -> dict[str, Any]:
     return {**lightgbm_params(spec, seed), "objective": "binary"}
 
 
-def _boost(X: np.ndarray, y: np.ndarray, params: dict[str, Any], rounds: int):
+def _dataset(X: np.ndarray, y: np.ndarray, params: dict[str, Any]):
+    """A LightGBM dataset of these rows alone, binned."""
     import lightgbm as lgb
 
-    return lgb.train(params, lgb.Dataset(X, label=y, params=params), num_boost_round=int(rounds))
+    return lgb.Dataset(X, label=y, params=params).construct()
 
 
 def _binned(X: np.ndarray, y: np.ndarray, params: dict[str, Any]):
@@ -64,36 +69,61 @@ def out_of_fold_scores(X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: An
 
     ``fold``: the rows' folds (default :func:`fold_of`); ``known``: fold → the scores of its rows already given by
     a model boosted on the other folds' rows alone (e.g. the base model of the train split, for a validation fold):
-    that fold is not boosted again. ``binned``: :func:`_binned` of (X, y), whose subsets the fold models train on."""
+    that fold is not boosted again. ``binned``: :func:`_binned` of (X, y), whose subsets the fold models train on
+    (None: each fold model bins its own rows)."""
+    scores, _ = cross_fit(X, y, group, spec, rounds, k, seed, fold=fold, known=known, binned=binned)
+    return scores
+
+
+def cross_fit(X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: Any, rounds: int, k: int, seed: int,
+              fold: np.ndarray | None = None, known: dict[int, np.ndarray] | None = None, binned: Any = None,
+              with_refit: bool = False) -> tuple[np.ndarray, Any]:
+    """(:func:`out_of_fold_scores`, the :func:`refit` booster or None): the fold models and, with ``with_refit``,
+    the refit, boosted at once (:func:`boost_many`)."""
     if not MIN_FOLDS <= k <= MAX_FOLDS:
         raise ValueError(f"cross_fit: {MIN_FOLDS} to {MAX_FOLDS} folds, not {k}")
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1)
     fold = fold_of(y, group, k, seed) if fold is None else np.asarray(fold)
     known = known or {}
     params = _params(spec, seed)
+    boosted = [j for j in range(k) if j not in known]   # at most K model fits (not a loop over rows)
+    if binned is not None:
+        datasets = [binned.subset(np.flatnonzero(fold != j).tolist(), params=params).construct() for j in boosted]
+    else:
+        datasets = [_dataset(X[fold != j], y[fold != j], params) for j in boosted]
+    if with_refit:
+        datasets.append(binned if binned is not None else _dataset(X, y, params))
+    boosters = boost_many(datasets, params, rounds)
     scores = np.zeros(len(y))
-    for j in range(k):   # at most K model fits (not a loop over rows)
+    for j, known_scores in known.items():
+        scores[fold == j] = known_scores
+    for j, booster in zip(boosted, boosters):
         out = fold == j
-        if j in known:
-            scores[out] = known[j]
-            continue
-        if binned is not None:
-            import lightgbm as lgb
-
-            booster = lgb.train(params, binned.subset(np.flatnonzero(~out).tolist(), params=params),
-                                num_boost_round=int(rounds))
-        else:
-            booster = _boost(X[~out], y[~out], params, rounds)
         scores[out] = booster.predict(X[out], raw_score=True, num_threads=params["num_threads"])
-    return scores
+    return scores, (boosters[-1] if with_refit else None)
+
+
+def boost_many(datasets: list[Any], params: dict[str, Any], rounds: int) -> list[Any]:
+    """``lightgbm.train(params, d, rounds)`` of every constructed dataset ``d``, on :func:`~.model.parallel_fits`
+    threads (module docstring)."""
+    import lightgbm as lgb
+
+    def boost(data):
+        return lgb.train(params, data, num_boost_round=int(rounds))
+
+    workers = min(parallel_fits(), len(datasets))
+    if workers <= 1:
+        return [boost(d) for d in datasets]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gbdt-fit") as pool:
+        return list(pool.map(boost, datasets))
 
 
 def refit(X: np.ndarray, y: np.ndarray, spec: Any, rounds: int, seed: int, binned: Any = None):
     """The base model boosted on all the rows given (``rounds`` rounds): a ``lightgbm.Booster`` (``binned``: the
     rows' :func:`_binned` dataset, reused)."""
-    if binned is not None:
-        import lightgbm as lgb
-
-        return lgb.train(_params(spec, seed), binned, num_boost_round=int(rounds))
-    return _boost(np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1), _params(spec, seed),
-                  rounds)
+    params = _params(spec, seed)
+    if binned is None:
+        binned = _dataset(np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1), params)
+    return boost_many([binned], params, rounds)[0]

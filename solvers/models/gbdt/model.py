@@ -46,6 +46,16 @@ def num_threads() -> int:
         return 1
 
 
+def parallel_fits() -> int:
+    """How many independent LightGBM fits a solve boosts at once (cross-fitting's fold models and refit):
+    ``FAIRSOLVE_GBDT_PARALLEL_FITS`` (a worker pool process sets it to its share of the cores,
+    ``worker.celery_app``), default the cores this process may use."""
+    try:
+        return max(1, int(os.environ["FAIRSOLVE_GBDT_PARALLEL_FITS"]))
+    except (KeyError, ValueError):
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 def lightgbm_params(spec: Any, seed: int = 0) -> dict[str, Any]:
     """LightGBM's training parameters of a ``gbdt`` :class:`~solvers.data.spec.ModelSpec` (its hyper-parameters carry
     LightGBM's own names), deterministic under ``seed``."""

@@ -7,6 +7,7 @@ import uuid
 
 from app.api.middleware.ratelimit import SharedBuckets, TokenBuckets
 from bench.common.stack import REDIS_URL, free_port
+from tests.support.aio import run_coroutine
 
 
 def test_burst_then_refill_at_rate():
@@ -40,7 +41,7 @@ def test_shared_buckets_hold_one_limit_across_processes():
         waits = [await (a if i % 2 else b).acquire("k") for i in range(20)]
         return waits, time.monotonic() - started
 
-    waits, elapsed = asyncio.run(run())
+    waits, elapsed = run_coroutine(run())
     granted = sum(w == 0.0 for w in waits)
     assert 5 <= granted <= 5 + math.floor(elapsed * 2.0) + 1, (granted, elapsed)
     assert waits[:5] == [0.0] * 5                       # the burst is granted in order
@@ -60,7 +61,7 @@ def test_shared_buckets_refill_at_rate_and_keys_are_independent():
         await asyncio.sleep(0.3)                        # > 1/rate: one token is back
         return first, other, await buckets.acquire("k")
 
-    first, other, later = asyncio.run(run())
+    first, other, later = run_coroutine(run())
     assert first[:2] == [0.0, 0.0] and first[2] > 0
     assert other == 0.0 and later == 0.0
 
@@ -72,5 +73,5 @@ def test_shared_buckets_fall_back_to_the_process_when_redis_is_unreachable():
     async def run() -> list[float]:
         return [await buckets.acquire("k") for _ in range(4)]
 
-    waits = asyncio.run(run())
+    waits = run_coroutine(run())
     assert waits[:3] == [0.0] * 3 and waits[3] > 0      # the local bucket's burst, then a wait

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app.jobs.wait import MAX_CHECK_S, MIN_CHECK_S, EndListener, check_interval, notify_ended
 from bench.common.stack import PG_ADMIN
 from bench.common.wait import wait_until
+from tests.support.aio import run_coroutine
 
 
 def test_the_check_interval_is_a_bounded_share_of_the_jobs_age():
@@ -41,7 +42,7 @@ def test_a_committed_end_wakes_its_jobs_waiters_and_a_rolled_back_one_nobody():
         return quiet, mine.is_set(), other.is_set()
 
     try:
-        assert asyncio.run(scenario()) == (True, True, False)
+        assert run_coroutine(scenario()) == (True, True, False)
     finally:
         engine.dispose()
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:  # the listener's own session is there

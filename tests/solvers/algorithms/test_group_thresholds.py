@@ -145,6 +145,34 @@ def test_roc_points_are_the_counts_of_each_threshold():
     assert list(zip(line.fp, line.tp)) == [(0, 0), (0, 2), (2, 2)]           # points inside a segment dropped
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_randomised_lp_keeps_each_groups_convex_hull_and_the_same_optimum(seed, monkeypatch):
+    """The kept points are Qhull's hull vertices of every group, and the LP over every ROC point has the same
+    optimum (a point inside the hull is a mixture of its vertices)."""
+    from scipy.spatial import ConvexHull
+
+    import solvers.fairness.threshold_lp as lp
+
+    rng = np.random.default_rng(seed)
+    n, K = int(rng.integers(300, 4000)), int(rng.integers(2, 5))
+    g = rng.integers(0, K, n)
+    y = (rng.random(n) < rng.uniform(0.1, 0.6, K)[g]).astype(int)
+    s = np.round(rng.normal(size=n) + y * rng.uniform(-0.5, 2.0, K)[g], int(rng.integers(1, 4)))
+    every = roc_points(s, y, g, K, hull=False)
+    hull = roc_points(s, y, g, K)
+    for k in range(K):
+        pts = np.column_stack([every.fp[every.group == k], every.tp[every.group == k]]).astype(float)
+        vertices = {tuple(v) for v in pts[ConvexHull(pts).vertices]}
+        assert {(f, t) for f, t in zip(hull.fp[hull.group == k], hull.tp[hull.group == k])} == vertices
+    assert len(hull.group) < len(every.group) / 3
+    families = [("equalized_odds", 0.03), ("demographic_parity", 0.05)][: 1 + seed % 2]
+    fast = solve_thresholds(s, y, g, K, families)
+    monkeypatch.setattr(lp, "hull_vertices", lambda p: np.ones(len(p.group), dtype=bool))
+    slow = solve_thresholds(s, y, g, K, families)
+    assert fast.objective == pytest.approx(slow.objective, abs=1e-9)
+    assert fast.n_points < slow.n_points
+
+
 def _table(n=1600, seed=0):
     rng = np.random.default_rng(seed)
     sex = rng.choice(["F", "M"], n)
@@ -402,14 +430,15 @@ def test_cross_fitting_boosts_k_minus_1_fold_models_and_reuses_the_train_split_b
         fits.append(train_set.num_data())
         return booster
 
-    real_oof = cross_fit.out_of_fold_scores
+    real_fit = cross_fit.cross_fit
 
-    def recording(X, y, group, spec, rounds, k, seed, fold=None, known=None, binned=None):
+    def recording(X, y, group, spec, rounds, k, seed, fold=None, known=None, binned=None, with_refit=False):
         scored.update(fold=fold, known=known)
-        return real_oof(X, y, group, spec, rounds, k, seed, fold=fold, known=known, binned=binned)
+        return real_fit(X, y, group, spec, rounds, k, seed, fold=fold, known=known, binned=binned,
+                        with_refit=with_refit)
 
     monkeypatch.setattr(lgb, "train", counting)
-    monkeypatch.setattr(cross_fit, "out_of_fold_scores", recording)
+    monkeypatch.setattr(cross_fit, "cross_fit", recording)
     table = _table(1500, 4)
     spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"], max_iterations=20,
                        constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
@@ -426,6 +455,25 @@ def test_cross_fitting_boosts_k_minus_1_fold_models_and_reuses_the_train_split_b
     assert list(scored["known"]) == [0] and len(scored["known"][0]) == n_fit - n_train
     train_folds = np.bincount(scored["fold"][:n_train])[1:]
     assert sorted(fits) == sorted([n_fit - train_folds[0], n_fit - train_folds[1], n_fit])   # 2 folds + refit
+
+
+def test_fold_models_and_refit_boosted_at_once_equal_one_after_the_other(monkeypatch):
+    """``FAIRSOLVE_GBDT_PARALLEL_FITS`` threads give the same out-of-fold scores and refit, bit for bit."""
+    from solvers.data.spec import ModelSpec
+    from solvers.models.gbdt.cross_fit import cross_fit
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 6))
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(float)
+    g = (X[:, 1] > 0).astype(int)
+    spec = ModelSpec(type="gbdt", n_estimators=30, num_leaves=15, min_child_samples=10)
+    runs = {}
+    for threads in ("1", "3"):
+        monkeypatch.setenv("FAIRSOLVE_GBDT_PARALLEL_FITS", threads)
+        scores, booster = cross_fit(X, y, g, spec, 30, 3, seed=0, with_refit=True)
+        runs[threads] = (scores, booster.predict(X, raw_score=True))
+    np.testing.assert_array_equal(runs["1"][0], runs["3"][0])
+    np.testing.assert_array_equal(runs["1"][1], runs["3"][1])
 
 
 def test_linear_thresholds_on_train_and_validation_rows_on_request_and_refused_for_gbdt():
