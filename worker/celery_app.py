@@ -2,12 +2,15 @@
 
 ``celery -A worker.celery_app worker|beat`` loads this module: it registers the task modules (``worker.tasks``,
 ``worker.audits``, ``worker.baselines``) and connects the signals that set up a pool process (logs, heap, threads).
-The API sends through ``app.core.celery`` and never imports this module.
+The API sends through ``app.core.celery`` and never imports this module. Beat sends its schedule's tasks by name
+and runs none, so under ``celery beat`` the task modules (torch, pandas, the solvers) are not imported: beat starts
+in about a second with a fraction of a worker's memory.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 from celery.signals import setup_logging, worker_process_init
 
@@ -16,7 +19,18 @@ from app.core.celery import BEAT_SCHEDULE, HOUSEKEEPING_QUEUE, QUEUE_FOR_DEVICE,
 __all__ = ["BEAT_SCHEDULE", "HOUSEKEEPING_QUEUE", "QUEUE_FOR_DEVICE", "celery_app"]
 
 TASK_MODULES = ["worker.tasks", "worker.audits", "worker.baselines"]
-celery_app.conf.include = TASK_MODULES
+#: celery's subcommands; the first argument that is one of them is the one this process runs
+SUBCOMMANDS = {"worker", "beat", "events", "inspect", "control", "call", "purge", "result", "shell", "status",
+               "multi", "amqp", "migrate", "graph", "upgrade", "list", "report", "logtool"}
+
+
+def celery_subcommand(argv: list[str]) -> str | None:
+    """The celery subcommand of a command line (``celery -A worker.celery_app beat -s f`` → ``beat``), or None."""
+    return next((arg for arg in argv[1:] if arg in SUBCOMMANDS), None)
+
+
+if celery_subcommand(sys.argv) != "beat":
+    celery_app.conf.include = TASK_MODULES
 
 
 @setup_logging.connect
