@@ -11,7 +11,7 @@ The rule is then fitted to these scores, and the stored model is either the base
 split (``"train"``: the fold models see (K − 1)/K of train + validation, 64 % of the rows with a 60 / 20 / 20
 split against the base model's 60 %, so their scores are distributed like the stored model's) or the base refitted
 on all fitting rows (``"refit"``: more rows for the trees, a model slightly more confident than the fold models
-whose scores chose the thresholds). :func:`refit` boosts that model.
+whose scores chose the thresholds). :func:`cross_fit` boosts that model with the fold models (``with_refit``).
 
 The fold models (and the refit) do not depend on one another: :func:`boost_many` boosts them at once on
 :func:`~.model.parallel_fits` threads (LightGBM computes outside Python's lock), each fit on its own
@@ -78,8 +78,8 @@ def out_of_fold_scores(X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: An
 def cross_fit(X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: Any, rounds: int, k: int, seed: int,
               fold: np.ndarray | None = None, known: dict[int, np.ndarray] | None = None, binned: Any = None,
               with_refit: bool = False) -> tuple[np.ndarray, Any]:
-    """(:func:`out_of_fold_scores`, the :func:`refit` booster or None): the fold models and, with ``with_refit``,
-    the refit, boosted at once (:func:`boost_many`)."""
+    """(:func:`out_of_fold_scores`, the refit booster or None): the fold models and, with ``with_refit``, the base
+    boosted on all the rows (``binned`` itself when given), boosted at once (:func:`boost_many`)."""
     if not MIN_FOLDS <= k <= MAX_FOLDS:
         raise ValueError(f"cross_fit: {MIN_FOLDS} to {MAX_FOLDS} folds, not {k}")
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1)
@@ -119,11 +119,3 @@ def boost_many(datasets: list[Any], params: dict[str, Any], rounds: int) -> list
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gbdt-fit") as pool:
         return list(pool.map(boost, datasets))
 
-
-def refit(X: np.ndarray, y: np.ndarray, spec: Any, rounds: int, seed: int, binned: Any = None):
-    """The base model boosted on all the rows given (``rounds`` rounds): a ``lightgbm.Booster`` (``binned``: the
-    rows' :func:`_binned` dataset, reused)."""
-    params = _params(spec, seed)
-    if binned is None:
-        binned = _dataset(np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1), params)
-    return boost_many([binned], params, rounds)[0]
