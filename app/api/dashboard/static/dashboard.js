@@ -10,6 +10,13 @@
   const $ = (sel, root) => (root || document).querySelector(sel);
   const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
 
+  /* Signing out revokes the session before the browser leaves the page: a poll answered 401 in between must not
+   * send it to "/signin?next=this page" instead of where the sign-out goes. */
+  let signingOut = false;
+  document.addEventListener("submit", (event) => {
+    if (event.target.matches && event.target.matches("form.signout")) signingOut = true;
+  }, true);
+
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -67,7 +74,7 @@
     } catch (err) {
       data = null;
     }
-    if (response.status === 401) {
+    if (response.status === 401 && !signingOut) {
       location.href = "/signin?next=" + encodeURIComponent(location.pathname + location.search);
     }
     return { ok: response.ok, status: response.status, data: data };
