@@ -91,6 +91,7 @@ Its state_dict holds ``net.base.*`` and the buffers ``net.columns``, ``net.scale
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 import torch
@@ -211,6 +212,7 @@ class _Thresholded:
             raise ValueError("group_thresholds: threshold_rows 'train_validation' applies to a linear base without "
                              "cross_fit (an mlp or gbdt base scores its own train rows optimistically)")
         self.base_params: dict = {}
+        self.ahead = None   # the cross-fitting started with the base (:meth:`start`)
         if own_gbdt and self.config.base_model == "tuned":   # solvers.models.gbdt.threshold_base
             from ..models.gbdt.threshold_base import tuned_spec
 
@@ -223,6 +225,10 @@ class _Thresholded:
         X = p.X if v is None else torch.cat([p.X, v.X])
         group = p.group if v is None else torch.cat([p.group, v.group])
         self.reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), len(p.group_names))
+        self.ahead = None   # cross-fitting started beside the base's boosting (:meth:`_cross_fitted`)
+        if self.folds and v is not None and not self.pretrained and self.model.booster is None:
+            self.ahead = self._cross_fit(self.model.spec.n_estimators)
+            weakref.finalize(self, self.ahead.cancel)   # an abandoned solve stops its fits
 
     def step(self, k, current):
         if self.pretrained:
@@ -287,6 +293,30 @@ class _Thresholded:
         }
         return p.evaluate(self.model)
 
+    def _cross_fit(self, rounds: int):
+        """The :class:`~solvers.models.gbdt.cross_fit.CrossFit` of the train and validation rows at ``rounds``
+        rounds, its fits started (:meth:`_cross_fitted`)."""
+        from ..models.gbdt.cross_fit import CrossFit, _binned, _params, fold_of
+
+        p, v = self.problem, self.validation
+        X, y, g = self._fitting_rows()
+        binned = _binned(X, y.astype(np.float64), _params(self.model.spec, self.seed))
+        fold = None
+        if v is not None:   # validation = fold 0, scored by the base of the train split
+            n_train = len(p.y)
+            fold = np.concatenate([1 + fold_of(y[:n_train], g[:n_train], self.folds - 1, self.seed),
+                                   np.zeros(len(v.y), dtype=np.int64)])
+        return CrossFit(X, y, g, self.model.spec, rounds, self.folds, self.seed, fold=fold,
+                        known_folds=(0,) if v is not None else (), binned=binned,
+                        with_refit=self.config.cross_fit_model == "refit")
+
+    def _fitting_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(X float64, y, group) of the train rows, then the validation rows."""
+        parts = [self.problem] + ([self.validation] if self.validation is not None else [])
+        X = np.concatenate([q.X.cpu().numpy() for q in parts]).astype(np.float64, copy=False)
+        return X, np.concatenate([q.y.cpu().numpy() for q in parts]), np.concatenate([q.group.cpu().numpy()
+                                                                                      for q in parts])
+
     def _cross_fitted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scores, y, group) of the train and validation rows, scores out of fold; with ``cross_fit_model:
         refit`` the stored base is boosted again on all of them.
@@ -295,37 +325,31 @@ class _Thresholded:
         (stratified by group and label, :func:`~solvers.models.gbdt.cross_fit.fold_of`): the model boosted on the folds
         without the validation fold is the base this solve boosted on the train split, so its validation scores
         (kept round by round) are that fold's out-of-fold scores and K − 1 fold models are boosted, not K. All
-        fits share one binning of the rows (:func:`~solvers.models.gbdt.cross_fit._binned`), the fold models and the
-        refit are boosted at once (:func:`~solvers.models.gbdt.cross_fit.cross_fit`), and the refitted model's
-        scores of the train and validation rows are predicted once and kept for every later forward pass."""
-        from ..models.gbdt.cross_fit import _binned, _params, cross_fit, fold_of
+        fits share one binning of the rows (:func:`~solvers.models.gbdt.cross_fit._binned`), and the fold models and
+        the refit are boosted at once (:class:`~solvers.models.gbdt.cross_fit.CrossFit`) — for a base boosted from
+        no tree, from :meth:`start` on, beside the base, at its ``n_estimators`` rounds; a base that ended with
+        another number of trees (LightGBM found no split, a time limit) has them boosted again at its count. The
+        refitted model's scores of the train and validation rows are kept for every later forward pass."""
         from ..models.gbdt.model import num_threads
         from ..models.gbdt.tree_scores import KeptScores
 
         p, v = self.problem, self.validation
-        parts = [p] + ([v] if v is not None else [])
-        X = np.concatenate([q.X.cpu().numpy() for q in parts]).astype(np.float64, copy=False)
-        y = np.concatenate([q.y.cpu().numpy() for q in parts])
-        g = np.concatenate([q.group.cpu().numpy() for q in parts])
         rounds = max(self.model.num_trees, 1)
-        binned = _binned(X, y.astype(np.float64), _params(self.model.spec, self.seed))
-        fold, known = None, None
-        if v is not None:   # validation = fold 0, scored by the base of the train split
-            n_train = len(p.y)
-            fold = np.concatenate([1 + fold_of(y[:n_train], g[:n_train], self.folds - 1, self.seed),
-                                   np.zeros(len(v.y), dtype=np.int64)])
-            known = {0: self.model(v.X).double().cpu().numpy()}
-        with_refit = self.config.cross_fit_model == "refit"
-        scores, booster = cross_fit(X, y, g, self.model.spec, rounds, self.folds, self.seed, fold=fold, known=known,
-                                    binned=binned, with_refit=with_refit)
-        if with_refit:
+        cross_fit, self.ahead = self.ahead, None
+        if cross_fit is None or cross_fit.rounds != rounds:
+            if cross_fit is not None:
+                cross_fit.cancel()
+            cross_fit = self._cross_fit(rounds)
+        _, y, g = self._fitting_rows()
+        known = {0: self.model(v.X).double().cpu().numpy()} if v is not None else {}
+        scores, booster, kept = cross_fit.result(known)
+        if booster is not None:
             self.model.booster = booster
-            kept = booster.predict(X, raw_score=True, num_threads=num_threads())
             at = 0
-            for q in parts:   # later forward passes over these rows read the scores (GBDTModel.keep_scores)
+            for q in [p] + ([v] if v is not None else []):   # later forward passes over these rows read the scores
                 rows = q.X.cpu().numpy()
-                self.model.keep_scores(KeptScores(rows, num_threads()).start_from(kept[at:at + len(rows)],
-                                                                                  booster.current_iteration()))
+                self.model.keep_scores(KeptScores(rows, num_threads()).start_from(
+                    kept[at:at + len(rows)], booster.current_iteration()))
                 at += len(rows)
         return scores, y, g
 

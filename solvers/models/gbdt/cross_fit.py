@@ -13,12 +13,15 @@ split against the base model's 60 %, so their scores are distributed like the st
 on all fitting rows (``"refit"``: more rows for the trees, a model slightly more confident than the fold models
 whose scores chose the thresholds). :func:`cross_fit` boosts that model with the fold models (``with_refit``).
 
-The fold models (and the refit) do not depend on one another: :func:`boost_many` boosts them at once on
-:func:`~.model.parallel_fits` threads (LightGBM computes outside Python's lock), each fit on its own
-``num_threads``; every fit is deterministic, so the trees are the same as one after the other.
+The fold models (and the refit) do not depend on one another, nor on the base model whose scores a known fold
+takes: :class:`CrossFit` boosts them at once on :func:`~.model.parallel_fits` background threads (LightGBM computes
+outside Python's lock), each fit on its own ``num_threads``, from the moment it is made — ``group_thresholds``
+starts them beside the base's own boosting. Every fit is deterministic, so the trees are the same as one after the
+other.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -79,43 +82,74 @@ def cross_fit(X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: Any, rounds
               fold: np.ndarray | None = None, known: dict[int, np.ndarray] | None = None, binned: Any = None,
               with_refit: bool = False) -> tuple[np.ndarray, Any]:
     """(:func:`out_of_fold_scores`, the refit booster or None): the fold models and, with ``with_refit``, the base
-    boosted on all the rows (``binned`` itself when given), boosted at once (:func:`boost_many`)."""
-    if not MIN_FOLDS <= k <= MAX_FOLDS:
-        raise ValueError(f"cross_fit: {MIN_FOLDS} to {MAX_FOLDS} folds, not {k}")
-    X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1)
-    fold = fold_of(y, group, k, seed) if fold is None else np.asarray(fold)
+    boosted on all the rows (``binned`` itself when given), boosted at once (:class:`CrossFit`)."""
     known = known or {}
-    params = _params(spec, seed)
-    boosted = [j for j in range(k) if j not in known]   # at most K model fits (not a loop over rows)
-    if binned is not None:
-        datasets = [binned.subset(np.flatnonzero(fold != j).tolist(), params=params).construct() for j in boosted]
-    else:
-        datasets = [_dataset(X[fold != j], y[fold != j], params) for j in boosted]
-    if with_refit:
-        datasets.append(binned if binned is not None else _dataset(X, y, params))
-    boosters = boost_many(datasets, params, rounds)
-    scores = np.zeros(len(y))
-    for j, known_scores in known.items():
-        scores[fold == j] = known_scores
-    for j, booster in zip(boosted, boosters):
-        out = fold == j
-        scores[out] = booster.predict(X[out], raw_score=True, num_threads=params["num_threads"])
-    return scores, (boosters[-1] if with_refit else None)
+    scores, refit, _ = CrossFit(X, y, group, spec, rounds, k, seed, fold=fold, known_folds=known, binned=binned,
+                                with_refit=with_refit).result(known)
+    return scores, refit
 
 
-def boost_many(datasets: list[Any], params: dict[str, Any], rounds: int) -> list[Any]:
-    """``lightgbm.train(params, d, rounds)`` of every constructed dataset ``d``, on :func:`~.model.parallel_fits`
-    threads (module docstring)."""
-    import lightgbm as lgb
+class Abandoned(Exception):
+    """Raised inside a fit of a :class:`CrossFit` that was cancelled (its result is never read)."""
 
-    def boost(data):
-        return lgb.train(params, data, num_boost_round=int(rounds))
 
-    workers = min(parallel_fits(), len(datasets))
-    if workers <= 1:
-        return [boost(d) for d in datasets]
-    from concurrent.futures import ThreadPoolExecutor
+class CrossFit:
+    """The fold models (and, with ``with_refit``, the base boosted on all the rows) of one cross-fitting, boosted
+    from construction on :func:`~.model.parallel_fits` background threads (module docstring): a caller may start
+    them before the model whose scores one fold takes (``known_folds``) is boosted, and read them with
+    :meth:`result`. Each thread boosts one model and predicts its rows (a fold model its held-out fold, the refit
+    every row), so the predictions run beside the other fits too. Every fit is deterministic: the trees are those
+    of the same fits one after the other. :meth:`cancel` stops the fits between rounds."""
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gbdt-fit") as pool:
-        return list(pool.map(boost, datasets))
+    def __init__(self, X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: Any, rounds: int, k: int, seed: int,
+                 fold: np.ndarray | None = None, known_folds: Any = (), binned: Any = None,
+                 with_refit: bool = False) -> None:
+        from concurrent.futures import ThreadPoolExecutor
 
+        if not MIN_FOLDS <= k <= MAX_FOLDS:
+            raise ValueError(f"cross_fit: {MIN_FOLDS} to {MAX_FOLDS} folds, not {k}")
+        X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1)
+        self.fold = fold_of(y, group, k, seed) if fold is None else np.asarray(fold)
+        self.rounds, self.with_refit, self.n = int(rounds), with_refit, len(y)
+        self.params = _params(spec, seed)
+        self.boosted = [j for j in range(k) if j not in set(known_folds)]   # at most K model fits (not a row loop)
+        if binned is not None:
+            datasets = [binned.subset(np.flatnonzero(self.fold != j).tolist(), params=self.params).construct()
+                        for j in self.boosted]
+        else:
+            datasets = [_dataset(X[self.fold != j], y[self.fold != j], self.params) for j in self.boosted]
+        tasks = [(d, X[self.fold == j]) for j, d in zip(self.boosted, datasets)]
+        if with_refit:
+            tasks.append((binned if binned is not None else _dataset(X, y, self.params), X))
+        self.stopped = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=min(parallel_fits(), len(tasks)), thread_name_prefix="gbdt-fit")
+        self._futures = [self._pool.submit(self._fit, data, rows) for data, rows in tasks]
+        self._pool.shutdown(wait=False)   # the threads end with their last fit
+
+    def _fit(self, data: Any, rows: np.ndarray) -> tuple[Any, np.ndarray]:
+        import lightgbm as lgb
+
+        def check(_env) -> None:
+            if self.stopped.is_set():
+                raise Abandoned
+
+        booster = lgb.train(self.params, data, num_boost_round=self.rounds, callbacks=[check])
+        return booster, booster.predict(rows, raw_score=True, num_threads=self.params["num_threads"])
+
+    def result(self, known: dict[int, np.ndarray]) -> tuple[np.ndarray, Any, np.ndarray | None]:
+        """(out-of-fold scores of every row — fold j of ``known`` given there —, the refit booster or None, its raw
+        scores of every row or None), once every fit has ended."""
+        fits = [f.result() for f in self._futures]
+        scores = np.zeros(self.n)
+        for j, known_scores in known.items():
+            scores[self.fold == j] = known_scores
+        for j, (_booster, fold_scores) in zip(self.boosted, fits):
+            scores[self.fold == j] = fold_scores
+        refit, refit_scores = fits[-1] if self.with_refit else (None, None)
+        return scores, refit, refit_scores
+
+    def cancel(self) -> None:
+        """Stop every fit at its next round (the results are never read)."""
+        self.stopped.set()
+        for future in self._futures:
+            future.cancel()

@@ -150,11 +150,20 @@ class GBDTModel(nn.Module):
 
 
 class _KeptIndex(list):
-    """(booster, KeptScores) of :meth:`GBDTModel.keep_scores`; a copy of the model starts without them (a copy is a
-    snapshot: the solver goes on growing the original's booster)."""
+    """(booster, KeptScores) of :meth:`GBDTModel.keep_scores`. A deep copy of the model is a snapshot (the solver
+    goes on growing the original's booster): its booster is a copy with the same trees (LightGBM's text, read back
+    exactly), so each entry of the original's booster goes with it as a snapshot of its scores
+    (:meth:`~.tree_scores.KeptScores.snapshot`), kept up to date by the copy's booster alone; the entries of earlier
+    boosters are spent and dropped. (``copy.deepcopy`` copies ``booster`` before ``kept``, in the order
+    :meth:`GBDTModel.__init__` sets them, so the memo holds the booster's copy here.)"""
 
     def __deepcopy__(self, memo) -> "_KeptIndex":
-        return _KeptIndex()
+        out = _KeptIndex()
+        for booster, kept in self:
+            twin = memo.get(id(booster))
+            if twin is not None:
+                out.append((twin, kept.snapshot()))
+        return out
 
     def __reduce__(self):
         return _KeptIndex, ()

@@ -24,6 +24,7 @@ accumulated round by round from zeros with these values are the model's raw scor
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -175,6 +176,14 @@ class KeptScores:
         self.scores[:] = scores
         self.trees = int(trees)
         return self
+
+    def snapshot(self) -> "KeptScores":
+        """An instance with these rows and a copy of the scores, to be caught up by another booster whose first
+        :attr:`trees` trees are this booster's (a copy of it): the rows, their source and the scorer are shared
+        (read only), the scores are its own."""
+        twin = copy.copy(self)
+        twin.scores = self.scores.copy()
+        return twin
 
     def catch_up(self, booster) -> np.ndarray:
         """The scores of every tree of ``booster`` (this instance's array, updated in place)."""

@@ -430,15 +430,17 @@ def test_cross_fitting_boosts_k_minus_1_fold_models_and_reuses_the_train_split_b
         fits.append(train_set.num_data())
         return booster
 
-    real_fit = cross_fit.cross_fit
+    class Recording(cross_fit.CrossFit):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            scored.update(fold=self.fold, starts=scored.get("starts", 0) + 1)
 
-    def recording(X, y, group, spec, rounds, k, seed, fold=None, known=None, binned=None, with_refit=False):
-        scored.update(fold=fold, known=known)
-        return real_fit(X, y, group, spec, rounds, k, seed, fold=fold, known=known, binned=binned,
-                        with_refit=with_refit)
+        def result(self, known):
+            scored.update(known=known)
+            return super().result(known)
 
     monkeypatch.setattr(lgb, "train", counting)
-    monkeypatch.setattr(cross_fit, "cross_fit", recording)
+    monkeypatch.setattr(cross_fit, "CrossFit", Recording)
     table = _table(1500, 4)
     spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"], max_iterations=20,
                        constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
@@ -453,6 +455,7 @@ def test_cross_fitting_boosts_k_minus_1_fold_models_and_reuses_the_train_split_b
     assert out.enforcement["split"] == "train+validation"
     assert (scored["fold"][n_train:] == 0).all() and set(scored["fold"][:n_train]) == {1, 2}
     assert list(scored["known"]) == [0] and len(scored["known"][0]) == n_fit - n_train
+    assert scored["starts"] == 1   # started beside the base, at its rounds: never boosted twice
     train_folds = np.bincount(scored["fold"][:n_train])[1:]
     assert sorted(fits) == sorted([n_fit - train_folds[0], n_fit - train_folds[1], n_fit])   # 2 folds + refit
 
@@ -497,3 +500,42 @@ def test_linear_thresholds_on_train_and_validation_rows_on_request_and_refused_f
         run(table, ProblemSpec(**fields, model=gbdt, solver={"name": "group_thresholds",
                                                              "params": {"threshold_rows": "train_validation"}}))
     assert refused.value.loc == ("solver", "params", "threshold_rows")
+
+
+@pytest.mark.parametrize("max_iterations", [20, 12])
+def test_cross_fitting_started_beside_the_base_gives_the_model_started_after_it(monkeypatch, max_iterations):
+    """The fold models and the refit start with the base's boosting (at its ``n_estimators`` rounds): the job's
+    model and decisions are bit for bit those of cross-fitting started once the base has ended; a base that ends
+    with fewer trees (``max_iterations`` 12 < 20 rounds) has them boosted again at its count."""
+    import solvers.models.gbdt.cross_fit as cross_fit
+    from solvers.algorithms.group_thresholds import _Thresholded
+
+    starts = []
+
+    class Counting(cross_fit.CrossFit):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            starts.append(self.rounds)
+
+    monkeypatch.setattr(cross_fit, "CrossFit", Counting)
+    table = _table(1500, 4)
+    spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"], max_iterations=max_iterations,
+                       constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
+                       split={"test": 0.2, "validation": 0.3, "seed": 0},
+                       model={"type": "gbdt", "n_estimators": 20, "num_leaves": 7, "min_child_samples": 10},
+                       solver={"name": "group_thresholds", "params": {"cross_fit": 3, "base_model": "spec"}})
+    ahead = run(table, spec)
+    assert starts == ([20] if max_iterations == 20 else [20, 12])
+    real_start = _Thresholded.start
+
+    def start_after(self, current):
+        real_start(self, current)
+        if self.ahead is not None:
+            self.ahead.cancel()
+            self.ahead = None
+
+    monkeypatch.setattr(_Thresholded, "start", start_after)
+    after = run(table, spec)
+    for column in ("score", "prediction"):
+        np.testing.assert_array_equal(ahead.predictions[column], after.predictions[column])
+    assert bytes(ahead.state_dict["base.booster"].numpy()) == bytes(after.state_dict["base.booster"].numpy())

@@ -126,8 +126,10 @@ def test_a_boosted_models_forward_reads_its_kept_scores_only_for_the_same_unchan
     fresh = torch.as_tensor(lightgbm_predict(model.booster, table_X, raw_score=True), dtype=torch.float32)
     assert torch.equal(model(everything), fresh) and predicted == [200]  # LightGBM predicted the other rows only
     assert torch.equal(model(problem.X), fresh[:600]) and predicted == [200]
-    twin = copy.deepcopy(model)
-    assert len(twin.kept) == 0 and torch.equal(twin(everything), fresh)  # a copy predicts afresh
+    twin = copy.deepcopy(model)   # a snapshot: its booster's copy reads a copy of the kept scores
+    assert len(twin.kept) == 1 and twin.kept[0][0] is twin.booster and twin.kept[0][1] is not model.kept[0][1]
+    assert torch.equal(twin(everything), fresh) and predicted == [200, 200]   # the kept rows were not predicted
+    assert not np.shares_memory(twin.kept[0][1].scores, model.kept[0][1].scores)   # its scores are its own
     predicted.clear()
     table_X[3, 0] += 1.0  # the kept rows changed in memory: LightGBM predicts all of them again
     changed = torch.as_tensor(lightgbm_predict(model.booster, table_X, raw_score=True), dtype=torch.float32)
