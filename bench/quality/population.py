@@ -305,6 +305,9 @@ class Context:
         self.home = tempfile.TemporaryDirectory()
         self.stack = start_stack("population", Path(self.home.name), url, REDIS_URL, workers=1,
                                  extra_env={"FAIRSOLVE_WORKER_NICE": "0"})
+        # a job's wall is what a user of a running service waits for: the first one must not wait for the
+        # worker's own start (the stack answers as soon as its API does)
+        self.stack.until(lambda: " ready." in self.stack.log("worker"), 180, "the worker's start")
         self.client = self.stack.client()
 
     def close(self) -> None:
