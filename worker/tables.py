@@ -11,13 +11,12 @@ from typing import Callable
 import pandas as pd
 
 from app.core.blobstore import dataset_file
-from app.models import Dataset
-from app.datasets.read_options import cache_key
 from app.core.settings import get_settings
-from app.datasets.storage import load_table
+from app.datasets.storage import content_key, load_table
+from app.models import Dataset
 from solvers import ProblemSpec
-from solvers.pipeline import Prepared
 from solvers.data.prepared_cache import PreparedCache
+from solvers.pipeline import Prepared
 
 
 @lru_cache(maxsize=1)
@@ -26,12 +25,9 @@ def prepared_tables() -> PreparedCache:
     return PreparedCache(get_settings().prepared_cache_bytes)
 
 
-def table_key(dataset: Dataset) -> str:
-    return f"{dataset.sha256}:{dataset.format}:{cache_key(dataset.read_options)}"
-
-
 def dataset_table(dataset: Dataset) -> tuple[pd.DataFrame, Callable[[pd.DataFrame, ProblemSpec], Prepared]]:
     """(the dataset's table, the prepare for :func:`solvers.run`'s ``prepare_with``)."""
     table = load_table(dataset_file(dataset), dataset.format, dataset.read_options, dataset.sha256,
                        text_as_categories=True)
-    return table, partial(prepared_tables().prepared, table_key(dataset))
+    key = content_key(dataset.sha256, dataset.format, dataset.read_options)
+    return table, partial(prepared_tables().prepared, key)

@@ -1,8 +1,8 @@
-"""Celery tasks of jobs: the solve, between the lifecycle steps of :mod:`app.jobs.lifecycle`.
+"""Celery tasks of jobs: the solve, between the two lifecycle steps of :mod:`app.jobs.lifecycle`.
 
-``run_job(job_id, attempt)`` is :func:`~app.jobs.lifecycle.start` (the delivery rules, fencing and resume are
-there), the solve (this module: the only part that needs torch), then :func:`~app.jobs.lifecycle.store_result`
-or :func:`~app.jobs.lifecycle.finish`, and :func:`~app.jobs.lifecycle.release_successors`. Beat's
+``run_job(job_id, attempt)`` is :func:`~app.jobs.lifecycle.start` (the delivery rules, fencing, resume and the
+baseline are there), the solve (this module: the only part that needs torch), then :func:`~app.jobs.lifecycle.end`
+(the result or the failure stored as this start, the checkpoints spent, the successors released). Beat's
 ``reap_stale_jobs`` and ``resend_lost_jobs`` are :func:`~app.jobs.lifecycle.reap_stale` and
 :func:`~app.jobs.lifecycle.resend_lost`.
 """
@@ -22,11 +22,7 @@ from app.core.db import session_factory
 from app.core.observability import job_id_var
 from app.core.settings import get_settings
 from app.jobs.artifacts import write_artifacts
-from app.jobs.base_jobs import base_job_id
-from app.jobs.baselines import solved_as_baseline
-from app.jobs.lifecycle import (TERMINAL, Started, StaleAttempt, abandon, finish, reap_stale, release_successors,
-                                remove_checkpoints, request_baseline, resend_lost, settle_baseline, start,
-                                store_result)
+from app.jobs.lifecycle import Failure, Result, StaleAttempt, Started, end, reap_stale, resend_lost, start
 from solvers import SolverDiverged, SpecError, StoppedInSetup, run
 from worker.celery_app import celery_app
 from worker.persistence import PersistingObserver
@@ -41,12 +37,14 @@ log = logging.getLogger(__name__)
 def run_job(job_id: str, attempt: int = 1) -> str:
     token = job_id_var.set(job_id)  # every log line of this job carries its id
     try:
-        outcome = _run(job_id, attempt)
-        if outcome in TERMINAL:
-            remove_checkpoints(job_id)
-        if outcome != "stale":  # a superseded start leaves the successors to the start that holds the job
-            release_successors(job_id)
-        return outcome
+        started = start(job_id, attempt)
+        if started is None:
+            return "skipped"
+        try:
+            ending = _solve(job_id, attempt, started)
+        except StaleAttempt:  # a fenced write of the solve found another start holding the job
+            ending = None
+        return end(job_id, started, ending)
     finally:
         job_id_var.reset(token)
 
@@ -63,22 +61,10 @@ def resend_lost_jobs() -> list[str]:
     return resend_lost()
 
 
-def _run(job_id: str, attempt: int) -> str:
-    started = start(job_id, attempt)
-    if started is None:
-        return "skipped"
-    try:
-        return _train(job_id, attempt, started)
-    except StaleAttempt:
-        log.warning("job %s: start %s was superseded (paused past the stale period?); exiting without writing",
-                    job_id, started.fence)
-        abandon(job_id, started.fence)
-        return "stale"
-
-
-def _train(job_id: str, attempt: int, started: Started) -> str:
-    """Solve, then store the outcome as this start (:class:`StaleAttempt` once another start holds the job)."""
-    spec, dataset, initial_state, resume, fence, resume_start = started
+def _solve(job_id: str, attempt: int, started: Started) -> Result | Failure:
+    """The solve of this start, its trajectory and checkpoints written as it goes (:class:`StaleAttempt` once
+    another start holds the job), and what :func:`~app.jobs.lifecycle.end` stores of it."""
+    spec, dataset, initial_state, resume, fence, resume_start = started[:6]
     resumed_from = resume.iteration if resume is not None else 0
     log.info("job started: solver %s, attempt %s%s", spec.solver.name, attempt,
              f", resuming after iteration {resumed_from}" if resume is not None else "")
@@ -89,13 +75,13 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
                                   checkpoint_every_s=settings.checkpoint_every_s, resumed_from=resumed_from,
                                   exact_every=settings.exact_trace_every, fence=fence,
                                   checkpoint_start=resume_start)
-    own_baseline = request_baseline(job_id, warm_started=initial_state is not None)
     ending = None  # (status, error) when the solve produced no model
     try:
         if spec.device == "cuda" and not torch.cuda.is_available():
             raise SpecError(("device",), f"CUDA was requested but worker {socket.gethostname()} has no GPU")
-        if initial_state is None and (base := base_job_id(spec.model_dump(mode="json"))) is not None:
-            raise SpecError(("solver", "params", "base_job_id"), f"the model of job {base!r} is no longer stored")
+        if started.missing_base is not None:
+            raise SpecError(("solver", "params", "base_job_id"),
+                            f"the model of job {started.missing_base!r} is no longer stored")
         table, prepare_with = dataset_table(dataset)  # the prepared split is kept for the next job on these rows
         with solve_threads(spec):
             out = run(table, spec, observer, initial_state=initial_state, resume=resume, prepare_with=prepare_with)
@@ -120,10 +106,7 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
             raise
         except Exception:  # pragma: no cover - the original error matters more
             pass
-        status, error = ending
-        finish(job_id, fence, status=status, error=error)
-        settle_baseline(own_baseline, stored=False)
-        return status
+        return Failure(*ending)
 
     artifacts = write_artifacts(job_id, out.state_dict, out.predictions, metadata={
         "job_id": job_id, "model": json.dumps(spec.model.model_dump()),
@@ -139,11 +122,7 @@ def _train(job_id: str, attempt: int, started: Started) -> str:
     if out.stop_reason == "time_limit":  # a model and its metrics exist: usable, audited and charted like any other
         result["message"] = (f"time limit of {spec.time_limit_s:g} s reached after {out.iterations} of "
                              f"{spec.iteration_total()} iterations; the model is the last iterate")
-    own = own_baseline is not None and status == "succeeded" and solved_as_baseline(
-        own_baseline, out.iterations, out.stop_reason, out.solver_time_s)  # the same erm run: no second fit of it
-    store_result(job_id, fence, status=status, artifacts=artifacts, own_baseline=own_baseline,
-                 values={"metrics": out.metrics, "result": result, "device": out.device,
-                         "progress": observer.progress()},
-                 baseline=(lambda: baseline_summary(out)) if own else None)
     log.info("job %s after %s iterations in %.2f s", status, out.iterations, out.solver_time_s)
-    return status
+    return Result(status, {"metrics": out.metrics, "result": result, "device": out.device,
+                           "progress": observer.progress()}, artifacts, out.iterations, out.stop_reason,
+                  out.solver_time_s, lambda: baseline_summary(out))

@@ -1,7 +1,7 @@
 """The 422 of a request that does not validate, its echo bounded.
 
 FastAPI's own answer lists every error with the ``input`` it refused, whole: a 1.5 MB string in a name field came
-back as a 1.5 MB answer (issue 31), and a body with thousands of bad entries as thousands of errors. This answer
+back as a 1.5 MB answer, and a body with thousands of bad entries as thousands of errors. This answer
 keeps the first :data:`MAX_ERRORS` errors (and says how many there were), each ``input`` cut to
 :data:`MAX_ECHO_CHARS` characters of its JSON text and each ``loc`` part (a key the client chose) to
 :data:`MAX_LOC_CHARS`; the ``loc`` and ``msg`` that name the field are kept.

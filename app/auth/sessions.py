@@ -11,8 +11,8 @@ sign-in) and its key is not revoked (revoking a key ends its sessions). Over HTT
 them only from a secure page of this very host, never from a sibling domain or a plain-HTTP port), and an HTTPS
 request reads only those.
 
-Cookies are not separated by port: a server on another port of the same host can set ours (cookie tossing,
-issue 31). Tossing the attacker's own session id into the victim's browser used to sign the victim in as the
+Cookies are not separated by port: a server on another port of the same host can set ours (cookie tossing).
+Tossing the attacker's own session id into the victim's browser used to sign the victim in as the
 attacker (the victim's upload landed in the attacker's datasets); now the victim's binding does not match it and
 the browser is signed out instead. A request carrying either cookie twice (a tossed copy with another ``Path``
 beside the real one) authenticates nothing. An attacker who tosses both values of a pair of their own is not

@@ -3,7 +3,7 @@ local datagram socket instead of a fixed poll interval, and whose publishers rin
 
 kombu's virtual transports poll: an idle consumer reads each of its queues, finds them empty and sleeps
 ``polling_interval`` (1 s) before reading again, so a job queued on the embedded broker waited on average half a
-second, and up to one, before its idle worker noticed it (0.6–2.0 s of a tiny job's 1.2–2.7 s, issue 33). Polling
+second, and up to one, before its idle worker noticed it (0.6–2.0 s of a tiny job's 1.2–2.7 s). Polling
 faster costs a write transaction (``BEGIN IMMEDIATE`` on SQLite) per queue per poll in every consuming process,
 and still waits half an interval on average. Here instead:
 

@@ -297,6 +297,12 @@ def _cached_table(path: str, fmt: str, options: str, sha256: str, text_as_catego
                       text_as_categories=text_as_categories)
 
 
+def content_key(sha256: str, fmt: str, options: dict[str, Any]) -> str:
+    """A stored table's identity as read: the file's SHA-256, its format and its reading options (what
+    :func:`load_table`'s cache and a worker's prepared tables are keyed by)."""
+    return f"{sha256}:{fmt}:{cache_key(options)}"
+
+
 def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str,
                text_as_categories: bool = False) -> pd.DataFrame:
     """``read_table`` with a small cache keyed by content hash and reading options, for the worker (a sweep's jobs

@@ -24,7 +24,7 @@ def job_models(db: Session, jobs: list[Job]) -> list[JobOut]:
     for job, baseline in zip(jobs, baselines_for(db, [dict(j.spec, dataset_id=j.dataset_id) for j in jobs])):
         model = JobOut.model_validate(job)
         model.baseline = BaselineOut.model_validate(baseline) if baseline is not None else None
-        if model.result is not None:  # the baseline's warnings are the job's too (issue 30: leaks)
+        if model.result is not None:  # the baseline's warnings (leaks) are the job's too
             model.result.warnings += [w for w in baseline_warnings(baseline) if w not in model.result.warnings]
         model.artifacts = [{"id": a.id, "kind": a.kind, "media_type": a.media_type, "size_bytes": a.size_bytes,
                             "sha256": a.sha256, "url": f"/api/v1/jobs/{job.id}/artifacts/{a.kind}"}

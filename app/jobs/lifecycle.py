@@ -1,7 +1,8 @@
 """A job's lifecycle in the database: start, fencing, finish, successors, re-queues and the baseline it asks for.
 
-The worker's tasks (:mod:`worker.tasks`) call these around the solve; nothing here trains. Read top-down, a job
-goes :func:`start` → (the solve, in the worker) → :func:`store_result` or :func:`finish` → :func:`release_successors`.
+The worker's task (:mod:`worker.tasks`) calls two of these around the solve; nothing here trains. Read top-down, a
+job goes :func:`start` (the delivery rules, fencing, resume, the baseline it asks for) → (the solve, in the worker)
+→ :func:`end` (:func:`store_result` or :func:`finish`, the checkpoints spent, :func:`release_successors`).
 
 Delivery rules of ``run_job(job_id, attempt)`` (at-least-once delivery made safe):
 
@@ -44,7 +45,14 @@ from app.core.queue import send_job, task_id
 from app.core.settings import get_settings
 from app.jobs.artifacts import artifact_file
 from app.jobs.base_jobs import base_job_id
-from app.jobs.baselines import ensure_baseline, queued_baseline_id, send_baseline, solves_as_baseline, store_as_baseline
+from app.jobs.baselines import (
+    ensure_baseline,
+    queued_baseline_id,
+    send_baseline,
+    solved_as_baseline,
+    solves_as_baseline,
+    store_as_baseline,
+)
 from app.jobs.wait import notify_ended
 from app.models import Artifact, Dataset, Job, TrajectoryPoint, utcnow
 from app.schemas import problem_spec
@@ -88,13 +96,25 @@ class Started(NamedTuple):
     resume: ckpt.Checkpoint | None
     fence: int  # the job's ``starts`` after this start: every later write of this start is guarded by it
     resume_start: int | None  # the start whose checkpoint file ``resume`` was read from
+    own_baseline: dict | None = None  # :func:`request_baseline`: the baseline this job's own solve may store
+    missing_base: str | None = None  # the ``base_job_id`` whose model is no longer stored (the solve fails)
 
 
 def start(job_id: str, attempt: int) -> Started | None:
-    """Mark the job running (or cancelled if asked before start); None when there is nothing to do.
+    """Mark the job running (or cancelled if asked before start) and ask for its baseline; None when there is nothing
+    to do (its successors are released when it has ended).
 
     A job started again (redelivered, or re-queued by the reaper) resumes from its checkpoint when
     it has one: trajectory rows after the checkpoint's iteration are dropped, earlier ones kept."""
+    started = _claim(job_id, attempt)
+    if started is None:
+        release_successors(job_id)
+        return None
+    return started._replace(own_baseline=request_baseline(job_id, warm_started=started.initial_state is not None))
+
+
+def _claim(job_id: str, attempt: int) -> Started | None:
+    """:func:`start`'s transaction: the delivery rules of the module docstring, then ``running`` as a new start."""
     with session_scope() as s:
         job = s.get(Job, job_id, with_for_update=True)
         if job is None or job.status in TERMINAL or job.status == "waiting":
@@ -129,8 +149,10 @@ def start(job_id: str, attempt: int) -> Started | None:
         job.error = None
         dataset = s.get(Dataset, job.dataset_id)
         s.expunge(dataset)
-        return Started(spec, dataset, warm_start_weights(s, job), resume, job.starts,
-                       resume_start)
+        weights = warm_start_weights(s, job)
+        base = base_job_id(job.spec)
+        return Started(spec, dataset, weights, resume, job.starts, resume_start,
+                       missing_base=base if base is not None and weights is None else None)
 
 
 def warm_start_weights(s, job: Job) -> dict | None:
@@ -177,6 +199,50 @@ def store_result(job_id: str, fence: int, *, status: str, values: dict, artifact
         notify_ended(s, job_id)  # a client long-polling the job sees its end at this commit
         stored = baseline is not None and store_as_baseline(s, own_baseline, baseline())
     settle_baseline(own_baseline, stored)
+
+
+class Result(NamedTuple):
+    """A solve that produced a model: the job's stored values, its artifact rows, and what its baseline needs."""
+    status: str          # "succeeded", or "cancelled" when stopped by a cancel with a model
+    values: dict         # metrics, result, device, progress
+    artifacts: list[Artifact]
+    iterations: int
+    stop_reason: str | None
+    solver_time_s: float
+    baseline: Callable[[], dict]   # the baseline row of this solve (stored when it solved as its own baseline)
+
+
+class Failure(NamedTuple):
+    """A solve that produced no model."""
+    status: str          # "failed" or "cancelled"
+    error: str | None
+
+
+def end(job_id: str, started: Started, ending: Result | Failure | None) -> str:
+    """Store the solve's ``ending`` as this start (None: the solve found the start superseded), spend the job's
+    checkpoints and release its successors; the job's final status, or ``"stale"`` when another start holds the job
+    (:class:`StaleAttempt`: this start writes nothing more and removes its own files, :func:`abandon`)."""
+    own = started.own_baseline
+    try:
+        if ending is None:
+            raise StaleAttempt(f"job {job_id}: start {started.fence} was superseded")
+        if isinstance(ending, Result):
+            solved_own = own is not None and ending.status == "succeeded" and solved_as_baseline(
+                own, ending.iterations, ending.stop_reason, ending.solver_time_s)   # no second fit of the same erm run
+            store_result(job_id, started.fence, status=ending.status, values=ending.values,
+                         artifacts=ending.artifacts, own_baseline=own,
+                         baseline=ending.baseline if solved_own else None)
+        else:
+            finish(job_id, started.fence, status=ending.status, error=ending.error)
+            settle_baseline(own, stored=False)
+    except StaleAttempt:
+        log.warning("job %s: start %s was superseded (paused past the stale period?); exiting without writing",
+                    job_id, started.fence)
+        abandon(job_id, started.fence)
+        return "stale"
+    remove_checkpoints(job_id)
+    release_successors(job_id)
+    return ending.status
 
 
 def release_successors(job_id: str) -> None:

@@ -2,7 +2,7 @@
 
 FastAPI reads and parses a request's body before it resolves the route's dependencies, so a caller
 without a key could make the API read (and parse) a body up to the body limit before its 401
-(issue 19: 104 MiB of JSON took an API process from 772 to 1,649 MiB). This ASGI middleware runs
+(104 MiB of JSON took an API process from 772 to 1,649 MiB). This ASGI middleware runs
 the route's own authentication (:func:`app.api.deps.current_caller`: key or session cookie, then the
 rate limit) from the headers alone; a refusal (401, 429, 503 of :mod:`app.api.unavailable`) is answered without
 reading the body, and an accepted caller is kept on the request so that the route's dependency does not look it up

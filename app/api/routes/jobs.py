@@ -91,7 +91,7 @@ CANCEL_LOCK_WAIT_S = 2
 def cancel_job(job_id: str, db: DB, caller: CurrentCaller) -> dict:
     """Cooperative: a queued job is cancelled at once; a running one stops at its next check (≈1 s).
 
-    As cheap as a read (issue 31: 50 clients cancelling 2,000 queued jobs exhausted the pool): one guarded UPDATE
+    As cheap as a read (50 clients cancelling 2,000 queued jobs exhausted the pool): one guarded UPDATE
     for a job not started (a second, the flag alone, for one that has), no read before or after, the notification
     for long-polls after the commit (:func:`app.jobs.wait.announce_ended`), and a wait for the row's lock (a worker's
     transaction on it) bounded by ``CANCEL_LOCK_WAIT_S``, after which the answer is a 503 to retry."""

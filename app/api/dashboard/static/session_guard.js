@@ -1,4 +1,4 @@
-// The dashboard's own check of the account this browser signed in as (issue 31, cookie tossing).
+// The dashboard's own check of the account this browser signed in as (cookie tossing).
 //
 // Cookies are shared by every port of a host, so a server on another port can replace both session cookies with a
 // pair of its own account's, which the server cannot tell from the victim's. This origin's localStorage cannot be
