@@ -51,17 +51,16 @@ solvers dedicated to the spec's constraint types — each within what is left of
    (``margin_met``; its ``unseen_bound`` is the margin's bound) and is never tightened: its fitting rows' gaps are
    ≤ ε − m by construction, and a tighter ε' would spend accuracy the tolerance allows. The train value counts
    too: among a dozen rows judged on one validation split of ~1,000 rows the one whose validation gap happens to
-   fall below ε is a winner's curse (``bench/quality/results/promise.md``, COMPAS equalized odds: selected rows with
-   validation gap ≤ ε had train gaps of 2–5 ε and test gaps of 0.05–0.15), and a row fitted on the validation
+   fall below ε is a winner's curse (docs/architecture.md, "Measured choices": selection by the train value too),
+   and a row fitted on the validation
    split (``group_thresholds`` chooses its thresholds there) is judged out of sample only by its train value.
    For the same reason the meeting rows with B ≤ :data:`SELECT_DELTA` — those that meet with group_thresholds'
    safety margin — are preferred when there are any, else every meeting row competes. Without a validation split
    (under a guarantee) the meeting rows whose model the exact threshold correction that follows can shift
    (:func:`solvers.fairness.enforce.shiftable`: a linear score model) are preferred in turn: the guarantee fits
    that correction on train ∪ validation when the tolerance is unverifiable, and a randomised (reductions) or
-   thresholded (group_thresholds) row keeps the gap it has on train alone (``bench/quality/results/promise.md``, COMPAS:
-   the reductions rows selected under a guarantee with exact train gaps ≤ 0.006 had validation gaps of 0.034–0.10). Among rows that are neither
-   diverged, near-constant nor weak and meet (so narrowed), those whose validation accuracy is within :data:`TIE_SE`
+   thresholded (group_thresholds) row keeps the gap it has on train alone (the same entry). Among rows that are
+   neither diverged, near-constant nor weak and meet (so narrowed), those whose validation accuracy is within :data:`TIE_SE`
    standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told apart by n validation
    rows), and of these the one with the smallest worst ratio max_j max(v_j, t_j) / ε_j; else the most accurate weak row
    that meets (a promise kept by a weak model, which the job's report warns about, before a promise broken);

@@ -2,10 +2,9 @@
 
 A worker pool process computes with cores / concurrency torch threads (``worker.celery_app``). A ``gbdt`` job's
 torch work is per-round bookkeeping over n-vectors (objective, constraint values, exact traces, the final
-evaluation), where a second thread buys nothing and, on a machine shared with other work, costs its wake-ups:
-Adult (sex) gbdt ``erm`` in one process, 2-core machine under load ~3 from other work, medians of 3 alternated
-runs (``python -m bench.system.torch_threads --reps 3``): 1.82 s with 2 torch threads against 0.77 s with 1
-(``group_thresholds`` 4.72 s against 3.80 s). A gbdt job therefore runs torch on LightGBM's own thread count
+evaluation), where a second thread buys nothing and, on a machine shared with other work, costs its wake-ups
+(docs/architecture.md, "Measured choices": torch threads of a gbdt job). A gbdt job therefore runs torch on
+LightGBM's own thread count
 (``FAIRSOLVE_GBDT_THREADS``, default 1); other models keep the process's threads.
 """
 

@@ -56,8 +56,8 @@ class GroupThresholdsConfig(PrimalConfig):
         "optimistic; gbdt: cross_fit).")
     cross_fit_model: Literal["train", "refit"] = Field(
         "refit", description="With cross-fitting, the stored base model: 'refit' (boosted again on train + "
-        "validation with the same rounds; on Adult, sex, DP ≤ 0.02 over 5 seeds the more accurate at a lower test "
-        "gap, bench/quality/results/thresholds.md) or 'train' (the model boosted on the train split).")
+        "validation with the same rounds: the more accurate at a lower test gap, docs/architecture.md, 'Measured "
+        "choices') or 'train' (the model boosted on the train split).")
     base_model: Literal["tuned", "spec"] = Field(
         "tuned", description="gbdt base trained by the job: 'tuned' boosts 100 trees of 15 leaves on half the "
         "features (solvers.models.gbdt.threshold_base) in place of the model's n_estimators / num_leaves / colsample_bytree "

@@ -36,8 +36,8 @@ class ReductionsConfig(AlgorithmConfig):
         "draw", description="How Q = Σ_k w_k h_k decides a row: 'draw' (default: the paper's randomised classifier) = "
         "one draw of Q per row, deterministic (u(x) from a seeded hash of the row's features; the score is the "
         "draw's margin), so the predictions keep Q's rates and its fairness; 'majority' = 1{Σ_k w_k h_k(x) > ½} (the "
-        "score stays Q's probability P(ŷ = 1 | x), but the majority vote does not keep Q's rates: on Adult, sex, "
-        "DP ≤ 0.02 its test DP was 0.059 against Q's 0.037, `python -m bench.quality.reductions`).")
+        "score stays Q's probability P(ŷ = 1 | x), but the majority vote does not keep Q's rates; "
+        "docs/architecture.md, 'Measured choices').")
     batch_size: SkipJsonSchema[None] = Field(None, description="Not used: every oracle call fits the whole training "
                                              "split (only None is accepted; not listed in the schema).")
     difference_bound: NonNegativeFloat | None = Field(
