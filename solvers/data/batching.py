@@ -33,6 +33,9 @@ class BatchSampler:
         self.counts = counts.to(self.device)
         self._perm = torch.empty(0, dtype=torch.long)
         self._pos = 0
+        nonempty = self.counts > 0   # balanced()'s fixed layout: (K_nonempty, 1) columns
+        self._counts = self.counts[nonempty][:, None]
+        self._last, self._starts = self._counts - 1, self.starts[nonempty][:, None]
 
     def uniform(self, batch_size: int) -> Tensor:
         """The next ``batch_size`` indices of the current epoch's permutation (wrapping into a new epoch)."""
@@ -62,8 +65,8 @@ class BatchSampler:
 
     def balanced(self, per_group: int) -> Tensor:
         """``per_group`` indices from every non-empty group, shape (K_nonempty · per_group,)."""
-        nonempty = self.counts > 0
-        starts, counts = self.starts[nonempty], self.counts[nonempty]
-        u = torch.rand(counts.numel(), per_group, generator=self.generator).to(self.device)
-        offsets = (u * counts[:, None]).long().clamp_max(counts[:, None] - 1)
-        return self.by_group[(starts[:, None] + offsets).reshape(-1)]
+        u = torch.rand(self._counts.numel(), per_group, generator=self.generator)
+        if u.device != self.device:
+            u = u.to(self.device)
+        offsets = (u * self._counts).long().clamp_max_(self._last).add_(self._starts)
+        return self.by_group.index_select(0, offsets.reshape(-1))
