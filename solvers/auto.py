@@ -41,7 +41,12 @@ solvers dedicated to the spec's constraint types — each within what is left of
    split and on train ≤ :data:`KEEP` ε_j. SSG comes first (the cheapest iteration of the portfolio): when it
    gives such a row, auto runs fewer solves and returns the same model (``python -m bench.quality.promise
    --headline``). The accuracy a later candidate might have added is traded for time; ``exhaustive: true`` runs
-   them all.
+   them all. The portfolio also ends (and the row is not refined) after a ``group_thresholds`` row whose
+   population margin cannot be met at its largest share (``margin_unattainable``: even the rule fitted at
+   ε' = (1 − σ_max) ε leaves P(population gap > ε) above δ, :mod:`solvers.fairness.threshold_margin`): the
+   limit is the sampling error of the groups' rates on these rows (small groups), which every candidate judged
+   on the same rows carries too, and which no tighter training tolerance lowers (docs/architecture.md, "Measured
+   choices": an unattainable margin ends auto).
 5. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances (and temperatures),
    validation accuracy, exact validation and train gaps, seconds, outcome ("meets" when v_j ≤ ε_j and t_j ≤ ε_j
    for every j, else "violates"; "diverged", "near_constant", "error"; ``weak`` beside), and ``unseen_bound``: the
@@ -315,11 +320,14 @@ class _Portfolio:
             return trivial
         if trivial == "weak":
             row.entry["weak"] = True
-        margin = _margin_met(model)
-        if margin is not None:   # its rule was fitted with a population margin (step 5): that is its promise
+        margin = _population_margin(model)
+        if margin is not None and margin.get("met"):   # its rule was fitted with a population margin (step 5)
             row.entry["unseen_bound"] = round(margin["bound"], 6)
             row.entry["margin_met"] = True
             return "meets"
+        if margin is not None:   # not met at its largest share: these rows cannot promise ε (step 4)
+            row.entry["unseen_bound"] = round(margin["bound"], 6)
+            row.entry["margin_unattainable"] = True
         kept = (gaps <= self.user_tolerance) & (train_gaps <= self.user_tolerance)  # NaN never meets
         return "meets" if bool(np.all(kept)) else "violates"
 
@@ -369,7 +377,7 @@ class _Portfolio:
 
     def _over(self, row: _Row) -> tuple[np.ndarray, np.ndarray] | None:
         """(families to refine, their worst exact values), or None (none / an undefined value)."""
-        if row.entry.get("margin_met"):   # its own margin already answers for the population gap
+        if row.entry.get("margin_met") or row.entry.get("margin_unattainable"):   # its margin answers (step 4)
             return None
         train = np.asarray([np.nan if v is None else v for v in row.entry["train_gaps"]], dtype=float)
         worst = np.fmax(row.gaps, train)
@@ -461,6 +469,10 @@ class _Portfolio:
                 stalled = not progressed
             return
 
+    def unattainable(self) -> bool:
+        """Step 4 of the module docstring: a row's population margin cannot be met at these rows' size."""
+        return any(row.entry.get("margin_unattainable") for row in self.rows)
+
     def satisfied(self) -> bool:
         """Step 4 of the module docstring: a strong row meets every tolerance with margin (worst exact value on
         the judging split and on train ≤ :data:`KEEP` ε_j)."""
@@ -500,16 +512,16 @@ class _Portfolio:
         return min(working, key=lambda r: (worst_ratio(r), -r.entry["accuracy"]))
 
 
-def _margin_met(model: nn.Module) -> dict | None:
-    """The population margin of a thresholded model (:mod:`solvers.fairness.threshold_margin`) when it was met, else
-    None. The margin's bound is computed from the rates the rule was fitted to (out of fold when cross-fitted), so it
+def _population_margin(model: nn.Module) -> dict | None:
+    """The population margin of a thresholded model (:mod:`solvers.fairness.threshold_margin`), met or not (its
+    ``met``), else None. The margin's bound is computed from the rates the rule was fitted to (out of fold when cross-fitted), so it
     is the promise; the record's ``realised_gaps`` of a cross-fitted, refitted base are in-sample and say nothing
     more."""
     from .models.thresholded import report_of
 
     report = report_of(model)
     margin = (report or {}).get("margin")
-    if not margin or not margin.get("met") or margin.get("about") != "population":
+    if not margin or margin.get("about") != "population":
         return None
     return margin
 
@@ -528,7 +540,7 @@ def solve_auto(problem: Problem, config: AutoConfig, observer: Observer | None =
             reason = run.observer.should_stop()   # a cancel during the candidate stops the portfolio, met or not
             if reason is not None:
                 run.stop_reason = str(reason)
-            if run.stop_reason is not None or (not config.exhaustive and run.satisfied()):
+            if run.stop_reason is not None or (not config.exhaustive and (run.satisfied() or run.unattainable())):
                 break
     finally:
         for family, eps, config in zip(run.families, run.user_tolerance, run.user_configs):
