@@ -116,7 +116,7 @@ class JobResult(BaseModel):
                                              "confidence, met, best_bound, message.")
     tried: list[TriedCandidate] = Field([], description="The candidates the auto solver tried.")
     promise: dict[str, Any] | None = Field(None, description="What the job promises about the population, in words: "
-                                           "{kind: guarantee | estimate | not certified | none, sentence}.")
+                                           "{kind: guarantee | estimate | not certified | not kept | none, sentence}.")
 
 
 class BaselineOut(BaseModel):

@@ -37,7 +37,9 @@ called certifiable, keep the spec's validation share, and the test decides.
 **The sentence** (:func:`promise_sentence`): with a guarantee that was met, "with probability ≥ 95 % the
 demographic_parity gap on data like these is ≤ 0.05"; not met, "not certified: …" with the rows it would need or
 the reason; without a guarantee, the margin of ``group_thresholds`` when it was met (an estimate: a normal bound on
-the fitting rates' sampling error, :mod:`.threshold_margin`), else that the job promises nothing beyond its rows.
+the fitting rates' sampling error, :mod:`.threshold_margin`); when it could not be met even at its largest share,
+that the tolerance is not promised on the population, with the estimated probability of exceeding it; else that the
+job promises nothing beyond its rows.
 """
 from __future__ import annotations
 
@@ -211,5 +213,16 @@ def promise_sentence(constraints: Sequence[tuple[str, float]], guarantee: dict[s
         return {"kind": "estimate", "sentence": f"Estimated: with probability ≥ {100 * (1 - margin['delta']):g} %, "
                                                 f"{what} on the population is ≤ {bound} (the thresholds keep a "
                                                 "margin for the sampling error of the rows they were fitted on)."}
+    if margin and margin.get("about") == "population":   # at its largest share the bound stayed above δ
+        return {"kind": "not kept", "sentence": f"Not promised: these rows are too few for {bound} on the population. "
+                                                f"Even with the thresholds fitted at {margin_tolerances(margin)}, "
+                                                f"{what} on the population exceeds {bound} with probability up to "
+                                                f"{100 * margin['bound']:.0f} % (estimated from the groups' sizes); "
+                                                "more rows of the small groups, or a looser tolerance, would keep it."}
     return {"kind": "none", "sentence": f"No promise beyond the fitting rows: {what} was checked against {bound} "
                                         "there; on new data it moves by the sampling error (see the test interval)."}
+
+
+def margin_tolerances(margin: dict[str, Any]) -> str:
+    """The margin's fitting tolerances ε' in words ("demographic_parity ≤ 0.005")."""
+    return ", ".join(f"{name} ≤ {eps:.3g}" for name, eps in (margin.get("tolerances") or {}).items()) or "its floor"

@@ -395,7 +395,8 @@ def test_a_population_margin_these_rows_cannot_meet_ends_the_portfolio_unrefined
     assert [t["solver"] for t in out.tried] == ["group_thresholds"], out.tried
     row = out.tried[0]
     assert row["margin_unattainable"] and row["unseen_bound"] > 0.1 and not row.get("margin_met")
-    assert out.enforcement["margin"]["met"] is False and out.promise["kind"] != "estimate"
+    assert out.enforcement["margin"]["met"] is False and out.promise["kind"] == "not kept"
+    assert "too few" in out.promise["sentence"] and f"{100 * row['unseen_bound']:.0f} %" in out.promise["sentence"]
     exhaustive = run(table, ProblemSpec.model_validate({**fields, "solver": {"name": "auto",
                                                                             "params": {"exhaustive": True}}}))
     assert len({t["solver"] for t in exhaustive.tried}) > 1

@@ -105,6 +105,9 @@ def test_the_sentence_says_what_is_promised_and_what_is_not():
     margin = {"method": "group_thresholds", "met": True, "margin": {"met": True, "about": "population", "delta": 0.1}}
     estimate = promise_sentence(dp, None, margin)
     assert estimate["kind"] == "estimate" and "90 %" in estimate["sentence"] and "population" in estimate["sentence"]
-    unmet = {**margin, "margin": {**margin["margin"], "met": False}}
-    assert promise_sentence(dp, None, unmet)["kind"] == "none"
+    unmet = {**margin, "margin": {**margin["margin"], "met": False, "bound": 0.437,
+                                  "tolerances": {"demographic_parity": 0.005}}}
+    kept_not = promise_sentence(dp, None, unmet)
+    assert kept_not["kind"] == "not kept" and "44 %" in kept_not["sentence"] and "≤ 0.005" in kept_not["sentence"]
+    assert promise_sentence(dp, None, {"method": "group_thresholds", "margin": None})["kind"] == "none"
     assert promise_sentence(dp, None, None)["kind"] == "none"
