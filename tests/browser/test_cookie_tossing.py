@@ -8,15 +8,12 @@ that this browser did not sign in as that account; and a session id is no API ke
 
 from __future__ import annotations
 
-import http.server
 import re
-import threading
 
 import httpx
 import pytest
 
-from tests.support.browser import sign_in
-from bench.common.stack import free_port
+from tests.support.browser import other_site, sign_in
 
 pytestmark = pytest.mark.integration
 
@@ -25,26 +22,9 @@ pytestmark = pytest.mark.integration
 def tossing_site():
     """An HTTP server on another port of 127.0.0.1 whose page answers with the Set-Cookie headers the test sets."""
     tossed: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"<!doctype html><title>tossed</title><p>nothing to see</p>"
-            self.send_response(200)
-            for header in tossed:
-                self.send_header("set-cookie", header)
-            self.send_header("content-type", "text/html")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", tossed
-    server.shutdown()
-    server.server_close()
+    body = b"<!doctype html><title>tossed</title><p>nothing to see</p>"
+    with other_site(lambda _path: (200, [("set-cookie", header) for header in tossed], body)) as url:
+        yield url + "/", tossed
 
 
 def attacker_session(stack, key: str) -> dict[str, str]:

@@ -6,17 +6,14 @@ id, not the key, and signing out revokes it on the server."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import re
-import threading
 
 import httpx
 import pytest
 
-from tests.support.browser import sign_in
+from tests.support.browser import other_site, sign_in
 from bench.common.jobs import job_spec
-from bench.common.stack import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -43,25 +40,8 @@ ATTACK = """<!doctype html><html><body><form id="f" method="post" target="sink" 
 def attacker_site():
     """An HTTP server on another port of 127.0.0.1 serving the attack page set by the test."""
     pages: dict[str, bytes] = {}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = pages.get(self.path, b"")
-            self.send_response(200 if body else 404)
-            self.send_header("content-type", "text/html")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", pages
-    server.shutdown()
-    server.server_close()
+    with other_site(lambda path: (200, [], pages[path]) if pages.get(path) else (404, [], b"")) as url:
+        yield url, pages
 
 
 def refusals(stack) -> list[str]:
