@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVICE = ("app/", "worker/")
 VOCABULARY = ("app/core/", "app/models.py", "app/schemas.py", "app/auth/", "app/api/deps.py", "app/api/middleware/")
 LIBRARY = "solvers/"
+MARK = "walks: "   # the line of ``--json``'s answer among whatever else the process prints
 
 
 @dataclass
@@ -251,7 +252,8 @@ def walks_in_a_process() -> dict[str, Walk]:
                           text=True, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(f"tracing the walks failed:\n{done.stderr[-4000:]}")
-    steps = json.loads(done.stdout.strip().splitlines()[-1])
+    line = next(line for line in reversed(done.stdout.splitlines()) if line.startswith(MARK))
+    steps = json.loads(line[len(MARK):])
     return {name: Walk([tuple(step) for step in found]) for name, found in steps.items()}
 
 
@@ -260,7 +262,7 @@ if __name__ == "__main__":   # python -m tests.support.walks [job|audit|--json]
     if sys.argv[1:] == ["--json"]:
         import json
 
-        print(json.dumps({name: walk.steps for name, walk in found.items()}))
+        print(MARK + json.dumps({name: walk.steps for name, walk in found.items()}))
     else:
         for name in sys.argv[1:] or ["job", "audit"]:
             print(f"# {name}\n{found[name].text()}\n")
