@@ -65,8 +65,8 @@ solvers dedicated to the spec's constraint types — each within what is left of
    (:func:`solvers.fairness.enforce.shiftable`: a linear score model) are preferred in turn: the guarantee fits
    that correction on train ∪ validation when the tolerance is unverifiable, and a randomised (reductions) or
    thresholded (group_thresholds) row keeps the gap it has on train alone (the same entry). Among rows that are
-   neither diverged, near-constant nor weak and meet (so narrowed), those whose validation accuracy is within :data:`TIE_SE`
-   standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told apart by n validation
+   neither diverged, near-constant nor weak and meet (so narrowed), those whose validation accuracy is within
+   :data:`TIE_SE` standard errors √(p(1−p)/n) of the best p (accuracies closer than that are not told apart by n validation
    rows), and of these the one with the smallest worst ratio max_j max(v_j, t_j) / ε_j; else the most accurate weak row
    that meets (a promise kept by a weak model, which the job's report warns about, before a promise broken);
    else the row with the smallest worst ratio. Without a validation split (``validation=None``) everything
@@ -514,9 +514,9 @@ class _Portfolio:
 
 def _population_margin(model: nn.Module) -> dict | None:
     """The population margin of a thresholded model (:mod:`solvers.fairness.threshold_margin`), met or not (its
-    ``met``), else None. The margin's bound is computed from the rates the rule was fitted to (out of fold when cross-fitted), so it
-    is the promise; the record's ``realised_gaps`` of a cross-fitted, refitted base are in-sample and say nothing
-    more."""
+    ``met``), else None. The margin's bound is computed from the rates the rule was fitted to (out of fold when
+    cross-fitted), so it is the promise; the record's ``realised_gaps`` of a cross-fitted, refitted base are
+    in-sample and say nothing more."""
     from .models.thresholded import report_of
 
     report = report_of(model)
