@@ -321,13 +321,12 @@ class _Portfolio:
         if trivial == "weak":
             row.entry["weak"] = True
         margin = _population_margin(model)
-        if margin is not None and margin.get("met"):   # its rule was fitted with a population margin (step 5)
+        if margin is not None:   # its rule was fitted with a population margin: its bound is the row's
             row.entry["unseen_bound"] = round(margin["bound"], 6)
-            row.entry["margin_met"] = True
-            return "meets"
-        if margin is not None:   # not met at its largest share: these rows cannot promise ε (step 4)
-            row.entry["unseen_bound"] = round(margin["bound"], 6)
-            row.entry["margin_unattainable"] = True
+            if margin.get("met"):   # that is its promise (step 5)
+                row.entry["margin_met"] = True
+                return "meets"
+            row.entry["margin_unattainable"] = True   # not met at its largest share: no promise here (step 4)
         kept = (gaps <= self.user_tolerance) & (train_gaps <= self.user_tolerance)  # NaN never meets
         return "meets" if bool(np.all(kept)) else "violates"
 

@@ -149,18 +149,18 @@ def _claim(job_id: str, attempt: int) -> Started | None:
         job.error = None
         dataset = s.get(Dataset, job.dataset_id)
         s.expunge(dataset)
-        weights = warm_start_weights(s, job)
         base = base_job_id(job.spec)
+        weights = warm_start_weights(s, job, base)
         return Started(spec, dataset, weights, resume, job.starts, resume_start,
                        missing_base=base if base is not None and weights is None else None)
 
 
-def warm_start_weights(s, job: Job) -> dict | None:
-    """The weights of the job whose model this one post-processes (``base_job_id``, the same owner's), else of
-    the job it warm-starts from, when that job produced them (else a cold start)."""
+def warm_start_weights(s, job: Job, base: str | None) -> dict | None:
+    """The weights of the job whose model this one post-processes (``base``, its ``base_job_id``; the same
+    owner's), else of the job it warm-starts from, when that job produced them (else a cold start)."""
     from safetensors.torch import load_file  # torch: the worker alone loads weights
 
-    source = base_job_id(job.spec) or job.warm_start_from
+    source = base or job.warm_start_from
     if not source or (source != job.warm_start_from and s.scalar(select(Job.owner).where(Job.id == source)) != job.owner):
         return None
     art = s.scalar(select(Artifact).where(Artifact.job_id == source, Artifact.kind == "weights"))

@@ -101,27 +101,15 @@ class BalancedConstraintBatches:
         return None if self.full_batch else self.sampler.balanced(self.per_group * scale)
 
     def balanced_batches(self, count: int, per_group: int | None = None) -> Tensor:
-        """``count`` consecutive :meth:`BatchSampler.balanced` draws of ``per_group`` samples per non-empty
-        group as one (count, K·per_group) tensor, from one ``rand`` call (the CPU generator's stream is the
-        same as ``count`` separate calls, so the batches are those of separate draws)."""
-        per_group = per_group or self.per_group
-        layout = self._balanced_layout()
-        counts = layout["counts"]                    # (K, 1) column, like "last" and "starts"
-        u = torch.rand(count, counts.numel(), per_group, generator=self.sampler.generator)
-        if u.device != counts.device:
-            u = u.to(counts.device)
-        offsets = (u * counts).long().clamp_max_(layout["last"]).add_(layout["starts"])
-        return self.sampler.by_group.index_select(0, offsets.reshape(-1)).reshape(count, -1)
+        """``count`` consecutive balanced draws of ``per_group`` samples per non-empty group, (count, K·per_group)
+        (:meth:`~solvers.data.batching.BatchSampler.balanced_many`)."""
+        return self.sampler.balanced_many(count, per_group or self.per_group)
 
     def _balanced_layout(self) -> dict:
         layout = getattr(self, "_layout_cache", None)
-        if layout is None:
-            sampler = self.sampler
-            nonempty = sampler.counts > 0
-            counts = sampler.counts[nonempty][:, None]
-            layout = {"starts": sampler.starts[nonempty][:, None], "counts": counts, "last": counts - 1,
-                      "groups": torch.nonzero(nonempty).flatten(), "cells": {}}
-            self._layout_cache = layout  # a dict of tensors (recomputed identically after a restore)
+        if layout is None:   # the non-empty groups and, per batch size, the cells of a balanced batch
+            layout = {"groups": self.sampler.nonempty_groups, "cells": {}}
+            self._layout_cache = layout  # (recomputed identically after a restore)
         return layout
 
     def balanced_data(self, idx: Tensor, y: Tensor | None = None) -> FairnessData:

@@ -314,8 +314,13 @@ class _Thresholded:
         """(X float64, y, group) of the train rows, then the validation rows."""
         parts = [self.problem] + ([self.validation] if self.validation is not None else [])
         X = np.concatenate([q.X.cpu().numpy() for q in parts]).astype(np.float64, copy=False)
-        return X, np.concatenate([q.y.cpu().numpy() for q in parts]), np.concatenate([q.group.cpu().numpy()
-                                                                                      for q in parts])
+        return X, *self._fitting_labels()
+
+    def _fitting_labels(self) -> tuple[np.ndarray, np.ndarray]:
+        """(y, group) of the train rows, then the validation rows."""
+        parts = [self.problem] + ([self.validation] if self.validation is not None else [])
+        return np.concatenate([q.y.cpu().numpy() for q in parts]), np.concatenate([q.group.cpu().numpy()
+                                                                                  for q in parts])
 
     def _cross_fitted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scores, y, group) of the train and validation rows, scores out of fold; with ``cross_fit_model:
@@ -340,7 +345,7 @@ class _Thresholded:
             if cross_fit is not None:
                 cross_fit.cancel()
             cross_fit = self._cross_fit(rounds)
-        _, y, g = self._fitting_rows()
+        y, g = self._fitting_labels()
         known = {0: self.model(v.X).double().cpu().numpy()} if v is not None else {}
         scores, booster, kept = cross_fit.result(known)
         if booster is not None:

@@ -33,9 +33,10 @@ class BatchSampler:
         self.counts = counts.to(self.device)
         self._perm = torch.empty(0, dtype=torch.long)
         self._pos = 0
-        nonempty = self.counts > 0   # balanced()'s fixed layout: (K_nonempty, 1) columns
-        self._counts = self.counts[nonempty][:, None]
-        self._last, self._starts = self._counts - 1, self.starts[nonempty][:, None]
+        nonempty = self.counts > 0   # the balanced draws' fixed layout: the non-empty groups, (K_nonempty, 1) columns
+        self.nonempty_groups = torch.nonzero(nonempty).flatten()
+        self.nonempty_counts = self.counts[nonempty][:, None]
+        self.nonempty_starts = self.starts[nonempty][:, None]
 
     def uniform(self, batch_size: int) -> Tensor:
         """The next ``batch_size`` indices of the current epoch's permutation (wrapping into a new epoch)."""
@@ -65,8 +66,14 @@ class BatchSampler:
 
     def balanced(self, per_group: int) -> Tensor:
         """``per_group`` indices from every non-empty group, shape (K_nonempty · per_group,)."""
-        u = torch.rand(self._counts.numel(), per_group, generator=self.generator)
+        return self.balanced_many(1, per_group)[0]
+
+    def balanced_many(self, count: int, per_group: int) -> Tensor:
+        """``count`` consecutive :meth:`balanced` draws as one (count, K_nonempty · per_group) tensor, from one
+        ``rand`` call (the CPU generator's stream is that of ``count`` separate calls, so the draws are too)."""
+        counts = self.nonempty_counts
+        u = torch.rand(count, counts.numel(), per_group, generator=self.generator)
         if u.device != self.device:
             u = u.to(self.device)
-        offsets = (u * self._counts).long().clamp_max_(self._last).add_(self._starts)
-        return self.by_group.index_select(0, offsets.reshape(-1))
+        offsets = (u * counts).long().clamp_max_(counts - 1).add_(self.nonempty_starts)
+        return self.by_group.index_select(0, offsets.reshape(-1)).reshape(count, -1)

@@ -119,10 +119,10 @@ class _Tracer:
             if edge in self.edges:
                 return
             self.edges.add(edge)
-            open_boxes = {_box(rel) for rel, _ in chain}
+            open_boxes = {_box(rel) for rel, _ in chain} - {None}
             back = box in self.entered and box not in open_boxes
             self.entered.add(box)
-            depth = len({_box(rel) for rel, _ in chain} - {None})
+            depth = len(open_boxes)
             self.walk.steps.append((depth, caller_box, caller_fn, box, _function(frame.f_code), back))
 
 
