@@ -130,8 +130,8 @@ SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
     "group_thresholds": ({},),
 }
 #: per model type, the settings that replace :data:`SETTINGS`' for it. gbdt ``group_thresholds``: cross-fitted on
-#: train ∪ validation (3 folds, the base refitted on all of them) over LightGBM's own hyper-parameters: more accurate
-#: on the population than the validation split alone over the tuned base, every sample ≤ ε
+#: train ∪ validation (3 folds; the stored base: group_thresholds' cross_fit_model default) over LightGBM's own
+#: hyper-parameters: more accurate on the population than the validation split alone over the tuned base
 #: (``python -m bench.quality.population``; figures in docs/architecture.md, "Measured choices"); its promise is its
 #: population margin (step 5), as its fitting rows include the validation split
 MODEL_SETTINGS: dict[str, dict[str, tuple[dict[str, Any], ...]]] = {

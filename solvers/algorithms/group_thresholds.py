@@ -16,14 +16,27 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
 * **Cross-fitting** (``cross_fit``, off by default; gbdt bases the job trains only — linear / MLP bases would cost
   K solves, ``base_job_id`` has no training): the thresholds are chosen on EVERY train and
   validation row, each scored out of fold by a model boosted on the other folds (:mod:`solvers.models.gbdt.cross_fit`);
-  the stored base is then boosted again on all of them (``cross_fit_model: refit``, default) or is the model
-  boosted on the train split (``train``). With a validation split the validation rows are one fold, whose model
+  the stored base is then boosted again on all of them (``cross_fit_model: refit``) or is the model boosted on the
+  train split (``train``); by default ``train`` for a randomised rule and ``refit`` for deterministic thresholds
+  (below). With a validation split the validation rows are one fold, whose model
   is the base boosted on the train split: K − 1 fold models are boosted, not K (:meth:`_Thresholded._cross_fitted`;
   as accurate as K fold models on the population protocol). Four to five times the rows: the fitted rates' noise
   shrinks by about half. The rule is fitted to the fold models' scores and applied to the refitted model's: a model of the same
   kind on 25 % more rows. It costs K + 1 more fits: with the tuned base below, 5 folds change the mean test
   accuracy little at about three times the CPU of the job on the validation split alone
-  (``python -m bench.quality.gbdt_defaults``), so it is off by default.
+  (``python -m bench.quality.gbdt_defaults``), so it is off by default (``auto`` turns it on for gbdt).
+  **Which model is stored.** Each fold model is boosted on the other folds, as many rows as the train split (with
+  3 folds and a 60 / 30 split: two train folds of 30 % and the validation's 30 %), so the model of the train split
+  scores unseen rows as the fold models do, and the refitted model (50 % more rows, more confident) does not. A
+  randomised rule, a mixture of two thresholds fitted to match two rates (equalized odds), does not carry over to
+  the refitted model's scores: on bank (age), equalized odds ≤ 0.05, 12 bootstrap samples, the refitted model kept
+  ε on the population in 7 (0.9028 accurate), the model of the train split in 10 (0.9011); Adult (sex) 11 and 11
+  (0.8775, 0.8744); COMPAS 8 and 7 (0.7148, 0.7040), every figure at least as accurate as ThresholdOptimizer over
+  LightGBM (``python -m bench.quality.population_parts``, docs/architecture.md, "Measured choices"). With one
+  threshold per group (demographic parity) the refitted model keeps ε as often or more and is the more accurate:
+  11 against 10 of 12 on bank (0.9043 against 0.9020), 12 against 11 on Adult (0.8663, 0.8644), 10 and 10 on
+  COMPAS (0.7155, 0.7035). So ``cross_fit_model`` None stores the train split's model for a randomised rule (one
+  fit fewer) and the refitted model otherwise.
 * **Train and validation rows** (``threshold_rows: train_validation``, linear bases only): the thresholds are
   chosen on the base's scores of every train and validation row, the train rows in sample (a logistic model's
   in-sample scores are distributed as unseen rows' up to O(d/n)); ``auto`` does so for linear models.
@@ -207,6 +220,8 @@ class _Thresholded:
             raise ValueError("group_thresholds: cross_fit applies to a gbdt base trained by the job (not to "
                              "base_job_id or a linear / mlp base)")
         self.folds = asked or 0
+        chosen = self.config.cross_fit_model   # the stored model of a cross-fitting (module docstring)
+        self.cross_fit_model = chosen if chosen is not None else "train" if self.randomized else "refit"
         self.all_rows = self.config.threshold_rows == "train_validation"
         if self.all_rows and (self.folds or (problem.model_type != "linear" and not self.pretrained)):
             raise ValueError("group_thresholds: threshold_rows 'train_validation' applies to a linear base without "
@@ -283,7 +298,7 @@ class _Thresholded:
             "method": "group_thresholds",
             "split": "train+validation" if v is not None and (self.folds or self.all_rows) else
             "validation" if v is not None else "train",
-            "cross_fit": {"folds": self.folds, "model": self.config.cross_fit_model} if self.folds else None,
+            "cross_fit": {"folds": self.folds, "model": self.cross_fit_model} if self.folds else None,
             "base_params": self.base_params or None,
             "margin": None if margin is None else margin.summary(),
             "objective_name": self.config.objective, **solution.summary(),
@@ -308,7 +323,7 @@ class _Thresholded:
                                    np.zeros(len(v.y), dtype=np.int64)])
         return CrossFit(X, y, g, self.model.spec, rounds, self.folds, self.seed, fold=fold,
                         known_folds=(0,) if v is not None else (), binned=binned,
-                        with_refit=self.config.cross_fit_model == "refit")
+                        with_refit=self.cross_fit_model == "refit")
 
     def _fitting_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(X float64, y, group) of the train rows, then the validation rows."""

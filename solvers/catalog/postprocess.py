@@ -54,10 +54,12 @@ class GroupThresholdsConfig(PrimalConfig):
         "O(d/n), the rates the rule is fitted on come from all the fitting rows and the population margin "
         "shrinks accordingly). Refused for an mlp or gbdt base trained by the job (their in-sample scores are "
         "optimistic; gbdt: cross_fit).")
-    cross_fit_model: Literal["train", "refit"] = Field(
-        "refit", description="With cross-fitting, the stored base model: 'refit' (boosted again on train + "
+    cross_fit_model: Literal["train", "refit"] | None = Field(
+        None, description="With cross-fitting, the stored base model: 'refit' (boosted again on train + "
         "validation with the same rounds: the more accurate at a lower test gap, docs/architecture.md, 'Measured "
-        "choices') or 'train' (the model boosted on the train split).")
+        "choices') or 'train' (the model boosted on the train split, on as many rows as the fold models whose "
+        "scores chose the rule). None: 'train' for a randomised rule (equalized odds, several constraints), "
+        "'refit' for deterministic thresholds (solvers.algorithms.group_thresholds, 'Cross-fitting').")
     base_model: Literal["tuned", "spec"] = Field(
         "tuned", description="gbdt base trained by the job: 'tuned' boosts 100 trees of 15 leaves on half the "
         "features (solvers.models.gbdt.threshold_base) in place of the model's n_estimators / num_leaves / colsample_bytree "

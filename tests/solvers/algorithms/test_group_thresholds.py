@@ -458,6 +458,12 @@ def test_cross_fitting_boosts_k_minus_1_fold_models_and_reuses_the_train_split_b
     assert scored["starts"] == 1   # started beside the base, at its rounds: never boosted twice
     train_folds = np.bincount(scored["fold"][:n_train])[1:]
     assert sorted(fits) == sorted([n_fit - train_folds[0], n_fit - train_folds[1], n_fit])   # 2 folds + refit
+    # a randomised rule (equalized odds) stores the train split's model: the 2 fold models only, no refit
+    fits.clear()
+    odds = run(table, ProblemSpec.model_validate(
+        {**spec.model_dump(exclude_unset=True), "constraints": [{"type": "equalized_odds", "tolerance": 0.1}]}))
+    assert odds.enforcement["randomized"] and odds.enforcement["cross_fit"] == {"folds": 3, "model": "train"}
+    assert sorted(fits) == sorted([n_fit - train_folds[0], n_fit - train_folds[1]])
 
 
 def test_fold_models_and_refit_boosted_at_once_equal_one_after_the_other(monkeypatch):
