@@ -429,6 +429,23 @@ def _f(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+def guarantee_pooled(store: dict[str, Any]) -> list[str]:
+    """The guarantee's targets pooled over every cell: met jobs and their population violations (≤ 5 % asked), and
+    the jobs said certifiable before training, met in ≥ 90 % of cases asked."""
+    rows = [r for r in store["jobs"].values() if "ours" in r and (r.get("job") or {}).get("guarantee")]
+    if not rows:
+        return []
+    met = [r for r in rows if r["job"]["guarantee"].get("met")]
+    violations = sum(r["ours"][r["kind"]] > r["tolerance"] for r in met)
+    certifiable = [r for r in rows if r["job"]["guarantee"].get("certifiable")]
+    certified_met = sum(bool(r["job"]["guarantee"].get("met")) for r in certifiable)
+    share = f"{violations / len(met):.3f}" if met else "—"
+    cert = f"{certified_met / len(certifiable):.2f}" if certifiable else "—"
+    return ["", f"Guarantee, pooled over every cell: {len(met)} met of {len(rows)} jobs; population violations "
+                f"among the met: {violations} ({share}); said certifiable before training: {len(certifiable)}, "
+                f"met among them: {certified_met} ({cert})."]
+
+
 def write_report(store: dict[str, Any]) -> None:
     lines = ["# Population protocol (`python -m bench.quality.population`)", "",
              "Each job: a bootstrap sample of the table (n rows, seeded) through the service (API + Celery worker on "
@@ -456,6 +473,7 @@ def write_report(store: dict[str, Any]) -> None:
                  for name, p in c["peers"].items()]
         if parts:
             lines.append(f"- {table} {model} {kind} ε={eps} {mode} n={n}: " + "; ".join(parts))
+    lines += guarantee_pooled(store)
     onnx = [c.get("onnx_max_diff") for c in cells(store).values() if c.get("onnx_max_diff") is not None]
     if onnx:
         lines += ["", f"ONNX check: the largest |ONNX test accuracy − job's stored test accuracy| over all jobs: "

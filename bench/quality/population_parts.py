@@ -3,8 +3,10 @@ r"""Where a job's population gap comes from: the rows of the population its samp
 The population protocol (:mod:`bench.quality.population`) scores a job's model on every row of a FINITE table P
 from which the job's sample was drawn with replacement. P's rows are then of two kinds: those the sample holds in
 its fitting rows (train ∪ validation: "seen", scored by a model boosted on them) and the rest ("unseen"). Each
-part's rates are means over its rows, so P's rates are their mixture with the parts' shares, and since a band's
-spread max_g R_g − min_g R_g is convex in the rates,
+part's rates are means over its rows, so P's rate of a group is the mixture of the parts' with the group's seen
+share; the sample is drawn alike from every group, so these shares are equal up to sampling noise (about a third
+of bank's rows in each group), and since a band's spread max_g R_g − min_g R_g is convex in the rates, with
+equal shares
 
     gap(P) ≤ max(gap(seen), gap(unseen)).
 

@@ -21,8 +21,8 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
   (below). With a validation split the validation rows are one fold, whose model
   is the base boosted on the train split: K − 1 fold models are boosted, not K (:meth:`_Thresholded._cross_fitted`;
   as accurate as K fold models on the population protocol). Four to five times the rows: the fitted rates' noise
-  shrinks by about half. The rule is fitted to the fold models' scores and applied to the refitted model's: a model of the same
-  kind on 25 % more rows. It costs K + 1 more fits: with the tuned base below, 5 folds change the mean test
+  shrinks by about half. The rule is fitted to the fold models' scores and applied to the stored model's (below).
+  It costs K + 1 more fits: with the tuned base below, 5 folds change the mean test
   accuracy little at about three times the CPU of the job on the validation split alone
   (``python -m bench.quality.gbdt_defaults``), so it is off by default (``auto`` turns it on for gbdt).
   **Which model is stored.** Each fold model is boosted on the other folds, as many rows as the train split (with

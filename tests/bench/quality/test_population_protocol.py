@@ -50,3 +50,43 @@ def test_the_aimed_bound_asks_fairlearn_for_the_same_max_minus_min_gap():
     r = np.array([0.30, 0.25])                      # gap 0.05
     overall = 0.7 * r[0] + 0.3 * r[1]
     assert max(abs(r - overall)) == pytest.approx(bound)
+
+
+def test_the_guarantee_is_pooled_over_cells_counting_violations_among_met_jobs_only():
+    from bench.quality.population import guarantee_pooled
+
+    def job(kind, eps, gap, met, certifiable):
+        return {"kind": kind, "tolerance": eps, "ours": {kind: gap, "accuracy": 0.8},
+                "job": {"guarantee": {"met": met, "certifiable": certifiable}}}
+
+    store = {"jobs": {"a": job("demographic_parity", 0.05, 0.06, True, True),    # met, over ε: a violation
+                      "b": job("demographic_parity", 0.05, 0.01, True, True),
+                      "c": job("equalized_odds", 0.02, 0.09, False, True),       # not met: not a violation
+                      "d": job("equalized_odds", 0.02, 0.01, False, False),
+                      "e": {"kind": "demographic_parity", "tolerance": 0.05, "ours": {"demographic_parity": 0.0}}}}
+    line = guarantee_pooled(store)[-1]
+    assert "2 met of 4 jobs" in line and "violations among the met: 1 (0.500)" in line
+    assert "certifiable before training: 3, met among them: 2 (0.67)" in line
+    assert guarantee_pooled({"jobs": {"e": store["jobs"]["e"]}}) == []
+
+
+def test_a_populations_gap_is_at_most_the_larger_of_its_parts_when_each_cell_has_the_same_seen_share():
+    """bench.quality.population_parts' reading: with the same seen share in every cell (group × label), the rates on
+    P are the parts' rates mixed with one weight, and a spread is convex; with shares that differ it can exceed
+    both (all of group 0 seen, none of group 1)."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    p, y, g = rng.random(n), (rng.random(n) < 0.3).astype(int), rng.integers(0, 3, n)
+    seen = np.zeros(n, dtype=bool)
+    for cell in np.unique(2 * g + y):                   # the first 40 % of each cell's rows
+        rows = np.flatnonzero(2 * g + y == cell)
+        seen[rows[: round(0.4 * len(rows))]] = True
+    p[seen] = np.clip(p[seen] + 0.3 * (g[seen] == 1), 0, 1)   # the parts disagree
+    for kind in ("demographic_parity", "equal_opportunity", "equalized_odds"):
+        whole = population_metrics(p, y, g, 3)[kind]
+        parts = [population_metrics(p[m], y[m], g[m], 3)[kind] for m in (seen, ~seen)]
+        assert whole <= max(parts) + 0.01    # equal shares up to rounding of 40 % of a cell
+    q = np.array([0.0, 0.0, 1.0, 1.0])                 # group 0 seen (rate 0), group 1 unseen (rate 1)
+    gg, yy, mask = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([True, True, False, False])
+    assert population_metrics(q, yy, gg, 2)["demographic_parity"] == 1.0
+    assert population_metrics(np.zeros(2), yy[mask], gg[mask], 2)["demographic_parity"] == 0.0
