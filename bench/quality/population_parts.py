@@ -14,8 +14,8 @@ This module runs the job of a cell in process (:func:`solvers.run`, the spec of 
 job's model (:class:`fairsolve.FairModel`, the same rule as the ONNX export) and reports, per sample, the gap on P,
 on the seen and on the unseen rows, the rule's gap on the rows it was fitted on (``enforcement.gaps``) and the
 share of the sample's draws whose row is drawn more than once ("twins": bootstrap copies of one row of P), and the
-cell's mean accuracy on P. With
-``--without-replacement`` the sample is drawn without replacement (no twins), the same size.
+cell's mean accuracy on P. With ``--without-replacement`` the sample is drawn without replacement (no twins), the
+same size.
 
 Run::
 
