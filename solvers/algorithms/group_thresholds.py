@@ -25,9 +25,10 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
   It costs K + 1 more fits: with the tuned base below, 5 folds change the mean test
   accuracy little at about three times the CPU of the job on the validation split alone
   (``python -m bench.quality.gbdt_defaults``), so it is off by default (``auto`` turns it on for gbdt).
-  **Which model is stored.** Each fold model is boosted on the other folds, as many rows as the train split (with
-  3 folds and a 60 / 30 split: two train folds of 30 % and the validation's 30 %), so the model of the train split
-  scores unseen rows as the fold models do, and the refitted model (50 % more rows, more confident) does not. A
+  **Which model is stored.** Each fold model is boosted on the other folds, about as many rows as the train split
+  (as many with 3 folds and the population protocol's 60 / 30 split: a train fold of 30 % and the validation's
+  30 %), so the model of the train split scores unseen rows as the fold models do, and the refitted model (half as
+  many rows again there, more confident) does not. A
   randomised rule, a mixture of two thresholds fitted to match two rates (equalized odds), does not carry over to
   the refitted model's scores: on bank (age), equalized odds ≤ 0.05, 12 bootstrap samples, the refitted model kept
   ε on the population in 7 (0.9028 accurate), the model of the train split in 10 (0.9011); Adult (sex) 11 and 11
