@@ -151,9 +151,14 @@ def population_metrics(p: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups
             "equal_opportunity": gap(tpr), "equalized_odds": max(gap(tpr), gap(fpr))}
 
 
+def sample_generator(seed: int) -> np.random.Generator:
+    """The generator of sample ``seed``'s rows (apart from the job's own seeded split)."""
+    return np.random.default_rng(10_000 + seed)
+
+
 def bootstrap_rows(n_population: int, n: int, seed: int) -> np.ndarray:
     """Row positions of a bootstrap sample of ``n`` rows (with replacement), seeded."""
-    return np.random.default_rng(10_000 + seed).integers(0, n_population, size=n)
+    return sample_generator(seed).integers(0, n_population, size=n)
 
 
 def spec_for(table: str, model: str, kind: str, tolerance: float, mode: str, seed: int) -> dict[str, Any]:

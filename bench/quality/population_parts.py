@@ -36,7 +36,8 @@ import time
 
 import numpy as np
 
-from bench.quality.population import POPULATIONS, RESULTS, Context, bootstrap_rows, population_metrics, spec_for
+from bench.quality.population import (POPULATIONS, RESULTS, Context, bootstrap_rows, population_metrics,
+                                      sample_generator, spec_for)
 
 REPORT = RESULTS / "population_parts.md"
 
@@ -46,7 +47,7 @@ def sample_rows(table: str, seed: int, n_population: int, with_replacement: bool
     n = POPULATIONS[table].sample_rows
     if with_replacement:
         return bootstrap_rows(n_population, n, seed)
-    return np.random.default_rng(10_000 + seed).choice(n_population, size=n, replace=False)
+    return sample_generator(seed).choice(n_population, size=n, replace=False)
 
 
 def parts(table: str, kind: str, tolerance: float, seed: int, with_replacement: bool = True,
