@@ -104,6 +104,7 @@ Its state_dict holds ``net.base.*`` and the buffers ``net.columns``, ``net.scale
 """
 from __future__ import annotations
 
+import copy
 import math
 import weakref
 
@@ -272,41 +273,16 @@ class _Thresholded:
 
                 kept, theta = kept_mask(scores, g, family.intervals), float(family.config.threshold)
 
-        def solve(families):
-            return solve_thresholds(scores, y, g, K, families, self.config.objective, self.randomized,
-                                    self.config.time_limit_s, kept, theta)
-
+        fitted = _Fitted(self, scores, y, g, kept, theta)
         margin = None
         if self.config.margin_delta is None:
-            solution = solve(self.families)
+            solution = fitted.solve(self.families)
         else:
             rows = self.config.margin_rows if self.config.margin_rows is not None else math.inf   # the population
             cap = self.config.margin_max_share if self.config.margin_max_share is not None else SHARE_LIMIT
-            solution, margin = with_margin(solve, self.families, denominators(y, g, K), self.config.margin_delta,
+            solution, margin = with_margin(fitted.solve, self.families, denominators(y, g, K), self.config.margin_delta,
                                            rows, cap)
-
-        def wrap(net):
-            return threshold_net(net, solution, self.reader, p.n_features, self.seed, p.device)
-
-        if isinstance(getattr(self.model, "net", None), nn.Module):   # a ScoreModel: its network is wrapped
-            self.model.net = wrapper = wrap(self.model.net)
-        else:                                                          # a model without one (gbdt): all of it
-            self.model = wrapper = wrap(self.model)
-        realised = self.model(fit.X).double().cpu().numpy()
-        y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
-        gaps = exact_gaps(p.constraints, y, realised, g, p.group_names)
-        wrapper.report = {   # the job's ``enforcement`` record (solvers.pipeline.keep_promise)
-            "method": "group_thresholds",
-            "split": "train+validation" if v is not None and (self.folds or self.all_rows) else
-            "validation" if v is not None else "train",
-            "cross_fit": {"folds": self.folds, "model": self.cross_fit_model} if self.folds else None,
-            "base_params": self.base_params or None,
-            "margin": None if margin is None else margin.summary(),
-            "objective_name": self.config.objective, **solution.summary(),
-            "realised_accuracy": float(((realised > 0) == (y > 0.5)).mean()),
-            "realised_gaps": dict(zip([f.name for f in p.constraints], gaps.tolist())),
-            "met": bool((gaps <= [f.tolerance for f in p.constraints]).all()),
-        }
+        self.model = fitted.apply(self.model, solution, margin)
         return p.evaluate(self.model)
 
     def _cross_fit(self, rounds: int):
@@ -373,6 +349,71 @@ class _Thresholded:
                     kept[at:at + len(rows)], booster.current_iteration()))
                 at += len(rows)
         return scores, y, g
+
+
+class _Fitted:
+    """The scores a rule is chosen on (cross-fitted, validation or train rows) and how it is applied to a model.
+
+    :meth:`solve` chooses the rule at the given tolerances; :meth:`apply` wraps a model's base with it and attaches
+    the job's ``enforcement`` record. The wrapper keeps this object as its ``refit_at`` (not saved with the model):
+    the rule fitted again at other tolerances on the SAME scores, around the same base — how the guarantee makes its
+    candidates (:mod:`solvers.fairness.guarantee`, thresholded candidates), where solving again would boost the
+    base on (more trees) and cross-fit it once more, a different model from the one whose scores were cross-fitted.
+    Shared, never copied: a deep copy of the model keeps the same one."""
+
+    def __init__(self, solver: "_Thresholded", scores, y, g, kept, theta) -> None:
+        self.solver, self.scores, self.y, self.g, self.kept, self.theta = solver, scores, y, g, kept, theta
+
+    def __deepcopy__(self, memo) -> "_Fitted":
+        return self
+
+    def solve(self, families) -> ThresholdSolution:
+        s = self.solver
+        return solve_thresholds(self.scores, self.y, self.g, len(s.problem.group_names), families, s.config.objective,
+                                s.randomized, s.config.time_limit_s, self.kept, self.theta)
+
+    @torch.no_grad()
+    def apply(self, model: nn.Module, solution: ThresholdSolution, margin=None,
+              tolerances: list[float] | None = None) -> nn.Module:
+        """``model`` (its base: a rule it carries is replaced) under ``solution``, with its record; ``tolerances``:
+        those the rule was chosen at (default the problem's)."""
+        s = self.solver
+        p, v = s.problem, s.validation
+        fit = v if v is not None else p
+
+        def wrap(net):
+            wrapper = threshold_net(net, solution, s.reader, p.n_features, s.seed, p.device)
+            wrapper.refit_at = self
+            return wrapper
+
+        if isinstance(getattr(model, "net", None), nn.Module):   # a ScoreModel: its network is wrapped
+            if isinstance(model.net, ThresholdNet):             # a rule fitted again: a copy of the model
+                model = copy.deepcopy(model)
+            model.net = wrapper = wrap(unwrapped(model).net)
+        else:                                                    # a model without one (gbdt): all of it
+            model = wrapper = wrap(unwrapped(model))
+        realised = model(fit.X).double().cpu().numpy()
+        y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
+        gaps = exact_gaps(p.constraints, y, realised, g, p.group_names)
+        eps = [f.tolerance for f in p.constraints] if tolerances is None else tolerances
+        wrapper.report = {   # the job's ``enforcement`` record (solvers.pipeline.keep_promise)
+            "method": "group_thresholds",
+            "split": "train+validation" if v is not None and (s.folds or s.all_rows) else
+            "validation" if v is not None else "train",
+            "cross_fit": {"folds": s.folds, "model": s.cross_fit_model} if s.folds else None,
+            "base_params": s.base_params or None,
+            "margin": None if margin is None else margin.summary(),
+            "objective_name": s.config.objective, **solution.summary(),
+            "realised_accuracy": float(((realised > 0) == (y > 0.5)).mean()),
+            "realised_gaps": dict(zip([f.name for f in p.constraints], gaps.tolist())),
+            "met": bool((gaps <= eps).all()),
+        }
+        return model
+
+    def __call__(self, model: nn.Module, tolerances) -> nn.Module:
+        """``model``'s base under the rule chosen at ``tolerances`` (one per constraint, no margin): a new model."""
+        families = [(name, float(t)) for (name, _), t in zip(self.solver.families, tolerances)]
+        return self.apply(model, self.solve(families), None, [float(t) for t in tolerances])
 
 
 @ALGORITHMS.implements("group_thresholds")

@@ -147,6 +147,16 @@ def unwrapped(model: nn.Module) -> nn.Module:
     return model
 
 
+def refit_of(model: nn.Module):
+    """The rule's ``refit_at(model, tolerances)`` — the rule chosen again at other tolerances on the scores it was
+    chosen on, around the same base (:class:`solvers.algorithms.group_thresholds._Fitted`) — or None (another
+    model, or one restored from its weights, which keep no scores)."""
+    for net in (model, getattr(model, "net", None)):
+        if isinstance(net, ThresholdNet):
+            return getattr(net, "refit_at", None)
+    return None
+
+
 def report_of(model: nn.Module) -> dict | None:
     """The threshold LP's record attached to a post-processed model (None for any other model)."""
     for net in (model, getattr(model, "net", None)):

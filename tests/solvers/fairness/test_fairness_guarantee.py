@@ -190,3 +190,22 @@ def test_auto_under_a_guarantee_judges_on_train_and_continues_its_selected_solve
     again = continuation_solver(spec.solver, out.tried)
     assert again == SolverSpec(name=selected[0]["solver"], params=selected[0]["params"])
     assert continuation_solver(SolverSpec(name="ssg"), out.tried) == SolverSpec(name="ssg")
+
+
+def test_a_thresholded_candidate_is_its_rule_chosen_again_on_the_same_scores():
+    """A group_thresholds candidate at the aim τ keeps the base whose scores were cross-fitted (no more trees, no
+    second cross-fit) and its rule's gap on those out-of-fold scores is ≤ τ."""
+    import lightgbm as lgb
+
+    spec = ProblemSpec.model_validate({
+        "target": "income", "positive_label": ">50K", "sensitive": ["sex"], "device": "cpu",
+        "model": {"type": "gbdt", "n_estimators": 40},
+        "solver": {"name": "group_thresholds", "params": {"cross_fit": 3, "base_model": "spec"}},
+        "constraints": [{"type": "demographic_parity", "tolerance": 0.1}], "guarantee": {"confidence": 0.95}})
+    out = run(planted_table(6000, seed=5), spec)
+    aim = out.guarantee["aim"]["targets"][0]
+    assert out.guarantee["aim"]["reason"] == "verifiable" and aim < 0.1
+    booster = lgb.Booster(model_str=bytes(out.state_dict["base.booster"].numpy()).decode())
+    assert booster.current_iteration() == 40
+    assert out.enforcement["cross_fit"] == {"folds": 3, "model": "refit"}
+    assert out.enforcement["gaps"]["demographic_parity"] <= aim + 1e-9
