@@ -90,3 +90,17 @@ def test_a_populations_gap_is_at_most_the_larger_of_its_parts_when_each_cell_has
     gg, yy, mask = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([True, True, False, False])
     assert population_metrics(q, yy, gg, 2)["demographic_parity"] == 1.0
     assert population_metrics(np.zeros(2), yy[mask], gg[mask], 2)["demographic_parity"] == 0.0
+
+
+def test_the_unseen_accuracy_counts_only_the_rows_no_draw_took():
+    from bench.quality.population import summarise_cell, unseen_accuracy
+
+    y = np.array([1, 0, 1, 0, 1])
+    p = np.array([1.0, 0.0, 0.0, 1.0, 0.5])        # right on rows 0 and 1, wrong on 2 and 3, half right on 4
+    assert unseen_accuracy(p, y, np.array([0, 0, 1])) == pytest.approx((0 + 0 + 0.5) / 3)
+    assert unseen_accuracy(p, y, np.array([2, 3, 4, 2])) == pytest.approx(1.0)
+    row = {"kind": "demographic_parity", "tolerance": 0.05, "wall_s": 1.0,
+           "ours": {"accuracy": 0.8, "demographic_parity": 0.01, "unseen_accuracy": 0.7}}
+    old = {**row, "ours": {k: v for k, v in row["ours"].items() if k != "unseen_accuracy"}}
+    assert summarise_cell([row, old])["unseen_accuracy"] == pytest.approx(0.7)   # jobs stored before it: left out
+    assert summarise_cell([old])["unseen_accuracy"] is None
