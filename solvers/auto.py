@@ -11,8 +11,9 @@ solvers dedicated to the spec's constraint types — each within what is left of
    unset steps on mini-batches of :data:`~solvers.data.batching.SCALE_BATCH` rows (:func:`~solvers.data.batching.scale_batch_size`;
    its params in ``tried`` say so, and exact enforcement continues with them): a full-batch step on an MLP at
    millions of rows costs seconds and gigabytes, and 500 of them would spend the time limit on one candidate.
-   ``group_thresholds`` over gbdt runs cross-fitted on train ∪ validation over LightGBM's own hyper-parameters
-   (:data:`MODEL_SETTINGS`):
+   ``group_thresholds`` over gbdt runs cross-fitted on train ∪ validation over its tuned base
+   (:mod:`solvers.models.gbdt.threshold_base`: 100 trees of 15 leaves on half the features where the model spec keeps
+   LightGBM's defaults; :data:`MODEL_SETTINGS`; docs/architecture.md, "Measured choices": the rows no draw took):
    its rows are judged by its population margin (step 5), not by the validation rows it was fitted on. Over a
    linear model ``group_thresholds`` comes first (:data:`~solvers.catalog.auto.LEADS`, not under a guarantee),
    its thresholds fitted on train ∪ validation (``threshold_rows``), and ends the portfolio when its margin is met.
@@ -135,7 +136,7 @@ SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
 #: (``python -m bench.quality.population``; figures in docs/architecture.md, "Measured choices"); its promise is its
 #: population margin (step 5), as its fitting rows include the validation split
 MODEL_SETTINGS: dict[str, dict[str, tuple[dict[str, Any], ...]]] = {
-    "gbdt": {"group_thresholds": ({"cross_fit": 3, "base_model": "spec"},)},
+    "gbdt": {"group_thresholds": ({"cross_fit": 3, "base_model": "tuned"},)},
     # a logistic base scores its train rows as unseen ones up to O(d/n): thresholds (and margin) on train ∪
     # validation (solvers.catalog.auto.LEADS: tried first for linear models)
     "linear": {"group_thresholds": ({"threshold_rows": "train_validation"},)},
