@@ -361,10 +361,10 @@ class _Fitted:
     base on (more trees) and cross-fit it once more, a different model from the one whose scores were cross-fitted.
     Shared, never copied: a deep copy of the model keeps the same one."""
 
-    def __init__(self, solver: "_Thresholded", scores, y, g, kept, theta) -> None:
+    def __init__(self, solver: _Thresholded, scores, y, g, kept, theta) -> None:
         self.solver, self.scores, self.y, self.g, self.kept, self.theta = solver, scores, y, g, kept, theta
 
-    def __deepcopy__(self, memo) -> "_Fitted":
+    def __deepcopy__(self, memo) -> _Fitted:
         return self
 
     def solve(self, families) -> ThresholdSolution:
@@ -405,14 +405,14 @@ class _Fitted:
             "margin": None if margin is None else margin.summary(),
             "objective_name": s.config.objective, **solution.summary(),
             "realised_accuracy": float(((realised > 0) == (y > 0.5)).mean()),
-            "realised_gaps": dict(zip([f.name for f in p.constraints], gaps.tolist())),
+            "realised_gaps": dict(zip([f.name for f in p.constraints], gaps.tolist(), strict=True)),
             "met": bool((gaps <= eps).all()),
         }
         return model
 
     def __call__(self, model: nn.Module, tolerances) -> nn.Module:
         """``model``'s base under the rule chosen at ``tolerances`` (one per constraint, no margin): a new model."""
-        families = [(name, float(t)) for (name, _), t in zip(self.solver.families, tolerances)]
+        families = [(name, float(t)) for (name, _), t in zip(self.solver.families, tolerances, strict=True)]
         return self.apply(model, self.solve(families), None, [float(t) for t in tolerances])
 
 
