@@ -16,6 +16,9 @@
   document.addEventListener("submit", (event) => {
     if (event.target.matches && event.target.matches("form.signout")) signingOut = true;
   }, true);
+  /* A poll that sees its page change reloads it, unless the page is signing out: the reload, answered after the
+   * session is revoked, would also land on "/signin?next=this page" (a job that ended as its page signed out). */
+  const refresh = () => { if (!signingOut) location.reload(); };
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -191,7 +194,7 @@
       if (res.ok && Array.isArray(res.data)) {
         const newest = Math.max(...rows().map((r) => Date.parse(r.dataset.created)));
         if (res.data.some((j) => Date.parse(j.created_at) > newest)) {
-          location.reload();  // a job submitted since the page was drawn
+          refresh();  // a job submitted since the page was drawn
           return;
         }
         const byId = new Map(res.data.map((j) => [j.id, j]));
@@ -243,7 +246,7 @@
         $("#job-progress").style.width = p.pct.toFixed(1) + "%";
         $("#job-iterations").textContent = p.done + " / " + p.total;
         if (!ACTIVE.includes(job.status)) {
-          location.reload();  // metrics, charts and downloads are rendered by the server
+          refresh();  // metrics, charts and downloads are rendered by the server
           return;
         }
       }
@@ -263,7 +266,7 @@
     if (!box || box.dataset.active !== "true") return;
     async function poll() {  // the server renders the finished sweep's tables and chart
       const res = await api("GET", "/api/v1/sweeps/" + encodeURIComponent(box.dataset.sweepId));
-      if (res.ok && res.data.status !== "running") { location.reload(); return; }
+      if (res.ok && res.data.status !== "running") { refresh(); return; }
       if (res.ok) $("#sweep-progress").textContent = Object.entries(res.data.progress)
         .filter(([, n]) => n).map(([k, n]) => k + " " + n).join(" · ");
       setTimeout(poll, POLL_MS);
