@@ -150,8 +150,14 @@ def population_metrics(p: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups
 
     everyone = np.ones_like(y)
     sr, tpr, fpr = rate(everyone), rate(y), rate(~y)
-    return {"accuracy": float(np.mean(np.where(y, p, 1.0 - p))), "demographic_parity": gap(sr),
+    return {"accuracy": expected_accuracy(p, y), "demographic_parity": gap(sr),
             "equal_opportunity": gap(tpr), "equalized_odds": max(gap(tpr), gap(fpr))}
+
+
+def expected_accuracy(p: np.ndarray, y: np.ndarray) -> float:
+    """mean(y p + (1 − y)(1 − p)): the exact accuracy of decisions with P(ŷ = 1 | row) = ``p``."""
+    p = np.asarray(p, dtype=np.float64).reshape(-1)
+    return float(np.mean(np.where(np.asarray(y).reshape(-1) == 1, p, 1.0 - p)))
 
 
 def unseen_accuracy(p: np.ndarray, y: np.ndarray, drawn: np.ndarray) -> float:
@@ -159,8 +165,7 @@ def unseen_accuracy(p: np.ndarray, y: np.ndarray, drawn: np.ndarray) -> float:
     positions): the part of P no fit saw, where memorising the sample buys nothing (module docstring)."""
     unseen = np.ones(len(y), dtype=bool)
     unseen[drawn] = False
-    p = np.asarray(p, dtype=np.float64).reshape(-1)[unseen]
-    return float(np.mean(np.where(np.asarray(y).reshape(-1)[unseen] == 1, p, 1.0 - p)))
+    return expected_accuracy(np.asarray(p).reshape(-1)[unseen], np.asarray(y).reshape(-1)[unseen])
 
 
 def sample_generator(seed: int) -> np.random.Generator:

@@ -147,19 +147,21 @@ def unwrapped(model: nn.Module) -> nn.Module:
     return model
 
 
+def _rule_of(model: nn.Module) -> ThresholdNet | None:
+    """The model's threshold rule: the model itself or its network (None for any other model)."""
+    for net in (model, getattr(model, "net", None)):
+        if isinstance(net, ThresholdNet):
+            return net
+    return None
+
+
 def refit_of(model: nn.Module):
     """The rule's ``refit_at(model, tolerances)`` — the rule chosen again at other tolerances on the scores it was
     chosen on, around the same base (:class:`solvers.algorithms.group_thresholds._Fitted`) — or None (another
     model, or one restored from its weights, which keep no scores)."""
-    for net in (model, getattr(model, "net", None)):
-        if isinstance(net, ThresholdNet):
-            return getattr(net, "refit_at", None)
-    return None
+    return getattr(_rule_of(model), "refit_at", None)
 
 
 def report_of(model: nn.Module) -> dict | None:
     """The threshold LP's record attached to a post-processed model (None for any other model)."""
-    for net in (model, getattr(model, "net", None)):
-        if isinstance(net, ThresholdNet):
-            return getattr(net, "report", None)
-    return None
+    return getattr(_rule_of(model), "report", None)
