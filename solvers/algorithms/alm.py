@@ -78,10 +78,19 @@ class BalancedConstraintBatches:
     Every sub-batch of one iteration goes through the model in ONE forward pass over the concatenated
     indices (the model is a per-sample function f_θ(x_i), so slicing its scores is the same as separate
     passes), and the balanced batches' group structure (``per_group`` samples of every non-empty group, in
-    group order) is built once, not per batch."""
+    group order) is built once, not per batch.
+
+    The balanced batches are drawn :data:`BLOCK` at a time (:meth:`next_balanced`: one ``rand`` call, consumed
+    in order): the same law as one draw per batch, and the same values as long as no uniform batch opens an
+    epoch in between (the shared generator's ``randperm``); the block and its position are algorithm state, so a
+    checkpoint resumes it."""
 
     problem: object
     config: StochasticConstraintsConfig
+    #: balanced batches drawn at once (capped at 2^16 indices a block)
+    BLOCK = 128
+    balanced_block: Tensor = torch.empty(0, 0, dtype=torch.long)   # drawn on first use
+    balanced_pos: int = 0
 
     @property
     def full_batch(self) -> bool:
@@ -96,9 +105,20 @@ class BalancedConstraintBatches:
     def n_nonempty_groups(self) -> int:
         return self._balanced_layout()["groups"].numel()
 
-    def constraint_idx(self, scale: int = 1) -> Tensor | None:
-        """Indices of a fresh constraint batch (``scale`` × per-group size), None when full batch."""
-        return None if self.full_batch else self.sampler.balanced(self.per_group * scale)
+    def constraint_idx(self) -> Tensor | None:
+        """Indices of a fresh constraint batch (:meth:`next_balanced`), None when full batch."""
+        return None if self.full_batch else self.next_balanced(1)[0]
+
+    def next_balanced(self, count: int) -> Tensor:
+        """The next ``count`` balanced batches as a (count, K·per_group) view of the current block (a new block of
+        :meth:`balanced_batches`, a multiple of ``count``, when this one has fewer left)."""
+        pos = self.balanced_pos
+        if pos + count > self.balanced_block.shape[0]:
+            size = self.per_group * self.n_nonempty_groups
+            self.balanced_block = self.balanced_batches(count * max(1, min(self.BLOCK, 2 ** 16 // size) // count))
+            pos = 0
+        self.balanced_pos = pos + count
+        return self.balanced_block[pos:pos + count]
 
     def balanced_batches(self, count: int, per_group: int | None = None) -> Tensor:
         """``count`` consecutive balanced draws of ``per_group`` samples per non-empty group, (count, K·per_group)
@@ -165,7 +185,7 @@ class BalancedConstraintBatches:
     def evaluate(self) -> Evaluation:
         if self.full_batch:
             return self.problem.evaluate(self.model, None)
-        return self.split_evaluate(self.batch(), self.balanced_batches(1)[0])
+        return self.split_evaluate(self.batch(), self.next_balanced(1)[0])
 
     def space_evaluate(self, obj_idx: Tensor, zeta1: Tensor, zeta2: Tensor | None = None) -> PairedEvaluation:
         """:meth:`fused_evaluate` in score space: one forward over ξ, ζ1 (and ζ2) through ``self.net`` (no graph
@@ -208,12 +228,14 @@ class BalancedConstraintBatches:
 @ALGORITHMS.implements("ssl_alm")
 class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
     _samples: int | None = None
-    zeta_block: Tensor = torch.empty(0, 2, 0, dtype=torch.long)   # drawn on first use
-    zeta_pos: int = 0
 
     @property
     def mu(self) -> float:
-        return float(getattr(self.config, "mu", 0.0))
+        """μ (0 for ALM, whose config has no μ: read once, a missing pydantic field is an exception each time)."""
+        mu = self.__dict__.get("_mu")
+        if mu is None:
+            mu = self._mu = float(getattr(self.config, "mu", 0.0))
+        return mu
 
     def start(self, current: Evaluation) -> None:
         g0 = current.constraints.detach()
@@ -237,19 +259,9 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         scores, objective, (c1, c2) = self.fused_evaluate(obj_idx, [zeta[0], zeta[1]], 1)
         return PairedEvaluation(scores, objective, c1, second=c2)
 
-    #: pairs (ζ1, ζ2) drawn per block (one ``rand`` for ZETA_BLOCK iterations; capped at 2^16 indices)
-    ZETA_BLOCK = 64
-
     def next_zeta(self) -> Tensor:
-        """The next pair (ζ1, ζ2) as a (2, K·per_group) tensor, from a block of pairs drawn at once by
-        :meth:`balanced_batches` (the same distribution as per-iteration draws; the block and its position are
-        algorithm state, so checkpoints resume it)."""
-        if self.zeta_pos >= self.zeta_block.shape[0]:
-            pairs = max(1, min(self.ZETA_BLOCK, 2 ** 15 // (self.per_group * self.n_nonempty_groups)))
-            self.zeta_block = self.balanced_batches(2 * pairs).reshape(pairs, 2, -1)
-            self.zeta_pos = 0
-        self.zeta_pos += 1
-        return self.zeta_block[self.zeta_pos - 1]
+        """The next pair (ζ1, ζ2) as a (2, K·per_group) tensor (:meth:`next_balanced`)."""
+        return self.next_balanced(2)
 
     def step(self, k: int, current: Evaluation):
         c = self.config
@@ -264,7 +276,7 @@ class SSLALM(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         else:
             c2 = getattr(current, "second", None)
             if c2 is None:  # an evaluation the driver made (resume): draw ζ2 now
-                idx = self.balanced_batches(1)[0]
+                idx = self.next_balanced(1)[0]
                 with torch.no_grad():
                     c2 = self.problem.evaluate(self.model, idx).constraints
         w = torch.add(y, c2 + s, alpha=c.rho)                    # 𝒢_θ = ∇f + ∇c(ζ1)ᵀ w (+ μ(θ − z)),  𝒢_s = w (+ μ(s − z_s))

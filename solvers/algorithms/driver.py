@@ -13,7 +13,9 @@ paper's output point (random/averaged iterate), and the result's ``last`` record
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import math
 import time
 
 import torch
@@ -25,6 +27,7 @@ from ..observer import IterationRecord, Observer
 from ..problem import Problem
 from .base import Algorithm, AlgorithmConfig, SolveResult
 from .divergence import divergence_message, non_finite_part
+from .parameter_buffer import ParameterBuffer, one_buffer, parameter_sum
 
 
 def run_algorithm(
@@ -64,12 +67,17 @@ def run_algorithm(
     })
 
     tracer = ExactTracer.for_problem(problem, validation, observer.exact_trace_every(), max_iterations)
-    with torch.set_grad_enabled(algorithm.needs_autograd):
-        return _iterate(algorithm, problem, model, observer, max_iterations, time_limit_s, resume, tracer)
+    params = getattr(algorithm, "params", None) or list(model.parameters())
+    with torch.set_grad_enabled(algorithm.needs_autograd), \
+            one_buffer(params, enabled=not algorithm.needs_autograd) as buffer:  # (:mod:`.parameter_buffer`)
+        return _iterate(algorithm, problem, model, observer, max_iterations, time_limit_s, resume, tracer,
+                        params, buffer)
 
 
 def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer: Observer, max_iterations: int,
-             time_limit_s: float, resume: ckpt.Checkpoint | None, tracer: ExactTracer | None = None) -> SolveResult:
+             time_limit_s: float, resume: ckpt.Checkpoint | None, tracer: ExactTracer | None,
+             params: list[torch.Tensor], buffer: ParameterBuffer | None) -> SolveResult:
+    """The loop; ``params``: the tensors whose sum the divergence check reads (``buffer``: them in one buffer)."""
     t0 = time.perf_counter()
     current = algorithm.evaluate()
     algorithm.start(current)
@@ -80,14 +88,16 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
             current = problem.evaluate(algorithm.model, getattr(algorithm, "last_batch", None))
         t0, seen, first = time.perf_counter() - resume.elapsed_s, resume.samples_seen, resume.iteration
     names = problem.constraint_names
-    m, params = len(names), getattr(algorithm, "params", None) or list(model.parameters())
+    m = len(names)
+    no_grad = torch.no_grad if torch.is_grad_enabled() else contextlib.nullcontext  # (off already: score space)
     for k in range(first, max_iterations):
         current, duals = algorithm.step(k, current)
-        with torch.no_grad():
+        with no_grad():
             flat = torch.cat([current.objective.reshape(1), _flat(current.constraints),  # cat promotes dtypes
                               *[_flat(d) for d in (duals or {}).values()],
-                              _parameter_sum(params)]).tolist()  # the one host sync
-        bad = non_finite_part(flat, names, [key for key, d in (duals or {}).items() for _ in range(d.numel())])
+                              parameter_sum(params, buffer)]).tolist()  # the one host sync
+        bad = None if all(map(math.isfinite, flat)) else \
+            non_finite_part(flat, names, [key for key, d in (duals or {}).items() for _ in range(d.numel())])
         if bad is not None:  # iterate k + 1 is not finite: stop at the last finite one
             status, stop_reason = "diverged", "diverged"
             message = divergence_message(algorithm.name, k + 1, bad, algorithm.config)
@@ -129,16 +139,6 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
         solver_time_s=time.perf_counter() - t0, samples_seen=seen, last=record, config=algorithm.config,
         message=message,
     )
-
-
-def _parameter_sum(params: list[torch.Tensor]) -> torch.Tensor:
-    """Σ of |every parameter entry| (Σ of the per-tensor ℓ1 norms), shape (1,): non-finite exactly when some parameter
-    is (up to float overflow). One fused ``_foreach_norm`` for every tensor (not one reduction per tensor)."""
-    if not params:
-        return torch.zeros(1)
-    if len({(p.dtype, p.device) for p in params}) > 1:  # (the fused norm wants one dtype and device)
-        return torch.stack([p.abs().sum() for p in params]).sum().reshape(1)
-    return torch.stack(torch._foreach_norm(params, 1)).sum().reshape(1)
 
 
 def _flat(tensor: torch.Tensor) -> torch.Tensor:

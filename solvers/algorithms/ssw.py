@@ -28,8 +28,9 @@ Choices the paper leaves open (documented here):
   The objective batch ξ is drawn (and F evaluated) together with ζ before the test, in ONE forward over
   ξ ∪ ζ that also gives the evaluation the driver logs; ξ is independent of ζ so this is the same law as
   drawing it after the test (its rows are unused on constraint steps). The constraint step's fresh batch ζ'
-  is drawn only when the test fails (Algorithm 3 line 10; the random stream is that of the paper's order),
-  and costs a second forward over ζ' alone.
+  is taken only when the test fails (Algorithm 3 line 10): ζ and ζ' are consumed in the paper's order from
+  blocks of balanced batches drawn at once (:meth:`~.alm.BalancedConstraintBatches.next_balanced`), and ζ'
+  costs a second forward over ζ' alone.
 * Gradients: for the library's linear / MLP models S^f and S^c are taken in score space
   (:mod:`.score_space`: one forward without autograd graph, the closed-form ∂F/∂s on the ξ rows or the
   constraint family's closed-form ∂(e_{j*}ᵀG)/∂s on the ζ' rows, j* = argmax_i G_i(x_k; ζ') (the first
@@ -46,7 +47,6 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.nn.functional import one_hot
 
 from ..problem import Evaluation
 from .alm import BalancedConstraintBatches
@@ -61,6 +61,7 @@ class SSw(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         dev = problem.device
         self.flags = (torch.zeros(1, device=dev), torch.ones(1, device=dev))  # constraint_step 0 / 1
         self._eps = (None, None)  # (ε_k, its logged tensor): ε_k is constant for 500 iterations at a time
+        self._basis = None
 
     def start(self, current: Evaluation) -> None:
         b = self.config.batch_size
@@ -82,7 +83,7 @@ class SSw(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         obj_idx = self.batch()
         if obj_idx is None:  # objective on the whole set, constraints on balanced batches
             obj_idx = torch.arange(self.problem.n_samples, device=self.problem.device)
-        return self.space_evaluate(obj_idx, self.balanced_batches(1)[0])
+        return self.space_evaluate(obj_idx, self.next_balanced(1)[0])
 
     def step(self, k: int, current: Evaluation):
         c = self.config
@@ -109,7 +110,7 @@ class SSw(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
                     with torch.enable_grad():
                         cons = self.problem.evaluate(self.model, idx).constraints
             if space is not None:  # e_{j*}, j* the first maximiser (as argmax), on the device
-                grads = space.gradient(0.0, one_hot(cons.argmax(), cons.numel()).to(cons.dtype))
+                grads = space.gradient(0.0, self.basis(cons)[cons.argmax()])
             else:
                 grads = self._autograd(cons, maximum=True)
             self._samples = base + (0 if self.full_batch else 2 * self.constraint_samples())
@@ -123,6 +124,13 @@ class SSw(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
         if self._eps[0] != eps:
             self._eps = (eps, torch.tensor([eps], device=self.problem.device))
         return self.evaluate(), {"constraint_step": self.flags[0 if objective_step else 1], "epsilon": self._eps[1]}
+
+    def basis(self, cons) -> torch.Tensor:
+        """The rows e_1, ..., e_m of the identity in the constraints' dtype and device (e_{j*} is a row lookup)."""
+        eye = self._basis
+        if eye is None or eye.shape[0] != cons.numel() or eye.dtype != cons.dtype or eye.device != cons.device:
+            eye = self._basis = torch.eye(cons.numel(), dtype=cons.dtype, device=cons.device)
+        return eye
 
     def _autograd(self, value, maximum: bool = False) -> list:
         """∇θ of ``value`` (of max_i value_i when ``maximum``) on its graph, also under a no-grad driver (a resumed
