@@ -8,7 +8,8 @@ SQLite database, with the embedded SQLite broker or with Redis as the broker. Ea
   (imports done, one run before), at a job process's niceness and torch threads (:class:`InProcess`);
 * the service: ``POST /api/v1/jobs`` of that spec, then ``GET /api/v1/jobs/{id}?wait_s=`` until it ends.
   POST → started is the job's ``started_at`` (written by the worker as it takes the job) less the client's clock
-  before the POST (one machine, one clock); POST → succeeded is the client's wall time to the answer that says so.
+  before the POST (one machine, one clock); POST → succeeded is the client's wall time to the answer that says so;
+  between them, the POST's own answer, started → finished (``finished_at``) and finished → the client's answer.
 
 Then ``--burst`` small jobs are posted at once for each worker concurrency in ``--concurrency``: jobs per minute
 from the first POST to the last job's end.
@@ -105,10 +106,16 @@ def upload(client: httpx.Client, rows: int) -> str:
 
 
 def submit(client: httpx.Client, dataset_id: str, seed: int) -> tuple[str, float]:
+    job_id, sent, _ = submit_timed(client, dataset_id, seed)
+    return job_id, sent
+
+
+def submit_timed(client: httpx.Client, dataset_id: str, seed: int) -> tuple[str, float, float]:
+    """(job id, the client's clock before the POST, the POST's own seconds)."""
     sent = time.time()
     resp = client.post("/api/v1/jobs", json={**SPEC, "dataset_id": dataset_id, "seed": seed})
     assert resp.status_code in (201, 202), resp.text
-    return resp.json()["id"], sent
+    return resp.json()["id"], sent, time.time() - sent
 
 
 def wait_end(client: httpx.Client, job_id: str, timeout: float = 300) -> dict:
@@ -121,11 +128,13 @@ def wait_end(client: httpx.Client, job_id: str, timeout: float = 300) -> dict:
 
 
 def service_job(client: httpx.Client, dataset_id: str, seed: int, timeout: float = 300) -> dict:
-    job_id, sent = submit(client, dataset_id, seed)
+    job_id, sent, post_s = submit_timed(client, dataset_id, seed)
     job = wait_end(client, job_id, timeout)
     done = time.time()
     assert job["status"] == "succeeded", job
-    return {"post_to_started_s": ts(job["started_at"]) - sent, "post_to_succeeded_s": done - sent,
+    started, finished = ts(job["started_at"]), ts(job["finished_at"])
+    return {"post_s": post_s, "post_to_started_s": started - sent, "post_to_succeeded_s": done - sent,
+            "started_to_finished_s": finished - started, "finished_to_answer_s": done - finished,
             "solver_time_s": job["result"]["solver_time_s"]}
 
 
@@ -247,6 +256,16 @@ def write(result: dict, args) -> None:
         md.append(f"| {broker} | {1000 * m['post_to_started_s']:.0f} / {1000 * d['max_post_to_started_s']:.0f} ms | "
                   f"{m['post_to_succeeded_s']:.3f} s | {m['in_process_s']:.3f} s | {m['ratio']:.2f}× | "
                   f"{m['load']:.2f} |")
+    parts = [(broker, d["median"]) for broker, d in result["dispatch"].items() if "post_s" in d["median"]]
+    if parts:
+        md += ["", "Where the time goes (medians; the worker's `started_at` / `finished_at` on the client's clock, one "
+               "machine): the POST's own answer, its commit to the worker's start, the worker's start to the "
+               "job's end (the solve, its table read, its stored result), the end's commit to the client's answer.",
+               "", "| broker | POST answered | POST → started | started → finished | finished → answer |",
+               "|---|---|---|---|---|"]
+        md += [f"| {broker} | {1000 * m['post_s']:.0f} ms | {1000 * m['post_to_started_s']:.0f} ms | "
+               f"{1000 * m['started_to_finished_s']:.0f} ms | {1000 * m['finished_to_answer_s']:.0f} ms |"
+               for broker, m in parts]
     if result["burst"]:
         md += ["", "Small jobs posted at once (embedded broker, the launcher's stack):", "",
                "| worker concurrency | succeeded | wall | jobs / minute | load before → after |", "|---|---|---|---|---|"]
