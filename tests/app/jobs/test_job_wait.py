@@ -21,40 +21,8 @@ def test_the_check_interval_is_a_bounded_share_of_the_jobs_age():
     assert check_interval(5.0) == 0.1  # 2 % of the age in between
 
 
-def test_a_committed_end_wakes_its_jobs_waiters_and_a_rolled_back_one_nobody():
-    listener = EndListener(PG_ADMIN)
-    wait_until(lambda: listener.listening, 10, 0.05, "the listener's LISTEN")
-    engine = create_engine(PG_ADMIN.replace("postgresql://", "postgresql+psycopg://", 1))
-
-    async def scenario() -> tuple[bool, bool, bool]:
-        mine, other = asyncio.Event(), asyncio.Event()
-        listener.register("job-a", mine)
-        listener.register("job-b", other)
-        with Session(engine) as s:  # rolled back: PostgreSQL sends nothing
-            notify_ended(s, "job-a")
-            s.rollback()
-        await asyncio.sleep(0.5)
-        quiet = not mine.is_set()
-        with Session(engine) as s, s.begin():
-            notify_ended(s, "job-a")
-        await asyncio.wait_for(mine.wait(), timeout=10)
-        listener.unregister("job-a", mine)
-        listener.unregister("job-b", other)
-        return quiet, mine.is_set(), other.is_set()
-
-    try:
-        assert run_coroutine(scenario()) == (True, True, False)
-    finally:
-        engine.dispose()
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:  # the listener's own session is there
-        assert conn.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'").fetchone()[0] >= 1
-
-
-def test_on_sqlite_a_committed_end_rings_its_jobs_waiters_and_a_rolled_back_one_nobody(tmp_path):
-    url = f"sqlite:///{tmp_path / 'app.db'}"
-    listener = EndBell(end_bell_of(url))
-    assert listener.bell.enabled and not listener.listening  # (a ring can be lost: waiters keep their schedule)
-    engine = create_engine(url)
+def _committed_ends_wake_only_their_waiters(listener, engine) -> None:
+    """A rolled-back end and a commit that ended nothing wake nobody; a committed end wakes its job's waiters only."""
 
     async def scenario() -> tuple[bool, bool, bool]:
         mine, other = asyncio.Event(), asyncio.Event()
@@ -64,9 +32,9 @@ def test_on_sqlite_a_committed_end_rings_its_jobs_waiters_and_a_rolled_back_one_
             s.execute(text("SELECT 1"))
             notify_ended(s, "job-a")
             s.rollback()
-        with Session(engine) as s, s.begin():  # a commit that ended nothing rings nothing
+        with Session(engine) as s, s.begin():
             s.execute(text("SELECT 1"))
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.5)
         quiet = not mine.is_set() and not other.is_set()
         with Session(engine) as s, s.begin():
             notify_ended(s, "job-a")
@@ -79,3 +47,19 @@ def test_on_sqlite_a_committed_end_rings_its_jobs_waiters_and_a_rolled_back_one_
         assert run_coroutine(scenario()) == (True, True, False)
     finally:
         engine.dispose()
+
+
+def test_a_committed_end_wakes_its_jobs_waiters_and_a_rolled_back_one_nobody():
+    listener = EndListener(PG_ADMIN)
+    wait_until(lambda: listener.listening, 10, 0.05, "the listener's LISTEN")
+    _committed_ends_wake_only_their_waiters(
+        listener, create_engine(PG_ADMIN.replace("postgresql://", "postgresql+psycopg://", 1)))
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:  # the listener's own session is there
+        assert conn.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'").fetchone()[0] >= 1
+
+
+def test_on_sqlite_a_committed_end_rings_its_jobs_waiters_and_a_rolled_back_one_nobody(tmp_path):
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    listener = EndBell(end_bell_of(url))
+    assert listener.bell.enabled and not listener.listening  # (a ring can be lost: waiters keep their schedule)
+    _committed_ends_wake_only_their_waiters(listener, create_engine(url))
