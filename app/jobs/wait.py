@@ -13,7 +13,7 @@ read of (status, created_at) on the request threads, after which the session giv
 with a the job's age (now − created_at) at the check: the delay added to the end of a job of duration T is at
 most max(δ_min, min(α · T, δ_max)) (≤ 2 % of a job's age past 1 s, against half a poll on average, and up to a
 whole one, for a client that sleeps between reads), and a waiter on a long job costs at most 4 primary-key reads
-a second. That schedule is what the embedded SQLite gets.
+a second. That schedule is what a waiter keeps when no end is announced.
 
 On the embedded SQLite database the end rings a doorbell (:mod:`app.core.bell`, named after the database file):
 the transaction that ends a job records its id (:func:`notify_ended`) and, after its commit, rings every API
@@ -105,9 +105,10 @@ def _forget_ended(session: Session) -> None:
 
 
 def end_bell_of(database_url: str) -> Bell:
-    """The job-end bell of a SQLite database (disabled for any other, or off Linux)."""
+    """The job-end bell of a SQLite database, named after its file's absolute path (the API's settings and a
+    worker's engine name one file alike); disabled for any other database, or off Linux."""
     path = sqlite_path(database_url)
-    return bell_for(None if path is None else Path(f"{path}.ends"))
+    return bell_for(None if path is None else Path(f"{path.resolve()}.ends"))
 
 
 def announce_ended(session: Session, job_id: str) -> None:
@@ -151,7 +152,6 @@ class EndWaiters:
             waiters = list(self._waiters.get(job_id, ()))
         for loop, event in waiters:
             loop.call_soon_threadsafe(event.set)
-
 
 
 class EndListener(EndWaiters):

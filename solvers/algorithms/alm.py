@@ -80,7 +80,7 @@ class BalancedConstraintBatches:
     passes), and the balanced batches' group structure (``per_group`` samples of every non-empty group, in
     group order) is built once, not per batch.
 
-    The balanced batches are drawn :data:`BLOCK` at a time (:meth:`next_balanced`: one ``rand`` call, consumed
+    The balanced batches are drawn :attr:`BLOCK` at a time (:meth:`next_balanced`: one ``rand`` call, consumed
     in order): the same law as one draw per batch, and the same values as long as no uniform batch opens an
     epoch in between (the shared generator's ``randperm``); the block and its position are algorithm state, so a
     checkpoint resumes it."""
