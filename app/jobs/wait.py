@@ -150,8 +150,8 @@ class EndWaiters:
     def _wake(self, job_id: str) -> None:
         with self._lock:
             waiters = list(self._waiters.get(job_id, ()))
-        for loop, event in waiters:
-            loop.call_soon_threadsafe(event.set)
+        for loop, woken in waiters:
+            loop.call_soon_threadsafe(woken.set)
 
 
 class EndListener(EndWaiters):
