@@ -67,17 +67,21 @@ def run_algorithm(
     })
 
     tracer = ExactTracer.for_problem(problem, validation, observer.exact_trace_every(), max_iterations)
-    params = getattr(algorithm, "params", None) or list(model.parameters())
     with torch.set_grad_enabled(algorithm.needs_autograd), \
-            one_buffer(params, enabled=not algorithm.needs_autograd) as buffer:  # (:mod:`.parameter_buffer`)
-        return _iterate(algorithm, problem, model, observer, max_iterations, time_limit_s, resume, tracer,
-                        params, buffer)
+            one_buffer(_parameters(algorithm, model), enabled=not algorithm.needs_autograd) as buffer:
+        return _iterate(algorithm, problem, model, observer, max_iterations, time_limit_s, resume, tracer, buffer)
+
+
+def _parameters(algorithm: Algorithm, model: nn.Module) -> list[torch.Tensor]:
+    """The tensors whose sum the divergence check reads: the algorithm's ``params`` (which ``start`` may extend, e.g.
+    with auxiliary variables), else the model's."""
+    return getattr(algorithm, "params", None) or list(model.parameters())
 
 
 def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer: Observer, max_iterations: int,
              time_limit_s: float, resume: ckpt.Checkpoint | None, tracer: ExactTracer | None,
-             params: list[torch.Tensor], buffer: ParameterBuffer | None) -> SolveResult:
-    """The loop; ``params``: the tensors whose sum the divergence check reads (``buffer``: them in one buffer)."""
+             buffer: ParameterBuffer | None) -> SolveResult:
+    """The loop; ``buffer``: the parameters in one buffer (:mod:`.parameter_buffer`), used while it holds them all."""
     t0 = time.perf_counter()
     current = algorithm.evaluate()
     algorithm.start(current)
@@ -88,7 +92,7 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
             current = problem.evaluate(algorithm.model, getattr(algorithm, "last_batch", None))
         t0, seen, first = time.perf_counter() - resume.elapsed_s, resume.samples_seen, resume.iteration
     names = problem.constraint_names
-    m = len(names)
+    m, params = len(names), _parameters(algorithm, model)  # (after start: it may add parameters)
     no_grad = torch.no_grad if torch.is_grad_enabled() else contextlib.nullcontext  # (off already: score space)
     for k in range(first, max_iterations):
         current, duals = algorithm.step(k, current)

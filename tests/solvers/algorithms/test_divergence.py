@@ -49,7 +49,19 @@ class BadAuxiliary(ERM):
         return out
 
 
-@pytest.mark.parametrize("cls, last_finite", [(Exploding, 3), (BadAuxiliary, 4)])
+class LateAuxiliary(BadAuxiliary):
+    """The same parameter, added by ``start`` (as ``partial_regularized`` adds its twins' variables)."""
+
+    def __init__(self, *args, **kwargs):
+        ERM.__init__(self, *args, **kwargs)
+
+    def start(self, current):
+        super().start(current)
+        self.extra = torch.zeros(2, requires_grad=True)
+        self.params = [*self.params, self.extra]
+
+
+@pytest.mark.parametrize("cls, last_finite", [(Exploding, 3), (BadAuxiliary, 4), (LateAuxiliary, 4)])
 def test_stops_at_first_non_finite_iterate(cls, last_finite):
     obs = RecordingObserver()
     res = run_algorithm(cls, _problem(), PrimalConfig(lr=0.05), obs, max_iterations=50)
@@ -60,7 +72,7 @@ def test_stops_at_first_non_finite_iterate(cls, last_finite):
         assert all(map(math.isfinite, [r.objective, r.max_violation, *r.constraints]))
     assert f"diverged at iteration {last_finite + 1}" in res.message
     assert "lower its step size (params.lr = 0.05)" in res.message
-    if cls is BadAuxiliary:
+    if cls in (BadAuxiliary, LateAuxiliary):
         assert "parameters are non-finite" in res.message and "objective" not in res.message
 
 
