@@ -93,7 +93,7 @@ def _ring_ended(session: Session) -> None:
     """After a SQLite commit: ring the job-end bell with each job the transaction ended."""
     ended = session.info.pop(ENDED, None)
     if ended:
-        bell = end_bell_of(session.get_bind().url.render_as_string(hide_password=False))
+        bell = _end_bell(session)
         for job_id in ended:
             bell.ring(job_id.encode())
 
@@ -102,6 +102,10 @@ def _ring_ended(session: Session) -> None:
 def _forget_ended(session: Session) -> None:
     """A rolled-back transaction ended nothing."""
     session.info.pop(ENDED, None)
+
+
+def _end_bell(session: Session) -> Bell:
+    return end_bell_of(session.get_bind().url.render_as_string(hide_password=False))
 
 
 def end_bell_of(database_url: str) -> Bell:
@@ -123,7 +127,7 @@ def announce_ended(session: Session, job_id: str) -> None:
         notify_ended(session, job_id)
         session.commit()
     else:  # (the end is committed already)
-        end_bell_of(session.get_bind().url.render_as_string(hide_password=False)).ring(job_id.encode())
+        _end_bell(session).ring(job_id.encode())
 
 
 class EndWaiters:

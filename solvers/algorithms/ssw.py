@@ -127,10 +127,9 @@ class SSw(BalancedConstraintBatches, ScoreSpaceAlgorithm, Algorithm):
 
     def basis(self, cons) -> torch.Tensor:
         """The rows e_1, ..., e_m of the identity in the constraints' dtype and device (e_{j*} is a row lookup)."""
-        eye = self._basis
-        if eye is None or eye.shape[0] != cons.numel() or eye.dtype != cons.dtype or eye.device != cons.device:
-            eye = self._basis = torch.eye(cons.numel(), dtype=cons.dtype, device=cons.device)
-        return eye
+        if self._basis is None:  # (m, the dtype and the device are the run's)
+            self._basis = torch.eye(cons.numel(), dtype=cons.dtype, device=cons.device)
+        return self._basis
 
     def _autograd(self, value, maximum: bool = False) -> list:
         """∇θ of ``value`` (of max_i value_i when ``maximum``) on its graph, also under a no-grad driver (a resumed
