@@ -114,7 +114,7 @@ from torch import nn
 
 from ..catalog.postprocess import SHARE_LIMIT
 from ..fairness.exact import exact_gaps
-from ..fairness.threshold_lp import DETERMINISTIC_ONLY, FAMILY_RATES, ThresholdSolution, solve_thresholds
+from ..fairness.threshold_lp import DETERMINISTIC_ONLY, FAMILY_RATES, ThresholdSolution, prepare, solve_thresholds
 from ..fairness.threshold_margin import denominators, with_margin
 from ..models.thresholded import ThresholdNet, unwrapped
 from .base import ALGORITHMS
@@ -142,9 +142,8 @@ def group_reader(X: np.ndarray, group: np.ndarray, n_groups: int
     lo, hi = np.minimum.reduceat(rows, starts, axis=0), np.maximum.reduceat(rows, starts, axis=0)
     varies = hi.max(0) > lo.min(0)
     fixed = np.flatnonzero((lo == hi).all(0) & varies)
-    _, code = np.unique(X[:, fixed], axis=0, return_inverse=True)
-    code = code.reshape(-1)
-    if fixed.size and _functional(code, group):          # categories alone tell the groups apart
+    code = _row_codes(X[:, fixed])
+    if fixed.size and _functional(code, group, n_groups):   # categories alone tell the groups apart
         return _codebook(X, group, fixed, None, code)
     best, best_runs = None, None
     for j in np.flatnonzero(varies & ~np.isin(np.arange(X.shape[1]), fixed)):   # set-up: one sort per column
@@ -157,9 +156,24 @@ def group_reader(X: np.ndarray, group: np.ndarray, n_groups: int
     return _codebook(X, group, fixed, best, code)
 
 
-def _functional(code: np.ndarray, group: np.ndarray) -> bool:
-    """Whether each code value holds one group only."""
-    return len(np.unique(np.column_stack([code, group]), axis=0)) == len(np.unique(code))
+def _row_codes(A: np.ndarray) -> np.ndarray:
+    """(n,) int64 index of each row of ``A`` among its distinct rows in lexicographic order: ``np.unique(A, axis=0,
+    return_inverse=True)``'s inverse, from one ``lexsort`` (column 0 first) instead of a sort of row records."""
+    n = len(A)
+    if A.ndim != 2 or A.shape[1] == 0 or n == 0:
+        return np.zeros(n, dtype=np.int64)
+    order = np.lexsort(A.T[::-1])
+    ranked = A[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    code = np.empty(n, dtype=np.int64)
+    code[order] = np.cumsum(new) - 1
+    return code
+
+
+def _functional(code: np.ndarray, group: np.ndarray, n_groups: int) -> bool:
+    """Whether each code value holds one group only (codes 0..m−1: m distinct (code, group) pairs)."""
+    return len(np.unique(code * max(n_groups, 1) + group)) == int(code.max(initial=-1)) + 1
 
 
 def _runs(code: np.ndarray, x: np.ndarray, group: np.ndarray) -> int | None:
@@ -363,14 +377,18 @@ class _Fitted:
 
     def __init__(self, solver: _Thresholded, scores, y, g, kept, theta) -> None:
         self.solver, self.scores, self.y, self.g, self.kept, self.theta = solver, scores, y, g, kept, theta
+        self.prepared = None   # the scores' ROC points, computed by the first solve for every later one
 
     def __deepcopy__(self, memo) -> _Fitted:
         return self
 
     def solve(self, families) -> ThresholdSolution:
         s = self.solver
+        if self.prepared is None:
+            self.prepared = prepare(self.scores, self.y, self.g, len(s.problem.group_names), s.config.objective,
+                                    s.randomized, self.kept, self.theta)
         return solve_thresholds(self.scores, self.y, self.g, len(s.problem.group_names), families, s.config.objective,
-                                s.randomized, s.config.time_limit_s, self.kept, self.theta)
+                                s.randomized, s.config.time_limit_s, self.kept, self.theta, self.prepared)
 
     @torch.no_grad()
     def apply(self, model: nn.Module, solution: ThresholdSolution, margin=None,

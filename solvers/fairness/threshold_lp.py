@@ -222,16 +222,55 @@ def _band_rows(points: ROCPoints, rates: dict[str, np.ndarray], families: Sequen
     return sparse.vstack(blocks).tocsr(), np.concatenate(rhs), n_band
 
 
+@dataclass
+class Prepared:
+    """The rows' ROC points and what every solve on them shares (:func:`prepare`): the rates and gain of each
+    point and the sweep's range-argmax table. Solving again at other tolerances (the safety margin's bisection,
+    :mod:`.threshold_margin`) reuses them: only the bands move."""
+
+    points: ROCPoints
+    rates: dict[str, np.ndarray]
+    gain: np.ndarray
+    P: int
+    N: int
+    n_groups: int
+    objective: str
+    randomized: bool
+    _argmax: np.ndarray | None = None
+
+    def argmax_table(self) -> np.ndarray:
+        if self._argmax is None:
+            self._argmax = argmax_table(self.gain)
+        return self._argmax
+
+
+def prepare(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int, objective: str = "accuracy",
+            randomized: bool = True, kept: np.ndarray | None = None, theta: float = 0.0) -> Prepared:
+    """What :func:`solve_thresholds` computes from the rows before the families' bands (its arguments)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}")
+    points = roc_points(scores, y, group, n_groups, hull=randomized)
+    if kept is not None:
+        points = points.with_kept(scores, group, np.asarray(kept, bool), float(theta))
+    P, N = int(points.positives.sum()), int(points.negatives.sum())
+    if objective == "accuracy":
+        gain = (points.tp - points.fp) / max(P + N, 1)
+    else:
+        gain = 0.5 * (points.tp / max(P, 1) - points.fp / max(N, 1))
+    return Prepared(points, points.rates(), gain, P, N, n_groups, objective, randomized)
+
+
 def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int,
                      families: Sequence[tuple[str, float]], objective: str = "accuracy", randomized: bool = True,
-                     time_limit_s: float = 60.0, kept: np.ndarray | None = None, theta: float = 0.0
-                     ) -> ThresholdSolution:
+                     time_limit_s: float = 60.0, kept: np.ndarray | None = None, theta: float = 0.0,
+                     prepared: Prepared | None = None) -> ThresholdSolution:
     """The optimal per-group (randomised) thresholds of the module docstring on the rows given.
 
     ``families``: (type, ε) pairs, type in :data:`FAMILY_RATES`; ``objective``: ``accuracy`` or
     ``balanced_accuracy``; ``randomized=False``: one deterministic threshold per group. ``kept`` (rows mask) and
     ``theta``: the kept rows and decision threshold θ̂ of a ``partial_demographic_parity`` family (deterministic
-    thresholds only: the share of the kept rows with f − t_g > θ̂ is then a rate of the rule)."""
+    thresholds only: the share of the kept rows with f − t_g > θ̂ is then a rate of the rule). ``prepared``:
+    :func:`prepare` of these same arguments, computed once for several solves."""
     import time
 
     from scipy.optimize import Bounds, LinearConstraint, linprog, milp
@@ -248,16 +287,16 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     if partial and theta != 0.0:   # f − t > θ̂ ≠ 0 depends on where t lies between two scores, not on the rule only
         raise ValueError("partial_demographic_parity: group thresholds handle θ̂ = 0 (its 'threshold') only")
     started = time.perf_counter()
-    points = roc_points(scores, y, group, n_groups, hull=randomized)
-    if kept is not None:
-        points = points.with_kept(scores, group, np.asarray(kept, bool), float(theta))
-    rates = points.rates()
-    P, N = int(points.positives.sum()), int(points.negatives.sum())
-    n = P + N
-    if objective == "accuracy":
-        gain = (points.tp - points.fp) / max(n, 1)
-    else:
-        gain = 0.5 * (points.tp / max(P, 1) - points.fp / max(N, 1))
+    if prepared is None:
+        prepared = prepare(scores, y, group, n_groups, objective, randomized, kept, theta)
+    elif (prepared.objective, prepared.randomized, prepared.n_groups) != (objective, randomized, n_groups):
+        raise ValueError("solve_thresholds: the prepared points were computed for another objective or rule")
+    points, rates, gain, P, N = prepared.points, prepared.rates, prepared.gain, prepared.P, prepared.N
+    bands = [(r, eps) for name, eps in families for r in FAMILY_RATES[name]]
+    if not randomized and len(bands) <= 1:        # one rate band (DP or EOpp, or none): the exact sweep
+        w = band_sweep(points, rates, gain, bands[0] if bands else None, n_groups, prepared.argmax_table())
+        return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, "optimal",
+                         0.0, time.perf_counter() - started)
     n_pts = len(points.group)
     A_ub, b_ub, n_band = _band_rows(points, rates, families, n_groups)
     present = np.flatnonzero(points.positives + points.negatives > 0)
@@ -300,8 +339,20 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
                      time.perf_counter() - started)
 
 
+def argmax_table(gain: np.ndarray) -> np.ndarray:
+    """(L, N) sparse table of range argmaxes: row k, column i holds argmax of ``gain`` over [i, i + 2^k)."""
+    n_pts = len(gain)
+    table = [np.arange(n_pts)]
+    while 2 ** len(table) <= n_pts:
+        prev, half = table[-1], 2 ** (len(table) - 1)
+        a, b = prev[: n_pts - 2 * half + 1], prev[half: n_pts - half + 1]
+        table.append(np.where(gain[b] > gain[a], b, a))
+    width = max(len(t) for t in table)
+    return np.stack([np.pad(t, (0, width - len(t))) for t in table])
+
+
 def band_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray, band: tuple[str, float] | None,
-               n_groups: int) -> np.ndarray:
+               n_groups: int, table: np.ndarray | None = None) -> np.ndarray:
     """The deterministic optimum (one ROC point per group, weights 0/1) under ONE rate band, exactly, without a MIP.
 
     Along a group's ROC points (threshold decreasing) every rate is non-decreasing, so the points whose rate lies
@@ -317,13 +368,7 @@ def band_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray
     else:
         r, eps = rates[band[0]], band[1]
         constrained = _defined(points)[band[0]]
-    table = [np.arange(n_pts)]                     # table[k][i]: argmax of gain over [i, i + 2^k)
-    while 2 ** len(table) <= n_pts:
-        prev, half = table[-1], 2 ** (len(table) - 1)
-        a, b = prev[: n_pts - 2 * half + 1], prev[half: n_pts - half + 1]
-        table.append(np.where(gain[b] > gain[a], b, a))
-    width = max(len(t) for t in table)
-    table = np.stack([np.pad(t, (0, width - len(t))) for t in table])
+    table = argmax_table(gain) if table is None else table   # table[k][i]: argmax of gain over [i, i + 2^k)
 
     def best(lo, hi):                                # argmax of gain over [lo, hi] (lo ≤ hi), vectorised
         k = np.floor(np.log2(np.maximum(hi - lo + 1, 1))).astype(int)

@@ -545,3 +545,38 @@ def test_cross_fitting_started_beside_the_base_gives_the_model_started_after_it(
     for column in ("score", "prediction"):
         np.testing.assert_array_equal(ahead.predictions[column], after.predictions[column])
     assert bytes(ahead.state_dict["base.booster"].numpy()) == bytes(after.state_dict["base.booster"].numpy())
+
+
+@pytest.mark.parametrize("randomized,families", [
+    (False, [("demographic_parity", None)]), (False, [("equal_opportunity", None)]),
+    (True, [("equalized_odds", None)]), (True, [("demographic_parity", None), ("equal_opportunity", None)])])
+def test_solves_on_prepared_points_are_the_fresh_solves_at_every_tolerance(randomized, families):
+    """The margin's bisection solves the same rows again and again: one ``prepare`` serves them all, with the
+    same thresholds and weights as a solve from the rows each time."""
+    from solvers.fairness.threshold_lp import prepare
+
+    rng = np.random.default_rng(4)
+    n, K = 3000, 3
+    g = rng.integers(0, K, n)
+    y = (rng.random(n) < 0.25 + 0.1 * g).astype(np.int64)
+    s = rng.normal(size=n) + 1.2 * y + 0.3 * g
+    prepared = prepare(s, y, g, K, "accuracy", randomized)
+    for eps in (0.2, 0.08, 0.03, 0.01):
+        asked = [(name, eps) for name, _ in families]
+        fresh = solve_thresholds(s, y, g, K, asked, randomized=randomized)
+        again = solve_thresholds(s, y, g, K, asked, randomized=randomized, prepared=prepared)
+        assert np.array_equal(fresh.thresholds, again.thresholds) and np.allclose(fresh.weights, again.weights)
+        assert fresh.gaps == again.gaps
+    with pytest.raises(ValueError, match="prepared"):
+        solve_thresholds(s, y, g, K, asked, randomized=not randomized, prepared=prepared)
+
+
+def test_row_codes_are_numpys_unique_rows_inverse():
+    from solvers.algorithms.group_thresholds import _row_codes
+
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        A = rng.integers(0, 3, size=(int(rng.integers(1, 400)), int(rng.integers(1, 6)))).astype(np.float32)
+        A[rng.random(A.shape) < 0.05] = -0.0
+        assert np.array_equal(_row_codes(A), np.unique(A, axis=0, return_inverse=True)[1].reshape(-1))
+    assert _row_codes(np.zeros((5, 0))).tolist() == [0] * 5

@@ -71,21 +71,80 @@ def test_a_single_leaf_and_a_categorical_split_are_served():
     assert np.array_equal(scorer.values(only), stump.predict(X, raw_score=True))
 
 
-@pytest.mark.parametrize("solver", ["erm", "fair_boosting"])
-def test_training_scores_are_the_boosters_raw_prediction_every_round(solver, monkeypatch):
-    problem = gbdt_problem()
+def _rounds_against_prediction(monkeypatch, problem, solver: str, spec_rounds: int = 100) -> tuple[list, list]:
+    """Run ``solver`` and compare, after every round, the solver's training scores and the model's forward pass
+    over the training rows with a fresh ``Booster.predict``: (max |scores − prediction| per round, forward equal)."""
     X = problem.X.numpy()
-    checked = []
+    gaps, forward = [], []
     original = Boosting.step
 
-    def step(self, k, current):  # after each round: the kept scores against a fresh prediction of the booster
+    def step(self, k, current):
         out = original(self, k, current)
-        checked.append(np.array_equal(self.trainer.scores, self.trainer.booster.predict(X, raw_score=True)))
+        predicted = self.trainer.booster.predict(X, raw_score=True)
+        gaps.append(float(np.abs(self.trainer.scores - predicted).max()))
+        forward.append(np.array_equal(self.model(problem.X).double().numpy(), predicted.astype(np.float32)))
         return out
 
     monkeypatch.setattr(Boosting, "step", step)
-    result = solve(problem, solver, max_iterations=100, seed=0)
-    assert len(checked) == result.iterations > 1 and all(checked)
+    result = solve(problem, solver, max_iterations=spec_rounds, seed=0)
+    assert len(gaps) == result.iterations > 1
+    return gaps, forward
+
+
+def test_custom_objective_training_scores_are_the_boosters_raw_prediction_every_round(monkeypatch):
+    gaps, forward = _rounds_against_prediction(monkeypatch, gbdt_problem(), "fair_boosting")
+    assert max(gaps) == 0.0 and all(forward)   # LightGBM's own training scores, bit for bit
+
+
+def test_binary_training_scores_are_read_back_from_probabilities_within_the_stated_error(monkeypatch):
+    gaps, forward = _rounds_against_prediction(monkeypatch, gbdt_problem(), "erm")
+    assert max(gaps) <= 5e-10 and all(forward)   # Trainer's bound; the forward pass stays LightGBM's prediction
+
+
+def test_a_round_with_a_probability_at_the_edge_is_read_exactly(monkeypatch):
+    """Separable rows drive the scores past |f| = 13.8 (p beyond P_EDGE): those rounds are read tree by tree,
+    bit for bit, and the ones before within the bound."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.float32)
+    problem = Problem(X, y, (X[:, 1] > 0).astype(np.int64), ["a", "b"], model_type="gbdt", objective="logistic",
+                      model_factory=model_factory(ModelSpec(type="gbdt", n_estimators=200, learning_rate=1.0,
+                                                            min_child_samples=2, min_child_weight=1e-8)),
+                      device="cpu")
+    edge = []
+    original = Boosting.step
+
+    def step(self, k, current):
+        out = original(self, k, current)
+        edge.append(float(np.abs(self.trainer.scores).max()) > 13.8)
+        return out
+
+    monkeypatch.setattr(Boosting, "step", step)
+    gaps, _ = _rounds_against_prediction(monkeypatch, problem, "erm", 200)
+    assert any(edge) and not all(edge)
+    assert all(g == 0.0 for g, e in zip(gaps, edge) if e) and max(gaps) <= 5e-10
+
+
+def test_training_scores_on_real_tables_match_the_prediction_every_round(monkeypatch):
+    """Adult (one-hot, LightGBM's sparse path) and bank, encoded as a job encodes them, the tuned base's settings
+    (15 leaves, half the features)."""
+    from bench.common.datasets import adult, bank, data_dir
+    from solvers import ProblemSpec, prepare
+
+    if not (data_dir() / "adult.data").exists():
+        pytest.skip("the real tables are not in FAIRSOLVE_DATA_DIR")
+    for table, fields in ((adult(), {"target": "income", "positive_label": ">50K", "sensitive": ["sex"]}),
+                          (bank(), {"target": "y", "positive_label": "yes", "sensitive": ["marital"]})):
+        data = prepare(table.sample(n=4000, random_state=0).reset_index(drop=True), ProblemSpec.model_validate(
+            {**fields, "model": {"type": "gbdt"}, "constraints": [], "solver": {"name": "erm"}}))
+        train = data.splits["train"]
+        spec = ModelSpec(type="gbdt", n_estimators=100, num_leaves=15, colsample_bytree=0.5)
+        problem = Problem(np.asarray(data.X)[train], np.asarray(data.y)[train], np.asarray(data.group)[train],
+                          list(data.group_names), model_type="gbdt", objective="logistic",
+                          model_factory=model_factory(spec), device="cpu")
+        gaps, forward = _rounds_against_prediction(monkeypatch, problem, "erm")
+        monkeypatch.undo()   # the next table's check wraps the solver's own step
+        assert max(gaps) <= 5e-10 and all(forward), table.columns[-1]
 
 
 def test_kept_scores_follow_a_growing_booster_tree_by_tree_or_all_at_once():
@@ -122,10 +181,13 @@ def test_a_boosted_models_forward_reads_its_kept_scores_only_for_the_same_unchan
         return lightgbm_predict(self, data, *args, **kwargs)
 
     monkeypatch.setattr(type(model.booster), "predict", counting)
+    caught_up = model(problem.X)   # the solve read LightGBM's training scores: the kept rows catch up when first read
+    assert predicted and all(n == 600 for n in predicted)
+    predicted.clear()
     everything = torch.as_tensor(table_X)
     fresh = torch.as_tensor(lightgbm_predict(model.booster, table_X, raw_score=True), dtype=torch.float32)
     assert torch.equal(model(everything), fresh) and predicted == [200]  # LightGBM predicted the other rows only
-    assert torch.equal(model(problem.X), fresh[:600]) and predicted == [200]
+    assert torch.equal(model(problem.X), fresh[:600]) and torch.equal(caught_up, fresh[:600]) and predicted == [200]
     twin = copy.deepcopy(model)   # a snapshot: its booster's copy reads a copy of the kept scores
     assert len(twin.kept) == 1 and twin.kept[0][0] is twin.booster and twin.kept[0][1] is not model.kept[0][1]
     assert torch.equal(twin(everything), fresh) and predicted == [200, 200]   # the kept rows were not predicted
