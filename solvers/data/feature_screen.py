@@ -99,6 +99,14 @@ class FeatureScreen:
         return [n["column"] for n in self.notes if n["action"] == "excluded"]
 
 
+def _date_share(values: pd.Series) -> float:
+    """The share of ``values`` (text) that read as dates: the pattern is matched once per distinct value, each
+    weighted by its count (a categorical column has a few dozen distinct values in thousands of rows)."""
+    counts = values.value_counts(sort=False)
+    dates = counts.index.to_series().str.match(DATE_PATTERN).to_numpy(dtype=bool)
+    return float(counts.to_numpy()[dates].sum() / len(values))
+
+
 def _shape_note(stats: ColumnStats, sample: pd.Series) -> dict[str, Any] | None:
     """The constant / date / identifier / free-text rules on one column (whole-column ``stats``, sampled text)."""
     distinct, present = stats.n_distinct, stats.n_present
@@ -109,7 +117,7 @@ def _shape_note(stats: ColumnStats, sample: pd.Series) -> dict[str, Any] | None:
         return {"reason": "constant", "detail": f"{what}: it cannot inform the model"}
     text = stats.kind == "string"
     values = observed.astype(str) if text else None
-    if stats.kind == "datetime" or (text and len(values) and values.str.match(DATE_PATTERN).mean() >= DATE_SHARE):
+    if stats.kind == "datetime" or (text and len(values) and _date_share(values) >= DATE_SHARE):
         return {"reason": "date", "detail": f"dates ({distinct} distinct, e.g. {example}): "
                                             "encoded as categories they only memorise rows"}
     identifier = {"reason": "identifier", "detail": f"{distinct} distinct values in {present} rows: an "

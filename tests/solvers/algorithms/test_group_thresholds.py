@@ -580,3 +580,26 @@ def test_row_codes_are_numpys_unique_rows_inverse():
         A[rng.random(A.shape) < 0.05] = -0.0
         assert np.array_equal(_row_codes(A), np.unique(A, axis=0, return_inverse=True)[1].reshape(-1))
     assert _row_codes(np.zeros((5, 0))).tolist() == [0] * 5
+
+
+def test_a_deterministic_rule_scores_without_the_draw(monkeypatch):
+    """One threshold per group: J = 0 whatever u(x), so the forward pass skips the draw and scores as the general
+    path (a second, zero-weight column) does."""
+    base = torch.nn.Linear(3, 1)
+    rows = torch.randn(50, 3)
+    rows[:, 2] = (torch.rand(50) < 0.5).float()     # the group's indicator column
+    reader = (np.array([2]), np.array([1e6]), np.array([[0.0], [1.0]]), np.array([[0.0], [1.0]]), np.array([0, 1]))
+
+    class Flat(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = base
+
+        def forward(self, x):
+            return self.net(x).reshape(-1)
+
+    one = ThresholdNet(Flat(), *reader, np.array([[0.3], [-0.2]]), np.ones((2, 1)), np.ones(3))
+    two = ThresholdNet(Flat(), *reader, np.array([[0.3, 0.3], [-0.2, -0.2]]), np.ones((2, 2)), np.ones(3))
+    expected = two(rows)
+    monkeypatch.setattr(ThresholdNet, "draw", lambda self, x: (_ for _ in ()).throw(AssertionError("drawn")))
+    assert torch.equal(one(rows), expected)
