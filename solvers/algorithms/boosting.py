@@ -43,12 +43,13 @@ class Trainer:
     LightGBM keeps the training rows' scores itself (each round adds the new tree's leaf values, routed by the rows'
     bins) and hands them out for one copy of n values (``Booster.eval_train``'s custom metric): raw scores under a
     custom objective, equal to ``Booster.predict(X, raw_score=True)`` bit for bit (the same leaf values summed in
-    the same order; ``tests/solvers/algorithms/test_boosting_scores.py`` checks it every round on Adult, bank and
-    COMPAS), and p = 1 / (1 + e^{−f}) under ``binary``. Those are read back as f̃ = logit(p): p carries a relative
+    the same order; ``tests/solvers/models/test_gbdt_tree_scores.py`` checks every round), and p = 1 / (1 + e^{−f})
+    under ``binary``. Those are read back as f̃ = logit(p): p carries a relative
     error of about 2u (u = 2⁻⁵³), so |f̃ − f| ≲ 4u (1 + e^{f}) + u|f| ≤ 5·10⁻¹⁰ while P_EDGE ≤ p ≤ 1 − P_EDGE
     (|f| ≤ 13.8); a round with a row outside is read exactly instead, tree by tree
-    (:class:`~solvers.models.gbdt.tree_scores.KeptScores`). Predicting the new tree every round cost more than
-    LightGBM's own boosting (Adult, 12,000 rows: 1.2 ms a round against 0.35 ms this way).
+    (:class:`~solvers.models.gbdt.tree_scores.KeptScores`; the test checks both on planted rows, Adult and bank).
+    Predicting the new tree every round cost more than LightGBM's own boosting (Adult, 12,000 rows: 1.2 ms a round
+    against 0.35 ms this way).
 
     ``kept``: the KeptScores of the training rows, the model's answer to a forward pass over them (bit for bit
     LightGBM's prediction; caught up when read, or in a round read exactly)."""
