@@ -109,5 +109,6 @@ def test_the_sentence_says_what_is_promised_and_what_is_not():
                                   "tolerances": {"demographic_parity": 0.005}}}
     kept_not = promise_sentence(dp, None, unmet)
     assert kept_not["kind"] == "not kept" and "44 %" in kept_not["sentence"] and "≤ 0.005" in kept_not["sentence"]
+    assert "up to" not in kept_not["sentence"] and "sampling error alone" in kept_not["sentence"]   # not a bound
     assert promise_sentence(dp, None, {"method": "group_thresholds", "margin": None})["kind"] == "none"
     assert promise_sentence(dp, None, None)["kind"] == "none"
