@@ -216,12 +216,11 @@ def promise_sentence(constraints: Sequence[tuple[str, float]], guarantee: dict[s
     if margin and margin.get("about") == "population":   # at its largest share the bound stayed above δ
         return {"kind": "not kept", "sentence": f"Not promised: these rows are too few for {bound} on the population. "
                                                 f"Even with the thresholds fitted at {margin_tolerances(margin)}, "
-                                                f"{what} on the population exceeds {bound} with an estimated "
-                                                f"probability of {100 * margin['bound']:.0f} % from the groups' "
-                                                "sampling error alone, estimated from their sizes (a model whose "
-                                                "scores on new rows differ from those the thresholds were fitted to "
-                                                "adds to it); more rows of the small groups, or a looser tolerance, "
-                                                "would keep it."}
+                                                f"{what} on the population exceeds {bound} with a probability of "
+                                                f"about {100 * margin['bound']:.0f} % from the groups' sampling "
+                                                "error alone, judged by their sizes (a model whose scores on new rows "
+                                                "differ from those the thresholds were fitted to adds to it); more "
+                                                "rows of the small groups, or a looser tolerance, would keep it."}
     return {"kind": "none", "sentence": f"No promise beyond the fitting rows: {what} was checked against {bound} "
                                         "there; on new data it moves by the sampling error (see the test interval)."}
 
