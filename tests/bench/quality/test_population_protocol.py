@@ -104,3 +104,17 @@ def test_the_unseen_accuracy_counts_only_the_rows_no_draw_took():
     old = {**row, "ours": {k: v for k, v in row["ours"].items() if k != "unseen_accuracy"}}
     assert summarise_cell([row, old])["unseen_accuracy"] == pytest.approx(0.7)   # jobs stored before it: left out
     assert summarise_cell([old])["unseen_accuracy"] is None
+
+
+def test_the_fold_switch_report_keeps_one_section_per_table():
+    from bench.quality.fold_switch import section, with_section
+
+    rows = [{"seed": 0, "refit": (0.86, 0.06), "fold per row": (0.85, 0.04)},
+            {"seed": 1, "refit": (0.87, 0.03), "fold per row": (0.86, 0.05)}]
+    first = section("compas_race", 0.05, rows)
+    assert "| refit | 1/2 | 0.8650 | 0.0450 / 0.0600 |" in first and "| fold per row | 2/2 |" in first
+    report = with_section("# title\n", "compas_race", first)
+    report = with_section(report, "adult_sex", section("adult_sex", 0.05, rows[:1]))
+    again = with_section(report, "compas_race", section("compas_race", 0.05, rows[1:]))
+    assert again.count("## compas_race,") == 1 and again.count("## adult_sex,") == 1
+    assert "1 samples" in again.split("## compas_race,")[1] and again.startswith("# title")
