@@ -105,6 +105,7 @@ def test_the_sentence_says_what_is_promised_and_what_is_not():
     margin = {"method": "group_thresholds", "met": True, "margin": {"met": True, "about": "population", "delta": 0.1}}
     estimate = promise_sentence(dp, None, margin)
     assert estimate["kind"] == "estimate" and "90 %" in estimate["sentence"] and "population" in estimate["sentence"]
+    assert "about 90 %" in estimate["sentence"] and "≥" not in estimate["sentence"].split("≤")[0]   # not a bound
     unmet = {**margin, "margin": {**margin["margin"], "met": False, "bound": 0.437,
                                   "tolerances": {"demographic_parity": 0.005}}}
     kept_not = promise_sentence(dp, None, unmet)
