@@ -39,6 +39,9 @@ Run::
     python -m bench.quality.population --tables adult_sex bank_age --models gbdt --kinds demographic_parity \
         --tolerances 0.05 --modes default --seeds 0 1 2 3  # any sub-grid
     python -m bench.quality.population --report                    # rewrite population.md from the stored jobs
+    python -m bench.quality.population --table-file my.csv --target y --positive-label yes --sensitive age \
+        --group-rules '{"age": {"ranges": {"25-60": [25, 61]}, "other": "other"}}' --seeds 0 1 2 3 4 5
+                                                           # a table of your own (:func:`table_population`)
 
 Jobs are stored as they finish in ``bench/quality/results/population.json`` (a run skips the jobs already there unless
 ``--rerun``); ``population.md`` is rewritten from every stored job.
@@ -89,6 +92,13 @@ def bank_population() -> pd.DataFrame:
     return pd.read_csv(data_dir() / "bank-full.csv", sep=";")
 
 
+def bank_additional_population() -> pd.DataFrame:
+    """bank-additional-full.csv (41,188 rows, ``;``-separated): a table no default was tuned on."""
+    from bench.common.datasets import bank
+
+    return bank()
+
+
 def synthetic_population(rows: int = 2_000_000, seed: int = 0) -> pd.DataFrame:
     """A generated population with a known gap: x ~ N(0, I₅), group B with probability 0.3, y ~ Bernoulli(σ(wᵀx −
     1 + 0.8·[B])): the Bayes classifier selects B more often (its DP gap on the population is printed by
@@ -124,6 +134,11 @@ POPULATIONS: dict[str, Population] = {
         "target": "y", "positive_label": "yes", "sensitive": ["age"],
         "group_rules": {"age": {"ranges": {"25-60": [25, 61]}, "other": "other"}}, "features": _BANK_FEATURES},
         20_000),
+    "bank_additional": Population(bank_additional_population, {   # every column but `duration`, as bank_age
+        "target": "y", "positive_label": "yes", "sensitive": ["age"],
+        "group_rules": {"age": {"ranges": {"25-60": [25, 61]}, "other": "other"}},
+        "features": [c for c in _BANK_FEATURES if c not in ("balance", "day")] + [
+            "day_of_week", "emp.var.rate", "cons.price.idx", "cons.conf.idx", "euribor3m", "nr.employed"]}, 20_000),
     "compas_race": Population(_compas_two_races, {
         "target": "two_year_recid", "positive_label": 1, "sensitive": ["race"],
         "features": ["race", "sex", "age", "juv_fel_count", "juv_misd_count", "juv_other_count", "priors_count",
@@ -131,6 +146,42 @@ POPULATIONS: dict[str, Population] = {
     "synthetic": Population(synthetic_population, {"target": "y", "positive_label": 1, "sensitive": ["group"]},
                             20_000),
 }
+
+
+def table_population(path: Path, target: str, positive_label: str, sensitive: list[str],
+                     group_rules: dict[str, Any] | None = None, features: list[str] | None = None,
+                     sample_rows: int | None = None) -> tuple[str, Population]:
+    """(name, population) of a CSV or Parquet file of one's own, read as an upload of it is (the service's sniffing
+    and reader: :func:`app.datasets.storage.check_upload`, :func:`~app.datasets.storage.read_table`); the positive
+    label is compared with the target's values as they are read (``"1"`` names the number 1 of a numeric column).
+    Samples of ``sample_rows`` rows (default min(20,000, the table's rows))."""
+    from app.datasets.storage import check_upload, read_table
+
+    fmt, options = check_upload(path)
+    table = read_table(path, fmt, options)
+
+    def load() -> pd.DataFrame:
+        return table
+
+    name = path.stem
+    load.__name__ = f"table_file:{path}"   # the Context's key of the loaded table
+    missing = [c for c in [target, *sensitive, *(features or [])] if c not in table.columns]
+    if missing:
+        raise SystemExit(f"--table-file: no column {', '.join(map(repr, missing))} in {path.name}")
+    label: Any = positive_label
+    if pd.api.types.is_numeric_dtype(table[target]):
+        try:
+            label = int(positive_label) if float(positive_label).is_integer() else float(positive_label)
+        except ValueError:
+            raise SystemExit(f"--positive-label: {positive_label!r} is not a value of the numeric {target!r}")
+    if not (table[target] == label).any():
+        raise SystemExit(f"--positive-label: no row of {path.name} has {target} = {label!r}")
+    fields: dict[str, Any] = {"target": target, "positive_label": label, "sensitive": sensitive}
+    if group_rules:
+        fields["group_rules"] = group_rules
+    if features:
+        fields["features"] = features
+    return name, Population(load, fields, sample_rows or min(20_000, len(table)))
 
 
 # ------------------------------------------------------------------ exact population metrics
@@ -537,7 +588,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--rerun", action="store_true", help="replace stored jobs of the cells run")
     parser.add_argument("--report", action="store_true", help="only rewrite population.md")
+    own = parser.add_argument_group("a table of your own (its name: the file's stem; default --tables)")
+    own.add_argument("--table-file", type=Path, help="CSV or Parquet, read as an upload of it is")
+    own.add_argument("--target")
+    own.add_argument("--positive-label")
+    own.add_argument("--sensitive", nargs="+")
+    own.add_argument("--group-rules", type=json.loads, help="the job spec's group_rules, as JSON")
+    own.add_argument("--features", nargs="+")
     args = parser.parse_args(argv)
+    if args.table_file is not None:
+        if not (args.target and args.positive_label is not None and args.sensitive):
+            parser.error("--table-file needs --target, --positive-label and --sensitive")
+        name, POPULATIONS[name] = table_population(args.table_file, args.target, args.positive_label,
+                                                   args.sensitive, args.group_rules, args.features, args.rows)
+        if args.tables == parser.get_default("tables"):
+            args.tables = [name]
     store = load_store()
     if args.report:
         write_report(store)

@@ -3,6 +3,7 @@ and fairlearn's bound that asks for the same max − min gap."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bench.quality.population import _aimed_bound, bootstrap_rows, population_metrics
@@ -118,3 +119,30 @@ def test_the_fold_switch_report_keeps_one_section_per_table():
     again = with_section(report, "compas_race", section("compas_race", 0.05, rows[1:]))
     assert again.count("## compas_race,") == 1 and again.count("## adult_sex,") == 1
     assert "1 samples" in again.split("## compas_race,")[1] and again.startswith("# title")
+
+
+def test_a_table_of_ones_own_is_read_as_its_upload_and_its_label_matched_by_value(tmp_path):
+    """``--table-file``: the file is read by the service's reader (``;`` sniffed), a numeric target's label "1" is
+    the number 1, samples default to min(20,000, rows), and a missing column or label stops with its name."""
+    from bench.quality.population import main, spec_for, table_population, POPULATIONS
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=300), "g": rng.choice(["a", "b"], 300), "y": rng.integers(0, 2, 300)})
+    path = tmp_path / "mine.csv"
+    frame.to_csv(path, sep=";", index=False)
+    name, population = table_population(path, "y", "1", ["g"])
+    assert name == "mine" and population.sample_rows == 300
+    assert population.fields == {"target": "y", "positive_label": 1, "sensitive": ["g"]}
+    assert population.load().equals(frame)
+    POPULATIONS[name] = population
+    try:
+        spec = spec_for(name, "gbdt", "demographic_parity", 0.05, "default", 0)
+        assert (spec["target"], spec["positive_label"], spec["sensitive"]) == ("y", 1, ["g"])
+    finally:
+        del POPULATIONS[name]
+    with pytest.raises(SystemExit, match="'z'"):
+        table_population(path, "y", "1", ["z"])
+    with pytest.raises(SystemExit, match="no row"):
+        table_population(path, "y", "7", ["g"])
+    with pytest.raises(SystemExit):
+        main(["--table-file", str(path), "--target", "y"])   # no label, no sensitive column
