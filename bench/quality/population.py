@@ -488,6 +488,8 @@ def summarise_cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
             name, p = max(fair, key=lambda item: item[1]["aim"])
             out["fair_peer"] = name
             out["verdict"] = out["accuracy"] >= p["accuracy"] - ACCURACY_SLACK
+            if out["unseen_accuracy"] is not None and p["unseen_accuracy"] is not None:   # the same, on unseen rows
+                out["unseen_verdict"] = out["unseen_accuracy"] >= p["unseen_accuracy"] - ACCURACY_SLACK
             out["time_ratio"] = out["wall_s"] / max(p["fit_s"], 1e-9)
     return out
 
@@ -560,12 +562,13 @@ def write_report(store: dict[str, Any]) -> None:
     unseen = [(key, c) for key, c in cells(store).items() if c.get("unseen_accuracy") is not None]
     if unseen:
         lines += ["", "Accuracy on the table's rows that no draw of the sample took (the part of the population no "
-                      "fit saw; mean over the jobs that kept it), ours against the fair peer's on the same samples:",
+                      "fit saw; mean over the jobs that kept it), ours against the fair peer's on the same samples, and the "
+                      f"verdict there (ours ≥ the peer's − {ACCURACY_SLACK}):",
                   ""]
         for (table, model, kind, eps, mode, n), c in unseen:
             peer = c["peers"].get(c.get("fair_peer")) if c.get("fair_peer") else None
-            peer_s = (f"; {c['fair_peer']} {_f(peer.get('unseen_accuracy'))}"
-                      if peer and peer.get("unseen_accuracy") is not None else "")
+            peer_s = (f"; {c['fair_peer']} {_f(peer.get('unseen_accuracy'))}: {_f(c['unseen_verdict'])}"
+                      if "unseen_verdict" in c else "")
             lines.append(f"- {table} {model} {kind} ε={eps} {mode} n={n}: ours {_f(c['unseen_accuracy'])}{peer_s}")
     lines += guarantee_pooled(store)
     onnx = [c.get("onnx_max_diff") for c in cells(store).values() if c.get("onnx_max_diff") is not None]

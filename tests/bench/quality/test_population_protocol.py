@@ -107,13 +107,30 @@ def test_the_unseen_accuracy_counts_only_the_rows_no_draw_took():
     assert summarise_cell([old])["unseen_accuracy"] is None
 
 
+def test_the_verdict_on_unseen_rows_can_differ_from_the_one_on_the_whole_table():
+    """A peer that fits the sample's own rows wins on the table and loses on the rows no draw took: both verdicts
+    are reported, each against the same fair peer."""
+    from bench.quality.population import summarise_cell
+
+    peer = {"aim": 1.0, "fit_s": 0.3, "accuracy": 0.905, "demographic_parity": 0.03, "unseen_accuracy": 0.894}
+    row = {"kind": "demographic_parity", "tolerance": 0.05, "wall_s": 0.5, "peers": {"TO": peer},
+           "ours": {"accuracy": 0.902, "demographic_parity": 0.04, "unseen_accuracy": 0.898}}
+    cell = summarise_cell([row])
+    assert (cell["fair_peer"], cell["verdict"], cell["unseen_verdict"]) == ("TO", False, True)
+    worse = {**row, "ours": {**row["ours"], "unseen_accuracy": 0.890}}
+    assert summarise_cell([worse])["unseen_verdict"] is False
+    assert "unseen_verdict" not in summarise_cell([{**row, "peers": {"TO": {**peer, "unseen_accuracy": None}}}])
+
+
 def test_the_fold_switch_report_keeps_one_section_per_table():
     from bench.quality.fold_switch import section, with_section
 
-    rows = [{"seed": 0, "refit": (0.86, 0.06), "fold per row": (0.85, 0.04)},
-            {"seed": 1, "refit": (0.87, 0.03), "fold per row": (0.86, 0.05)}]
+    rows = [{"seed": 0, "refit": (0.86, 0.06), "fold per row": (0.85, 0.04), "fold average": (0.855, 0.05)},
+            {"seed": 1, "refit": (0.87, 0.03), "fold per row": (0.86, 0.05), "fold average": (0.865, 0.055)}]
     first = section("compas_race", 0.05, rows)
     assert "| refit | 1/2 | 0.8650 | 0.0450 / 0.0600 |" in first and "| fold per row | 2/2 |" in first
+    assert "| fold average | 1/2 | 0.8600 | 0.0525 / 0.0550 |" in first
+    assert "| 1 | 0.8700 / 0.0300 | 0.8600 / 0.0500 | 0.8650 / 0.0550 |" in first
     report = with_section("# title\n", "compas_race", first)
     report = with_section(report, "adult_sex", section("adult_sex", 0.05, rows[:1]))
     again = with_section(report, "compas_race", section("compas_race", 0.05, rows[1:]))
