@@ -40,11 +40,12 @@ Run::
         --tolerances 0.05 --modes default --seeds 0 1 2 3  # any sub-grid
     python -m bench.quality.population --report                    # rewrite population.md from the stored jobs
     python -m bench.quality.population --table-file my.csv --target y --positive-label yes --sensitive age \
-        --group-rules '{"age": {"ranges": {"25-60": [25, 61]}, "other": "other"}}' --seeds 0 1 2 3 4 5
-                                                           # a table of your own (:func:`table_population`)
+        --group-rules '{"age": {"ranges": {"25-60": [25, 61]}, "other": "other"}}' --seeds 0 1 2 3 4 5 \
+        --results my-results                               # a table of your own (:func:`table_population`)
 
 Jobs are stored as they finish in ``bench/quality/results/population.json`` (a run skips the jobs already there unless
-``--rerun``); ``population.md`` is rewritten from every stored job.
+``--rerun``); ``population.md`` is rewritten from every stored job. ``--results DIR`` keeps both in another folder
+(a table of your own: its jobs then stay out of the committed results).
 """
 from __future__ import annotations
 
@@ -443,15 +444,15 @@ def key_of(row: dict[str, Any]) -> str:
     return "|".join(str(row[k]) for k in ("table", "model", "kind", "tolerance", "mode", "seed"))
 
 
-def load_store() -> dict[str, Any]:
-    return json.loads(STORE.read_text()) if STORE.exists() else {"jobs": {}}
+def load_store(path: Path = STORE) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.exists() else {"jobs": {}}
 
 
-def save_store(store: dict[str, Any]) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    tmp = STORE.with_suffix(".tmp")
+def save_store(store: dict[str, Any], path: Path = STORE) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(store, indent=1, sort_keys=True, default=float))
-    tmp.replace(STORE)
+    tmp.replace(path)
 
 
 def summarise_cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -532,7 +533,7 @@ def guarantee_pooled(store: dict[str, Any]) -> list[str]:
                 f"met among them: {certified_met} ({cert})."]
 
 
-def write_report(store: dict[str, Any]) -> None:
+def write_report(store: dict[str, Any], path: Path = REPORT) -> None:
     lines = ["# Population protocol (`python -m bench.quality.population`)", "",
              "Each job: a bootstrap sample of the table (n rows, seeded) through the service (API + Celery worker on "
              "PostgreSQL + Redis); its ONNX model scores every row of the table, so accuracy and gap are the exact "
@@ -575,7 +576,8 @@ def write_report(store: dict[str, Any]) -> None:
     if onnx:
         lines += ["", f"ONNX check: the largest |ONNX test accuracy − job's stored test accuracy| over all jobs: "
                       f"{max(onnx):.2e}."]
-    REPORT.write_text("\n".join(lines) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -591,6 +593,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--rerun", action="store_true", help="replace stored jobs of the cells run")
     parser.add_argument("--report", action="store_true", help="only rewrite population.md")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="folder of population.json and population.md (default: the committed results)")
     own = parser.add_argument_group("a table of your own (its name: the file's stem; default --tables)")
     own.add_argument("--table-file", type=Path, help="CSV or Parquet, read as an upload of it is")
     own.add_argument("--target")
@@ -606,9 +610,10 @@ def main(argv: list[str] | None = None) -> None:
                                                    args.sensitive, args.group_rules, args.features, args.rows)
         if args.tables == parser.get_default("tables"):
             args.tables = [name]
-    store = load_store()
+    store_path, report_path = args.results / STORE.name, args.results / REPORT.name
+    store = load_store(store_path)
     if args.report:
-        write_report(store)
+        write_report(store, report_path)
         return
     grid = CORE if args.core else {"tables": args.tables, "models": args.models, "kinds": args.kinds,
                                    "tolerances": args.tolerances, "modes": args.modes, "seeds": args.seeds}
@@ -629,13 +634,13 @@ def main(argv: list[str] | None = None) -> None:
                                     continue
                                 row = run_sample(ctx, table, model, kind, eps, mode, seed, not args.no_peers)
                                 store["jobs"][key] = row
-                                save_store(store)
+                                save_store(store, store_path)
                                 ours = row.get("ours") or {}
                                 print(key, row.get("status"), f"wall {row.get('wall_s', 0):.2f}s",
                                       {k: round(v, 4) for k, v in ours.items()}, flush=True)
     finally:
         ctx.close()
-        write_report(store)
+        write_report(store, report_path)
 
 
 if __name__ == "__main__":

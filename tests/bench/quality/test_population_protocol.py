@@ -163,3 +163,21 @@ def test_a_table_of_ones_own_is_read_as_its_upload_and_its_label_matched_by_valu
         table_population(path, "y", "7", ["g"])
     with pytest.raises(SystemExit):
         main(["--table-file", str(path), "--target", "y"])   # no label, no sensitive column
+
+
+def test_results_of_another_folder_leave_the_committed_ones_alone(tmp_path):
+    """``--results DIR``: the store is read from and the report written to DIR; the committed report is untouched."""
+    import json
+
+    from bench.quality.population import REPORT, main
+
+    before = REPORT.read_bytes() if REPORT.exists() else None
+    job = {"table": "mine", "model": "gbdt", "kind": "demographic_parity", "tolerance": 0.05, "mode": "default",
+           "seed": 0, "n": 300, "status": "succeeded", "wall_s": 0.5,
+           "ours": {"accuracy": 0.81, "demographic_parity": 0.03}}
+    (tmp_path / "population.json").write_text(json.dumps({"jobs": {"mine|gbdt|demographic_parity|0.05|default|0|300":
+                                                                   job}}))
+    main(["--report", "--results", str(tmp_path)])
+    report = (tmp_path / "population.md").read_text()
+    assert "| mine | gbdt | demographic_parity | 0.05 | default | 300 | 1/1 | 1.00 | 0.8100 |" in report
+    assert (REPORT.read_bytes() if REPORT.exists() else None) == before
