@@ -74,6 +74,9 @@ AIMS = (1.0, 0.75, 0.5, 0.25)
 SPLIT = {"test": 0.1, "validation": 0.3}
 TIME_LIMIT_S = 300
 ACCURACY_SLACK = 0.001
+#: the Redis database of the run's stack, flushed as it starts: not one of the test suite's (8–13 in two processes),
+#: so the two can run at once
+BENCH_REDIS_URL = os.environ.get("FAIRSOLVE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
 CORE = {"tables": ("adult_sex", "adult_race5", "bank_age", "compas_race"), "models": ("linear", "gbdt"),
         "kinds": ("demographic_parity", "equalized_odds"), "tolerances": (0.02, 0.05),
         "modes": ("default", "guarantee"), "seeds": tuple(range(8))}
@@ -374,12 +377,12 @@ class Context:
     def start(self) -> None:
         import redis
 
-        from bench.common.stack import REDIS_URL, pg_database, start_stack
+        from bench.common.stack import pg_database, start_stack
 
-        redis.Redis.from_url(REDIS_URL).flushdb()
+        redis.Redis.from_url(BENCH_REDIS_URL).flushdb()   # its own database: the test suite's stay as they are
         url, self.drop = pg_database()
         self.home = tempfile.TemporaryDirectory()
-        self.stack = start_stack("population", Path(self.home.name), url, REDIS_URL, workers=1,
+        self.stack = start_stack("population", Path(self.home.name), url, BENCH_REDIS_URL, workers=1,
                                  extra_env={"FAIRSOLVE_WORKER_NICE": "0"})
         # a job's wall is what a user of a running service waits for: the first one must not wait for the
         # worker's own start (the stack answers as soon as its API does)
