@@ -105,6 +105,7 @@ def _warm_for_jobs(**_) -> None:
     the first job's extra is the API's and the worker's own first requests)."""
     if not serves_jobs(sys.argv):
         return
+    import lightgbm
     import numpy as np
 
     from app.core.db import session_factory
@@ -112,7 +113,6 @@ def _warm_for_jobs(**_) -> None:
     for name in WARM_MODULES:
         importlib.import_module(name)
     session_factory()
-    lightgbm = sys.modules["lightgbm"]
     rows = np.arange(64, dtype=np.float64).reshape(32, 2)
     lightgbm.train({"objective": "binary", "verbosity": -1, "min_data_in_leaf": 1, "min_data_in_bin": 1},
                    lightgbm.Dataset(rows, label=np.arange(32) % 2), num_boost_round=2)

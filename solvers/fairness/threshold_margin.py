@@ -31,8 +31,8 @@ adult_race5 --kind demographic_parity --seeds 0 1 2 3 4 5``). The job then says 
 as the sampling error's share alone (:func:`~solvers.fairness.promise.promise_sentence`). A replica outside the job
 (``python -m bench.quality.fold_switch``) kept ε with the refitted model, one fold model per row and the fold models'
 average in 19, 22 and 19 of 24 COMPAS samples, 9, 10 and 10 of 12 on Adult (sex), 11, 10 and 12 on bank, 11, 12 and
-12 on bank-additional, 2, 4 and 3 of 6 on Adult by race; one fold model per row costs 0.1–0.3 points of accuracy,
-the average none (within 0.04), but the average carried into the job kept ε in 9 of 12 COMPAS samples as the
+12 on bank-additional, 2, 4 and 3 of 6 on Adult by race; one fold model per row costs 0.08–0.26 points of
+accuracy, the average none (within 0.04 points), but the average carried into the job kept ε in 9 of 12 COMPAS samples as the
 refitted model did (the in-process job of ``python -m bench.quality.population_parts``), so neither is stored. Through
 the service the refitted model kept ε on COMPAS in 18 of 24 samples (DP; equalized odds, the train split's model:
 16 of 24), against the 90 % the margin aims at: there the population gap exceeded the fitted one by 0.007 on
