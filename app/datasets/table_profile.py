@@ -166,7 +166,10 @@ class ColumnProfile:
         if self.hashes:
             self.hashes.append(value_hashes(chunk.index))
             return
-        self.counts = chunk if self.counts is None else self.counts.add(chunk, fill_value=0)
+        if self.counts is None:
+            self.counts = chunk
+        else:   # values in order of first occurrence, however the rows were chunked (``Series.add`` sorts them)
+            self.counts = pd.concat([self.counts, chunk]).groupby(level=0, sort=False).sum()
         if len(self.counts) > COUNT_CAP:  # an id-like column: keep hashes, not values
             self.hashes.append(value_hashes(self.counts.index))
 
