@@ -181,3 +181,27 @@ def test_results_of_another_folder_leave_the_committed_ones_alone(tmp_path):
     report = (tmp_path / "population.md").read_text()
     assert "| mine | gbdt | demographic_parity | 0.05 | default | 300 | 1/1 | 1.00 | 0.8100 |" in report
     assert (REPORT.read_bytes() if REPORT.exists() else None) == before
+
+
+def test_the_report_names_the_columns_the_feature_screen_excluded(tmp_path):
+    """A job without ``features`` trains on the columns the service's screen keeps; its peers are fitted on those
+    (``run_sample``) and the report says which columns were left out, once per table."""
+    import json
+
+    from bench.quality.population import main
+
+    def job(seed: int, excluded: list[str]) -> dict:
+        return {"table": "bank-additional-full", "model": "gbdt", "kind": "demographic_parity", "tolerance": 0.05,
+                "mode": "default", "seed": seed, "n": 300, "status": "succeeded", "wall_s": 0.5,
+                "ours": {"accuracy": 0.90, "demographic_parity": 0.03},
+                "job": {"id": str(seed), **({"screened_out": excluded} if excluded else {})}}
+
+    jobs = {f"bank-additional-full|gbdt|demographic_parity|0.05|default|{s}|300": job(s, e)
+            for s, e in [(0, ["duration"]), (1, ["duration"]), (2, [])]}
+    (tmp_path / "population.json").write_text(json.dumps({"jobs": jobs}))
+    main(["--report", "--results", str(tmp_path)])
+    report = (tmp_path / "population.md").read_text()
+    assert report.count("bank-additional-full: duration.") == 1
+    (tmp_path / "population.json").write_text(json.dumps({"jobs": {k: job(2, []) for k in list(jobs)[:1]}}))
+    main(["--report", "--results", str(tmp_path)])
+    assert "feature screen excluded" not in (tmp_path / "population.md").read_text()
