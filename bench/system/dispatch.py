@@ -228,7 +228,7 @@ def main() -> None:
                 stack.stop()
         print(broker, json.dumps(result["dispatch"][broker]["median"]), flush=True)
         write(result, args)
-    for concurrency in [int(c) for c in args.concurrency.split(",") if c]:
+    for concurrency in [int(c) for c in args.concurrency.split(",") if c] if args.burst > 0 else []:
         with tempfile.TemporaryDirectory() as home:
             stack = Launched(Path(home), None, concurrency)
             try:
