@@ -24,6 +24,8 @@ Run::
         --without-replacement
     python -m bench.quality.population_parts --table bank_age --kind equalized_odds --seeds 0 1 2 3 4 5 \
         --thresholds '{"cross_fit": 3, "base_model": "spec", "cross_fit_model": "refit"}'
+    python -m bench.quality.population_parts --table adult_sex --kind demographic_parity --mode guarantee \
+        --seeds 0 1 2 3 --split-slack 0         # the guarantee, its safety share at the smallest shortfall
 
 Results are appended to ``bench/quality/results/population_parts.md`` (one section per run).
 """
@@ -51,9 +53,10 @@ def sample_rows(table: str, seed: int, n_population: int, with_replacement: bool
 
 
 def parts(table: str, kind: str, tolerance: float, seed: int, with_replacement: bool = True,
-          context: Context | None = None, thresholds: dict | None = None) -> dict:
+          context: Context | None = None, thresholds: dict | None = None, mode: str = "default") -> dict:
     """One sample's job in process and its gap on P, on P's seen rows and on its unseen rows (module docstring);
-    ``thresholds``: run ``group_thresholds`` with these params instead of ``auto``."""
+    ``thresholds``: run ``group_thresholds`` with these params instead of ``auto``; ``mode`` ``"guarantee"``: the
+    job asks for the guarantee at 0.95 (its ``met`` is reported)."""
     import torch
 
     from fairsolve.model import FairModel
@@ -65,7 +68,7 @@ def parts(table: str, kind: str, tolerance: float, seed: int, with_replacement: 
     groups = pop["groups"][table]
     group, k = groups["index"], len(groups["names"])
     idx = sample_rows(table, seed, len(P), with_replacement)
-    fields = spec_for(table, "gbdt", kind, tolerance, "default", seed)
+    fields = spec_for(table, "gbdt", kind, tolerance, mode, seed)
     if thresholds is not None:
         fields["solver"] = {"name": "group_thresholds", "params": thresholds}
     spec = ProblemSpec.model_validate(fields)
@@ -86,19 +89,23 @@ def parts(table: str, kind: str, tolerance: float, seed: int, with_replacement: 
     return {"seed": seed, "population": everyone[kind], "accuracy": everyone["accuracy"], "seen": gap(seen),
             "unseen": gap(~seen),
             "seen_share": float(seen.mean()), "fitted": fitted.get(kind),
-            "twins": float(counts[counts > 1].sum() / len(idx))}
+            "twins": float(counts[counts > 1].sum() / len(idx)),
+            "met": None if out.guarantee is None else bool(out.guarantee.get("met"))}
 
 
 def markdown(table: str, kind: str, tolerance: float, with_replacement: bool, rows: list[dict],
-             thresholds: dict | None = None) -> list[str]:
+             thresholds: dict | None = None, split_slack: float | None = None) -> list[str]:
     draw = "bootstrap (with replacement)" if with_replacement else "without replacement"
     solver = "auto" if thresholds is None else f"group_thresholds {json.dumps(thresholds)}"
+    met = [r["met"] for r in rows if r.get("met") is not None]
+    if met:
+        solver += ", guarantee 0.95" + ("" if split_slack is None else f" (SPLIT_SLACK {split_slack:g})")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     kept = sum(r["population"] <= tolerance for r in rows)
     accuracy = float(np.mean([r["accuracy"] for r in rows]))
     md = [f"## {table}, gbdt, {solver}, {kind} ≤ {tolerance}, samples {draw}", "",
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load:.2f}; kept on P in {kept} of {len(rows)}; "
-          f"mean accuracy on P {accuracy:.4f}.",
+          f"mean accuracy on P {accuracy:.4f}" + (f"; guarantee met in {sum(met)} of {len(met)}" if met else "") + ".",
           "", "| seed | gap on P | seen rows | unseen rows | seen share of P | gap fitted | draws with a twin |",
           "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -118,15 +125,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--thresholds", type=json.loads, default=None,
                         help='group_thresholds params (JSON) instead of auto, e.g. \'{"cross_fit": 3, "base_model": '
                              '"spec", "cross_fit_model": "refit"}\' (auto\'s gbdt setting with the refitted model)')
+    parser.add_argument("--mode", default="default", choices=["default", "guarantee"])
+    parser.add_argument("--split-slack", type=float, default=None,
+                        help="guarantee: the safety share rule's slack (solvers.fairness.promise.SPLIT_SLACK; 0: the "
+                             "share of the smallest shortfall), to measure the constant")
     args = parser.parse_args(argv)
+    if args.split_slack is not None:
+        from solvers.fairness import promise
+
+        promise.SPLIT_SLACK = args.split_slack
     context = Context()
     rows = []
     for seed in args.seeds:
         rows.append(parts(args.table, args.kind, args.tolerance, seed, not args.without_replacement, context,
-                          args.thresholds))
+                          args.thresholds, args.mode))
         r = rows[-1]
         print(f"seed {seed}: P {r['population']:.4f}  seen {r['seen']:.4f}  unseen {r['unseen']:.4f}", flush=True)
-    md = markdown(args.table, args.kind, args.tolerance, not args.without_replacement, rows, args.thresholds)
+    md = markdown(args.table, args.kind, args.tolerance, not args.without_replacement, rows, args.thresholds,
+                  args.split_slack)
     if not REPORT.exists():
         REPORT.write_text("# Population gap by part (`python -m bench.quality.population_parts`)\n\n"
                           + __doc__.split("Run::")[0].split("\n\n", 1)[1].strip() + "\n\n")
