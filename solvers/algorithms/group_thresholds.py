@@ -86,8 +86,10 @@ rule, not a programme over ROC points, refused (422). So are loss and AUC gaps.
 * J(x) the component drawn for the row: u(x) = frac(43758.5453 · sin(κᵀx)) (float64, κ a seeded random vector
   stored with the model) and J = #{j : W_{g,j} ≤ u} with W the cumulative mixture weights. The draw is a
   deterministic function of the features: the same row always gets the same decision, on any machine, and
-  P(J = j) = w_{g,j} over rows whose κᵀx spread over many periods. ``randomized: false`` stores one threshold per
-  group (the deterministic optimum) and no draw happens.
+  P(J = j) = w_{g,j} over rows whose κᵀx spread over many periods. Rows with the same features share their draw,
+  so on fitting rows that repeat feature rows κ is the one of 64 seeded keys whose draw realises the fitted rates
+  there best (:mod:`solvers.fairness.mixture_draw`; the weights are never changed; the report's ``draw``). ``randomized:
+  false`` stores one threshold per group (the deterministic optimum) and no draw happens.
 
 **Decision rule (the default, ``randomized: null``).** Deterministic thresholds for one rate band (demographic
 parity, equal opportunity): exact on the selection split, no draw, found by an exact sweep in milliseconds, and
@@ -114,9 +116,10 @@ from torch import nn
 
 from ..catalog.postprocess import SHARE_LIMIT
 from ..fairness.exact import exact_gaps
+from ..fairness.mixture_draw import best_key, candidate_keys
 from ..fairness.threshold_lp import DETERMINISTIC_ONLY, FAMILY_RATES, ThresholdSolution, prepare, solve_thresholds
 from ..fairness.threshold_margin import denominators, with_margin
-from ..models.thresholded import ThresholdNet, unwrapped
+from ..models.thresholded import ThresholdNet, row_draw, unwrapped
 from .base import ALGORITHMS
 from .erm import ERM
 
@@ -272,6 +275,7 @@ class _Thresholded:
         p, v = self.problem, self.validation
         fit = v if v is not None else p
         K = len(p.group_names)
+        rows = [p.X, v.X] if v is not None and (self.folds or self.all_rows) else [fit.X]   # the fitting rows
         if self.folds:   # every train and validation row, scored out of fold (solvers.models.gbdt.cross_fit)
             scores, y, g = self._cross_fitted()
         elif self.all_rows and v is not None:   # every train and validation row (threshold_rows)
@@ -287,7 +291,7 @@ class _Thresholded:
 
                 kept, theta = kept_mask(scores, g, family.intervals), float(family.config.threshold)
 
-        fitted = _Fitted(self, scores, y, g, kept, theta)
+        fitted = _Fitted(self, scores, y, g, kept, theta, rows)
         margin = None
         if self.config.margin_delta is None:
             solution = fitted.solve(self.families)
@@ -375,8 +379,9 @@ class _Fitted:
     base on (more trees) and cross-fit it once more, a different model from the one whose scores were cross-fitted.
     Shared, never copied: a deep copy of the model keeps the same one."""
 
-    def __init__(self, solver: _Thresholded, scores, y, g, kept, theta) -> None:
+    def __init__(self, solver: _Thresholded, scores, y, g, kept, theta, rows: list[torch.Tensor]) -> None:
         self.solver, self.scores, self.y, self.g, self.kept, self.theta = solver, scores, y, g, kept, theta
+        self.rows = rows   # the fitting rows' features, in the order of ``scores`` (the draw's cut is set on them)
         self.prepared = None   # the scores' ROC points, computed by the first solve for every later one
 
     def __deepcopy__(self, memo) -> _Fitted:
@@ -402,6 +407,12 @@ class _Fitted:
         def wrap(net):
             wrapper = threshold_net(net, solution, s.reader, p.n_features, s.seed, p.device)
             wrapper.refit_at = self
+            if solution.randomized:   # the draw's key: realised rates ≈ fitted ones on these rows (mixture_draw)
+                keys = candidate_keys(wrapper.key, sum(len(x) for x in self.rows), s.seed)
+                kinds = [kind for name, _ in s.families for kind in FAMILY_RATES[name]]
+                key, wrapper.draw_record = best_key(keys, self.rows, row_draw, wrapper.cumulative.cpu().numpy(),
+                                                    solution.thresholds, self.scores, self.y, self.g, kinds)
+                wrapper.key.copy_(key.to(wrapper.key))
             return wrapper
 
         if isinstance(getattr(model, "net", None), nn.Module):   # a ScoreModel: its network is wrapped
@@ -424,6 +435,7 @@ class _Fitted:
             "objective_name": s.config.objective, **solution.summary(),
             "realised_accuracy": float(((realised > 0) == (y > 0.5)).mean()),
             "realised_gaps": dict(zip([f.name for f in p.constraints], gaps.tolist(), strict=True)),
+            "draw": getattr(wrapper, "draw_record", None),
             "met": bool((gaps <= eps).all()),
         }
         return model

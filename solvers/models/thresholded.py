@@ -9,8 +9,8 @@ audit model file) is rebuilt from the problem's own model factory and the saved 
 * :class:`ThresholdNet` (``group_thresholds``, Hardt, Price & Srebro): f'(x) = f(x) − t_{g(x), J(x)}, g(x) the
   group read from the features by the nearest codebook row m, g(x) = label of
   argmin_m Σ_c s_c dist(x_c, [lo_{m,c}, hi_{m,c}]), and J(x) = #{j : W_{g,j} ≤ u(x)} the mixture component drawn
-  by u(x) = frac(43758.5453 · sin(κᵀx)) against the cumulative weights W (:mod:`solvers.algorithms.group_thresholds`
-  fits them). State: ``net.base.*`` and the buffers ``columns``, ``scale``, ``lo``, ``hi``, ``label``,
+  by u(x) = frac(43758.5453 · sin(κᵀx)) (:func:`row_draw`) against the cumulative weights W
+  (:mod:`solvers.algorithms.group_thresholds` fits them; :mod:`solvers.fairness.mixture_draw` chooses κ). State: ``net.base.*`` and the buffers ``columns``, ``scale``, ``lo``, ``hi``, ``label``,
   ``thresholds``, ``cumulative``, ``key``.
 
 :func:`restore_model` loads a saved state into a fresh model of the problem's architecture: wrappers (nested in
@@ -94,6 +94,12 @@ _BUFFERS = ("columns", "scale", "lo", "hi", "label", "thresholds", "cumulative",
 _HASH = 43758.5453
 
 
+def row_draw(x: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """u(x) = frac(43758.5453 · sin(κᵀx)) of every row of ``x``: (n,) for a key (d,), (n, C) for C keys (d, C)."""
+    v = torch.sin(x.double() @ key.to(device=x.device, dtype=torch.float64)) * _HASH
+    return v - torch.floor(v)
+
+
 class ThresholdNet(nn.Module):
     """x ↦ net(x) − t_{g(x), J(x)} (module docstring). Everything it needs is in its state_dict."""
 
@@ -126,8 +132,7 @@ class ThresholdNet(nn.Module):
 
     def draw(self, x: torch.Tensor) -> torch.Tensor:
         """u(x) ∈ [0, 1), a deterministic function of the row."""
-        v = torch.sin(x.double() @ self.key) * _HASH
-        return v - torch.floor(v)
+        return row_draw(x, self.key)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.base(x)
