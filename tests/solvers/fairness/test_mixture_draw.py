@@ -131,3 +131,14 @@ def test_rows_that_are_all_distinct_keep_the_first_key_untried():
     key, record = best_key(candidate_keys(first, 3000, 4), [X], row_draw, CUMULATIVE, THRESHOLDS, score, y, group,
                            KINDS)
     assert torch.equal(key, first) and record == {"keys_tried": 1, "shared_draws": 0.0}
+
+
+def test_only_the_rows_the_draw_decides_are_drawn():
+    """Rows whose every drawn component decides alike are not drawn: none here, so the first key is kept untried."""
+    X = torch.as_tensor(np.repeat(np.eye(4), 50, axis=0))
+    score = np.repeat([0.1, 0.9, 0.1, 0.9], 50)                 # below both or above both thresholds of each group
+    group = np.repeat([0, 0, 1, 1], 50)
+    first = torch.arange(4, dtype=torch.float64)
+    key, record = best_key(candidate_keys(first, 200, 0), [X], row_draw, CUMULATIVE, THRESHOLDS, score,
+                           np.zeros(200), group, KINDS)
+    assert torch.equal(key, first) and record["keys_tried"] == 1
