@@ -381,7 +381,7 @@ class _Fitted:
 
     def __init__(self, solver: _Thresholded, scores, y, g, kept, theta, rows: list[torch.Tensor]) -> None:
         self.solver, self.scores, self.y, self.g, self.kept, self.theta = solver, scores, y, g, kept, theta
-        self.rows = rows   # the fitting rows' features, in the order of ``scores`` (the draw's cut is set on them)
+        self.rows = rows   # the fitting rows' features, in the order of ``scores`` (the draw's key is chosen on them)
         self.prepared = None   # the scores' ROC points, computed by the first solve for every later one
 
     def __deepcopy__(self, memo) -> _Fitted:

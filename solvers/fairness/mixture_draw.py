@@ -98,7 +98,7 @@ def best_key(keys: torch.Tensor, rows: Sequence[torch.Tensor], draw, cumulative:
     drawn = decided_by_draw(cumulative, thresholds, scores, group)
     X = torch.cat(list(rows))[torch.as_tensor(drawn, device=rows[0].device)]
     first = draw(X, keys[:1].T).cpu().numpy().reshape(-1)
-    shared = 1.0 - len(np.unique(first)) / max(len(first), 1)
+    shared = 1.0 - len(np.unique(first)) / len(first) if len(first) else 0.0
     if len(keys) == 1 or not drawn.any() or shared < MIN_SHARED:   # no row repeats a draw: no key is better
         return keys[0], {"keys_tried": 1, "shared_draws": round(shared, 4)}
     u = draw(X, keys.T).cpu().numpy()

@@ -43,7 +43,7 @@ scores to the stored model's level before the rule is fitted (its mean score ove
 them (28 of 36 kept either way): the fold models' levels differ by about 0.01 in raw score. A randomised rule is
 the fitted mixture only over feature rows whose draws spread: rows with the same features share the stored model's
 draw, so on a table of few distinct rows its realised rates were off the fitted ones well beyond B's account (COMPAS,
-linear, equalized odds: fitted at 0.019, realised 0.043 on the fitting rows, 0.055 on the table); the draw's key is
+linear, equalized odds: fitted at 0.019, realised 0.040 on the fitting rows, 0.055 on the table); the draw's key is
 now chosen on the fitting rows (:mod:`.mixture_draw`).
 
 **The margin.** B depends on the rule, which depends on ε'. :func:`with_margin` solves at ε'_f = ε_f (1 − σ) for

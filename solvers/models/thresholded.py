@@ -10,8 +10,9 @@ audit model file) is rebuilt from the problem's own model factory and the saved 
   group read from the features by the nearest codebook row m, g(x) = label of
   argmin_m Σ_c s_c dist(x_c, [lo_{m,c}, hi_{m,c}]), and J(x) = #{j : W_{g,j} ≤ u(x)} the mixture component drawn
   by u(x) = frac(43758.5453 · sin(κᵀx)) (:func:`row_draw`) against the cumulative weights W
-  (:mod:`solvers.algorithms.group_thresholds` fits them; :mod:`solvers.fairness.mixture_draw` chooses κ). State: ``net.base.*`` and the buffers ``columns``, ``scale``, ``lo``, ``hi``, ``label``,
-  ``thresholds``, ``cumulative``, ``key``.
+  (:mod:`solvers.algorithms.group_thresholds` fits them; :mod:`solvers.fairness.mixture_draw` chooses κ). State:
+  ``net.base.*`` and the buffers ``columns``, ``scale``, ``lo``, ``hi``, ``label``, ``thresholds``, ``cumulative``,
+  ``key``.
 
 :func:`restore_model` loads a saved state into a fresh model of the problem's architecture: wrappers (nested in
 any order, :func:`rebuild_net`), the randomised classifier of the reductions solver
