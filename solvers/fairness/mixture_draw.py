@@ -33,10 +33,12 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .threshold_margin import denominators
+
 KEYS = 64                 # seeded keys tried (the first: the rule's own)
 DRAW_CELLS = 4_000_000    # ... at most this many row × key draws held at once
 MIN_SHARED = 0.05         # ... and only when this share of the rows the draw decides repeat another's draw
-_KIND_ROWS = {"sr": None, "tpr": True, "fpr": False}   # rate kind -> the label its denominator holds (None: every row)
+_KIND_ROWS = {"sr": None, "tpr": True, "fpr": False}   # rate kind -> the label of its rows (None: every row)
 
 
 def candidate_keys(first: torch.Tensor, n_rows: int, seed: int) -> torch.Tensor:
@@ -57,6 +59,7 @@ def realised_error(u: np.ndarray, cumulative: np.ndarray, thresholds: np.ndarray
     g = np.asarray(group, dtype=np.int64).reshape(-1)
     positive = np.asarray(y).reshape(-1) > 0.5
     drawn = np.ones(len(g), dtype=bool) if drawn is None else drawn
+    counts = denominators(positive, g, K)                                                        # D_{g,r}
     above = np.asarray(scores, dtype=np.float64).reshape(-1)[drawn, None] > thresholds[g[drawn]]   # (n_drawn, M)
     weights = np.diff(np.c_[np.zeros(K), cumulative], axis=1)
     gd = g[drawn]
@@ -74,10 +77,9 @@ def realised_error(u: np.ndarray, cumulative: np.ndarray, thresholds: np.ndarray
             continue
         label = _KIND_ROWS[kind]
         rows = np.ones(len(gd), dtype=bool) if label is None else positive[drawn] == label
-        denominator = np.bincount(g if label is None else g[positive == label], minlength=K)
         members = one_hot[rows]                                                                   # (n_r, K)
         deviation = (members.T @ realised[rows]).astype(np.float64) - (members.T @ expected[rows])[:, None]
-        error += (np.abs(deviation) / np.maximum(denominator, 1.0)[:, None]).sum(0)
+        error += (np.abs(deviation) / np.maximum(counts[kind], 1.0)[:, None]).sum(0)
     return error
 
 
