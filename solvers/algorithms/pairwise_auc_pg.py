@@ -319,7 +319,7 @@ class PairwiseAUCPG(Algorithm):
         with torch.no_grad():
             net.weight.copy_(torch.as_tensor(self.w, dtype=net.weight.dtype).reshape(net.weight.shape))
             net.bias.add_(gb, alpha=-cfg.lr)
-        duals = {"lambda": torch.as_tensor(proj.multipliers / cfg.lr, dtype=torch.float32)}
+        duals = {"lambda": torch.as_tensor(proj.multipliers / cfg.lr, dtype=torch.float32, device=self.problem.device)}
         if self.fast is None:
             ev = problem.evaluate(self.model)
         else:

@@ -187,7 +187,7 @@ class Reductions(Algorithm):
             self.oracle_calls += 1
             model = randomized([payload], [1.0], d, draw)
             self._keep_training_scores(model, self.stream.scores_of(payload))
-            duals = {"lambda": torch.tensor(np.asarray(lambda_vec, dtype=np.float64))}
+            duals = {"lambda": torch.tensor(np.asarray(lambda_vec, dtype=np.float64), device=self.problem.device)}
         else:   # "done": fairlearn's Q
             self.fitted = payload
             model = randomized(*fairlearn_output(payload), d, draw)

@@ -74,6 +74,7 @@ class LevelSetConfig(AlgorithmConfig):
     description="Proximal outer loop (IQRC) calling the level-set SFLS/SMD method on proximally regularised "
     "subproblems: the weakly convex (MLP) version of level_set.",
     supported_models=("mlp", "linear"),
+    supported_constraints=("auc_parity",),
 )
 class IQRCConfig(LevelSetConfig):
     rho_hat: float = Field(1e-5, ge=0.0, description="ρ̂ of the proximal term (paper App. E.3: 1e-5).")

@@ -54,6 +54,19 @@ def test_listing_matches_the_implementations():
     assert [c["type"] for c in list_constraints()] == CONSTRAINTS.names()
 
 
+def test_a_constraint_the_solver_refuses_at_start_is_refused_at_submission():
+    """IQRC (like level_set) takes one auc_parity constraint or none: a job with demographic parity is a SpecError
+    naming the constraint's type (it was accepted, then failed in the worker with a ValueError)."""
+    from solvers.data.spec import ProblemSpec, SpecError, check_solver_supports
+
+    spec = ProblemSpec.model_validate({"target": "y", "positive_label": 1, "sensitive": ["s"], "solver": {"name": "iqrc"},
+                                       "constraints": [{"type": "demographic_parity", "tolerance": 0.05}]})
+    with pytest.raises(SpecError) as err:
+        check_solver_supports(spec)
+    assert err.value.loc == ("constraints", 0, "type") and "auc_parity" in err.value.msg
+    check_solver_supports(spec.model_copy(update={"constraints": []}))
+
+
 def test_unknown_names_and_duplicates_are_errors():
     with pytest.raises(KeyError, match="unknown solver 'nope'"):
         ALGORITHMS.entry("nope")

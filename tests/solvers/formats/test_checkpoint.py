@@ -84,7 +84,7 @@ def service_constraint(info: dict) -> dict:
     supported = info["supports"]["constraints"]
     if info["name"] in ("idca", "partial_regularized", "pairwise_auc_pg"):
         return {"type": "partial_statistical_parity", "tolerance": 0.05, "interval": [0.0, 0.5]}
-    if "demographic_parity" in supported and info["name"] != "iqrc":  # iqrc: one auc_parity or none
+    if "demographic_parity" in supported:
         return {"type": "demographic_parity", "tolerance": 0.05}
     return {"type": "auc_parity", "tolerance": 0.05}
 
