@@ -35,6 +35,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from app.datasets.column_names import column_name_problem
+from app.datasets.csv_quotes import blank_after_delimiter, last_row_end, plain_quotes
 from app.datasets.lines import DatasetError, TooLarge, text_lines
 from app.core.blobstore import dataset_file
 from app.datasets.read_options import cache_key, column_names, csv_kwargs, has_header
@@ -395,7 +396,9 @@ def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) 
 
     None (the caller then checks and profiles line by line, which names the line of any problem) unless the file
     reads here exactly as ``pandas.read_csv`` reads it for :func:`iter_chunks`: no blank space after a delimiter or
-    at the start of a text cell (pandas' ``skipinitialspace``), ``\n`` line ends, no BOM on a data line, every
+    at the start of a text cell (pandas' ``skipinitialspace``), ``\n`` line ends, no BOM on a data line, every quote
+    part of a plain quoted field (:mod:`app.datasets.csv_quotes`: R's ``write.csv`` and the UCI bank files quote
+    every text; the three readers split those alike, a malformed quote is refused line by line), every
     column integer, float, boolean or text (Arrow would read dates as timestamps; pandas keeps text), every row the
     header's width, valid UTF-8 without NUL, no text over the ``csv`` module's field limit (which the line-by-line
     check refuses), and the rows within the
@@ -406,9 +409,9 @@ def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) 
         return None
     with open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES)
-        if os.fstat(fh.fileno()).st_size and _has_quote(fh):  # Arrow forgives what csv's strict mode refuses
+        if os.fstat(fh.fileno()).st_size and not plain_quotes(fh, delimiter)[0]:  # other quotes: line by line
             return None
-    if f"{delimiter} ".encode() in head or (head.startswith(b"\xef\xbb\xbf") and not has_header(options)):
+    if blank_after_delimiter(head, delimiter) or (head.startswith(b"\xef\xbb\xbf") and not has_header(options)):
         return None
     with open(path, newline="", encoding="utf-8-sig") as fh:
         width = len(next(csv.reader(fh, delimiter=delimiter, skipinitialspace=True)))
@@ -445,27 +448,18 @@ def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) 
 
 def _inferred_schema(path: Path, read: pacsv.ReadOptions, parse: pacsv.ParseOptions,
                      convert: pacsv.ConvertOptions) -> pa.Schema:
-    """The types Arrow infers from the file's first :data:`ARROW_INFER_BYTES`, cut after a line (the file holds no
-    quote, so a line end ends a row)."""
+    """The types Arrow infers from the file's first :data:`ARROW_INFER_BYTES`, cut after a row (its quotes are plain
+    quoted fields: a line end outside them ends a row, :func:`~app.datasets.csv_quotes.last_row_end`)."""
     with open(path, "rb") as fh:
         head = fh.read(ARROW_INFER_BYTES)
         if len(head) == ARROW_INFER_BYTES and fh.read(1):
-            head = head[:head.rfind(b"\n") + 1]
+            head = head[:last_row_end(head)]
+            if not head:
+                raise _Declined
     options = pacsv.ReadOptions(column_names=read.column_names, skip_rows=read.skip_rows,
                                 block_size=ARROW_INFER_BYTES + 1, use_threads=False)
     return pacsv.read_csv(pa.py_buffer(head), read_options=options, parse_options=parse,
                           convert_options=convert).schema
-
-
-def _has_quote(fh) -> bool:
-    """Whether the file holds a ``"`` (a C scan of blocks of :data:`ARROW_INFER_BYTES`): quoted fields are checked
-    line by line. Read, not mapped: a mapping's pages, once scanned, count in the process's resident memory for the
-    whole file (311 MiB for a 10M-row CSV), a block at a time only that block, and as fast."""
-    fh.seek(0)
-    while block := fh.read(ARROW_INFER_BYTES):
-        if b'"' in block:
-            return True
-    return False
 
 
 class _Declined(Exception):

@@ -13,7 +13,7 @@ Then the same file through the API of an embedded stack (``POST /api/v1/datasets
 rows and for all of them: the API process's peak resident memory during each (``VmHWM``, reset before by writing
 5 to ``/proc/<pid>/clear_refs``), to show it does not grow with the file.
 
-    python -m bench.system.upload_speed [--rows 10000000] [--reps 3]
+    python -m bench.system.upload_speed [--rows 10000000] [--reps 3] [--quoting text --output upload_speed_quoted]
 
 Writes ``bench/results/upload_speed.json`` and ``.md``.
 """
@@ -21,6 +21,7 @@ Writes ``bench/results/upload_speed.json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import statistics
@@ -39,11 +40,15 @@ from bench.common.stack import start_stack, stop_stack
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def write_csv(path: Path, rows: int, block: int = 1_000_000) -> None:
+QUOTING = {"minimal": csv.QUOTE_MINIMAL, "text": csv.QUOTE_NONNUMERIC}  # text: every text quoted (R, UCI bank)
+
+
+def write_csv(path: Path, rows: int, block: int = 1_000_000, quoting: str = "minimal") -> None:
     """``rows`` planted rows written a block at a time (seeds 0, 1, ...: the generator's memory stays bounded)."""
     with open(path, "w") as fh:
         for i, start in enumerate(range(0, rows, block)):
-            planted_table(min(block, rows - start), seed=i).to_csv(fh, index=False, header=i == 0)
+            planted_table(min(block, rows - start), seed=i).to_csv(fh, index=False, header=i == 0,
+                                                                   quoting=QUOTING[quoting])
 
 
 def timed(fn) -> float:
@@ -92,10 +97,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--no-api", action="store_true", help="skip the uploads through the API")
+    parser.add_argument("--quoting", choices=sorted(QUOTING), default="minimal",
+                        help="text: every text field quoted, as R's write.csv and the UCI bank files write them")
+    parser.add_argument("--output", default="upload_speed")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "planted.csv"
-        write_csv(path, args.rows)
+        write_csv(path, args.rows, quoting=args.quoting)
         rows = []
         for _ in range(args.reps):
             row = {"load": os.getloadavg()[0], "fairsolve_s": timed(lambda: fairsolve(path))}
@@ -110,17 +118,18 @@ def main() -> None:
                   "median": {k: statistics.median(r[k] for r in rows) for k in rows[0]}, "api": []}
         if not args.no_api:
             quarter = Path(tmp) / "planted_quarter.csv"
-            write_csv(quarter, args.rows // 4)
+            write_csv(quarter, args.rows // 4, quoting=args.quoting)
             for p in (quarter, path):
                 home = Path(tmp) / f"home-{p.stem}"
                 home.mkdir()
                 result["api"].append(through_api(p, home))
                 print(json.dumps(result["api"][-1]), flush=True)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "upload_speed.json").write_text(json.dumps(result, indent=2))
+    (RESULTS / f"{args.output}.json").write_text(json.dumps(result, indent=2))
     m = result["median"]
     md = [f"# Upload + profile of a {args.rows:,}-row CSV ({result['file_mib']:.0f} MiB) against Polars and pandas", "",
-          f"`python -m bench.system.upload_speed --rows {args.rows} --reps {args.reps}`; {os.cpu_count()} cores; medians of "
+          f"`python -m bench.system.upload_speed --rows {args.rows} --reps {args.reps}"
+          f"{'' if args.quoting == 'minimal' else ' --quoting ' + args.quoting}`; {os.cpu_count()} cores; medians of "
           f"{args.reps} interleaved repetitions (load = 1-minute load average).", "",
           "| FairSolve profile_upload | polars read_csv + describe | pandas read_csv | ratio to polars | "
           "ratio to pandas | load |", "|---|---|---|---|---|---|",
@@ -131,7 +140,7 @@ def main() -> None:
                "| rows | file | POST → 201 | API before | API peak |", "|---|---|---|---|---|"]
         md += [f"| {a['rows']:,} | {a['file_mib']:.0f} MiB | {a['post_to_201_s']:.1f} s | "
                f"{a['api_rss_before_mib']:.0f} MiB | {a['api_peak_mib']:.0f} MiB |" for a in result["api"]]
-    (RESULTS / "upload_speed.md").write_text("\n".join(md) + "\n")
+    (RESULTS / f"{args.output}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

@@ -2,6 +2,7 @@
 file Arrow would read differently (or not at all) is checked line by line, its errors naming the line as before."""
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -13,11 +14,11 @@ from app.datasets.storage import DatasetError, TableLimits, profile_upload
 from bench.common.datagen import planted_table
 
 
-def planted_csv(sep: str = ",") -> str:
+def planted_csv(sep: str = ",", **to_csv) -> str:
     frame = planted_table(30_000)
     frame["visits"] = np.where(np.arange(len(frame)) % 9 == 0, np.nan, np.arange(len(frame)) % 17)  # ints, missing
     frame["flag"] = np.arange(len(frame)) % 3 == 0
-    return frame.to_csv(index=False, sep=sep)
+    return frame.to_csv(index=False, sep=sep, **to_csv)
 
 
 FILES = {
@@ -26,6 +27,11 @@ FILES = {
     "markers": "age,group,score\n41,a,?\n?,b,2.5\n37,NA,N/A\n29,a,1e3\n",
     "booleans with a missing one": "a,b\nTrue,1\nFalse,?\n,3\n",
     "quoted newline": 'a,b,y\n"x\ny",1,NA\nz,2,?\n',
+    "every text quoted (R, UCI bank)": planted_csv(";", quoting=csv.QUOTE_NONNUMERIC),
+    "every field quoted": planted_csv(quoting=csv.QUOTE_ALL),
+    "every text quoted, crlf": planted_csv(";", quoting=csv.QUOTE_NONNUMERIC, lineterminator="\r\n"),
+    "doubled quotes, delimiters and line ends in quotes": 'a,b,y\n"say ""hi"", then\nleave",1,"NA"\n"",2,"?"\n'
+                                                          'plain,3,"x"\n',
     "uci spacing": "age, sex, y\n39, Male, 1\n50, Female, 0\n",
     "dates": "d,v\n2020-01-01,1\n2020-01-02,?\n",
 }
@@ -47,6 +53,9 @@ def test_the_arrow_profile_equals_the_line_by_line_one(name, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("name,arrow", [("planted", True), ("tab-separated", True), ("markers", True),
+                                        ("every text quoted (R, UCI bank)", True), ("every field quoted", True),
+                                        ("every text quoted, crlf", True),
+                                        ("doubled quotes, delimiters and line ends in quotes", True),
                                         ("uci spacing", False), ("dates", False)])
 def test_arrow_reads_the_files_it_reads_as_pandas_does_and_declines_the_others(name, arrow, tmp_path):
     path = tmp_path / "table.csv"
