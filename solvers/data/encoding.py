@@ -30,7 +30,7 @@ import pandas as pd
 MISSING = "__missing__"
 GROUP_SEPARATOR = " & "
 MAX_ENCODED_FEATURES = 10_000  # columns of the encoded matrix X (one-hot categories included)
-ENCODE_ROWS = 65_536  # rows encoded at once: transform's float64 / index temporaries are O(ENCODE_ROWS · d)
+ENCODE_ROWS = 65_536  # rows written at once: transform holds one column of the table (float64 or codes) and a block
 
 
 def normalise_scalar(value: Any) -> str:
@@ -133,6 +133,13 @@ def _is_categorical(series: pd.Series) -> bool:
     )
 
 
+def _blocks(values: np.ndarray, rows: np.ndarray | None, n: int):
+    """(start, stop, values of rows start:stop) for blocks of :data:`ENCODE_ROWS` of the n rows asked."""
+    for start in range(0, n, ENCODE_ROWS):
+        stop = min(start + ENCODE_ROWS, n)
+        yield start, stop, values[start:stop] if rows is None else values[rows[start:stop]]
+
+
 class TableEncoder:
     """Feature encoder fitted on the train split (policy in the module docstring)."""
 
@@ -196,40 +203,39 @@ class TableEncoder:
     def transform(self, table: pd.DataFrame, rows: np.ndarray | None = None) -> np.ndarray:
         """The (n, d) float32 features of ``table`` (or of its rows at positions ``rows``, in that order).
 
-        One float32 allocation of the result; rows are encoded :data:`ENCODE_ROWS` at a time into it,
-        so the temporaries (a chunk's column values in float64, its category codes) stay small whatever n."""
+        One float32 allocation of the result, filled column by column: a column is read once (its category codes,
+        or its values as float64: one (len(table),) temporary at a time), then its rows are written
+        :data:`ENCODE_ROWS` at a time. Reading the table a block of rows at a time instead took every column's
+        rows for each block (``DataFrame.iloc``): 1.57 s against 0.70 s for 2M rows of 12 numeric and 3 text columns
+        (measured in process, rows in a random order)."""
         n = len(table) if rows is None else len(rows)
         out = np.empty((n, self.n_features), dtype=np.float32)
-        for start in range(0, n, ENCODE_ROWS):  # a loop over row blocks, vectorised within each
-            stop = min(start + ENCODE_ROWS, n)
-            self._fill(table.iloc[start:stop] if rows is None else table.iloc[rows[start:stop]], out[start:stop])
-        return out
-
-    def _fill(self, table: pd.DataFrame, out: np.ndarray) -> None:
-        """Write the encoding of ``table`` into ``out`` (len(table) × d, float32)."""
         at = 0
         for p in self.plan:
             s = table[p["column"]]
             if p["kind"] == "categorical":
                 width = len(p["categories"])
-                block = out[:, at:at + width]
-                block[:] = 0.0
                 codes = category_codes(s, p["categories"])  # -1 = unseen
-                rows = np.flatnonzero(codes >= 0)
-                block[rows, codes[rows]] = 1.0
+                for start, stop, picked in _blocks(codes, rows, n):
+                    block = out[start:stop, at:at + width]
+                    block[:] = 0.0
+                    hit = np.flatnonzero(picked >= 0)
+                    block[hit, picked[hit]] = 1.0
                 at += width
                 continue
             x = s.to_numpy(dtype=float, na_value=np.nan)
             if p["kind"] == "binary":
-                out[:, at] = x
+                for start, stop, picked in _blocks(x, rows, n):
+                    out[start:stop, at] = picked
                 at += 1
                 continue
-            missing = np.isnan(x)
-            out[:, at] = (np.where(missing, p["median"], x) - p["mean"]) / p["std"]
-            at += 1
-            if p["missing_indicator"]:
-                out[:, at] = missing
-                at += 1
+            for start, stop, picked in _blocks(x, rows, n):
+                missing = np.isnan(picked)
+                out[start:stop, at] = (np.where(missing, p["median"], picked) - p["mean"]) / p["std"]
+                if p["missing_indicator"]:
+                    out[start:stop, at + 1] = missing
+            at += 1 + bool(p["missing_indicator"])
+        return out
 
     def fit_transform(self, table: pd.DataFrame) -> np.ndarray:
         return self.fit(table).transform(table)
