@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from solvers import split_indices
 
@@ -38,3 +39,31 @@ def test_tiny_strata_fall_back_and_no_validation():
     tr, va, te = split_indices(strata, test=0.3, validation=0.0, seed=0)
     assert va.size == 0
     assert sorted(np.concatenate([tr, te]).tolist()) == list(range(41))
+
+
+def test_the_stratified_split_draws_as_scikit_learns_train_test_split():
+    """``_stratified`` is ``train_test_split(..., stratify=...)`` with each part sorted: on random strata (few and many
+    classes, sizes, seeds, fractions, subsets of rows) the same rows, and a ValueError where scikit-learn raises one."""
+    from sklearn.model_selection import train_test_split
+
+    from solvers.data.splitting import _stratified
+
+    rng = np.random.default_rng(11)
+    raised = 0
+    for _ in range(600):
+        n = int(rng.integers(2, 300))
+        indices = np.sort(rng.choice(n * 2, n, replace=False))
+        stratify = rng.integers(0, int(rng.integers(1, 20)), n) * int(rng.choice([1, 3]))
+        fraction, seed = float(rng.choice([0.1, 0.2, 0.25, 0.5])), int(rng.integers(0, 10_000))
+        try:
+            keep, take = train_test_split(indices, test_size=fraction, random_state=seed, shuffle=True,
+                                          stratify=stratify)
+        except ValueError:
+            raised += 1
+            with pytest.raises(ValueError):
+                _stratified(indices, stratify, fraction, seed)
+            continue
+        ours = _stratified(indices, stratify, fraction, seed)
+        np.testing.assert_array_equal(ours[0], np.sort(keep))
+        np.testing.assert_array_equal(ours[1], np.sort(take))
+    assert 30 < raised < 570
