@@ -27,7 +27,7 @@ import numpy as np
 QUOTE = ord('"')
 NEWLINE = ord("\n")
 RETURN = ord("\r")
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 1 << 20  # per block at most 8 bytes of positions per byte read: 1 MiB bounds them to 8 MiB
 
 
 def plain_quotes(fh: BinaryIO, delimiter: str) -> tuple[bool, bool]:
