@@ -208,6 +208,8 @@ class TableEncoder:
         :data:`ENCODE_ROWS` at a time. Reading the table a block of rows at a time instead took every column's
         rows for each block (``DataFrame.iloc``): 1.57 s against 0.70 s for 2M rows of 12 numeric and 3 text columns
         (measured in process, rows in a random order)."""
+        if rows is not None and 2 * len(rows) < len(table):  # a few rows of a large table: those rows first
+            table, rows = table[list(self.columns)].iloc[rows], None
         n = len(table) if rows is None else len(rows)
         out = np.empty((n, self.n_features), dtype=np.float32)
         at = 0
