@@ -52,7 +52,7 @@ def exact_gaps(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.
 
     ``group`` (or ``membership``) a :class:`solvers.data.membership.Membership`: groups that overlap (module
     docstring)."""
-    y = np.asarray(y).astype(int)
+    y = np.asarray(y).astype(np.int64, copy=False)
     logits = np.asarray(logits, dtype=np.float64).reshape(-1)
     names = list(group_names)
     out = np.full(len(families), np.nan)
@@ -62,7 +62,7 @@ def exact_gaps(families: Sequence, y: np.ndarray, logits: np.ndarray, group: np.
             if family.name not in OVERLAPPING_CONSTRAINTS:
                 raise ValueError(f"{family.name!r}: no exact metric on overlapping groups")
     else:
-        group = np.asarray(group).astype(int)
+        group = np.asarray(group).astype(np.int64, copy=False)
     rates = None
     for j, family in enumerate(families):  # loop over the spec's few constraints, each vectorised
         if family.name in _RATE_FAMILIES and getattr(family.config, "reference", "groups") != "overall":

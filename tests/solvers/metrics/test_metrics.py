@@ -133,3 +133,19 @@ def test_benchmark_criteria_are_reported_as_the_worst_pair():
     assert out["inaccuracy"] == pytest.approx(1 - out["accuracy"])
     two = classification_metrics(y, score, (group > 0).astype(int), ["a", "b"])
     assert two["independence"] == pytest.approx(two["demographic_parity"])
+
+
+def test_a_partitions_rates_from_one_cell_count_equal_the_per_group_rates():
+    """group_fairness counts a partition's cells group × label × prediction once; the same partition as a
+    membership takes the per-group and per-cell rates (group_rates): equal on random tables, empty groups and cells
+    included."""
+    from solvers.data.membership import Membership
+    from solvers.metrics.classification import group_fairness
+
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        n, k = int(rng.integers(1, 200)), int(rng.integers(1, 6))
+        y, pred, group = rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, k, n)
+        names = [f"g{i}" for i in range(k)]
+        assert group_fairness(y, pred, group, names) == group_fairness(y, pred, Membership.from_partition(group, names),
+                                                                       names)
