@@ -240,10 +240,17 @@ def _mask_markers(frame: pd.DataFrame, markers: list[str]) -> pd.DataFrame:
 
 
 def _parquet_chunks(path: Path, max_decoded: int | None) -> Iterator[pd.DataFrame]:
-    """Decode in batches of a quarter chunk (:data:`PARQUET_BATCHES`; batches of 1,024 rows spent half of a 2M-row
-    read on their own overhead), string columns as dictionaries so that their expanded size is counted
-    before it exists (a highly compressed file stops past ``max_decoded`` bytes), then convert
-    without the file's pandas metadata: only its list of index columns is used, to leave those out."""
+    """:func:`_parquet_tables` as pandas frames."""
+    for table in _parquet_tables(path, max_decoded):
+        yield table.to_pandas()
+
+
+def _parquet_tables(path: Path, max_decoded: int | None) -> Iterator[pa.Table]:
+    """Arrow tables of about :data:`CHUNK_ROWS` rows. Decoded in batches of a quarter chunk
+    (:data:`PARQUET_BATCHES`; batches of 1,024 rows spent half of a 2M-row read on their own overhead), string columns
+    as dictionaries so that their expanded size is counted before it exists (a highly compressed file stops past
+    ``max_decoded`` bytes), then cast back to text, without the file's pandas metadata: only its list of index
+    columns is used, to leave those out."""
     schema = pq.ParquetFile(path).schema_arrow
     strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
     pf = pq.ParquetFile(path, read_dictionary=strings)
@@ -251,9 +258,9 @@ def _parquet_chunks(path: Path, max_decoded: int | None) -> Iterator[pd.DataFram
     index_columns = [c for c in _pandas_index_columns(schema.metadata or {}) if c in plain.names]
     batches, rows, decoded = [], 0, 0
 
-    def frame() -> pd.DataFrame:
-        table = pa.Table.from_batches(batches, schema=pf.schema_arrow).cast(plain).replace_schema_metadata(None)
-        return table.drop_columns(index_columns).to_pandas()
+    def table() -> pa.Table:
+        whole = pa.Table.from_batches(batches, schema=pf.schema_arrow).cast(plain).replace_schema_metadata(None)
+        return whole.drop_columns(index_columns)
 
     for batch in pf.iter_batches(batch_size=-(-CHUNK_ROWS // PARQUET_BATCHES)):
         decoded += _decoded_nbytes(batch)
@@ -262,10 +269,10 @@ def _parquet_chunks(path: Path, max_decoded: int | None) -> Iterator[pd.DataFram
         batches.append(batch)
         rows += batch.num_rows
         if rows >= CHUNK_ROWS:
-            yield frame()
+            yield table()
             batches, rows = [], 0
     if batches or decoded == 0:
-        yield frame()
+        yield table()
 
 
 def _decoded_nbytes(batch: pa.RecordBatch) -> int:
@@ -448,6 +455,42 @@ def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) 
     return profile if profile.n_rows else None
 
 
+def arrow_parquet_profile(path: Path, options: dict[str, Any], limits: TableLimits) -> TableProfile | None:
+    """The profile of a Parquet file computed on Arrow's arrays (:meth:`TableProfile.add_arrow`, hash counts), as the
+    pandas chunks of :func:`iter_chunks` give it: text cells equal to a missing-value marker once stripped are nulls
+    (:func:`_null_markers`). None when a column is other than integer, float, boolean or text (dates, decimals,
+    categoricals): pandas profiles those. A 2M-row table of 12 numeric and 3 text columns: 0.93–1.06 s against 2.15 s
+    through pandas (in process, best of 3)."""
+    markers = options.get("missing_values") or []
+    profile = TableProfile()
+    for table in _parquet_tables(path, limits.max_bytes * PARQUET_INFLATION):
+        if not all(any(is_type(f.type) for is_type in (*ARROW_TYPES, pa.types.is_large_string)) for f in table.schema):
+            return None
+        if table.num_rows:
+            profile.add_arrow(_null_markers(pa.concat_batches(table.to_batches()), markers))
+        elif not profile.columns:
+            profile.add(table.to_pandas())
+    return profile
+
+
+def _null_markers(batch: pa.RecordBatch, markers: list[str]) -> pa.RecordBatch:
+    """:func:`_mask_markers` on Arrow arrays: each text column's distinct values are matched by pandas' own
+    ``str.strip`` and ``isin`` (the same test), and the rows holding a match become nulls."""
+    if not markers:
+        return batch
+    columns = []
+    for column in batch.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            encoded = pc.dictionary_encode(column)
+            words = pd.Series(encoded.dictionary.to_pylist(), dtype="string")
+            hit = words.str.strip().isin(markers).to_numpy(dtype=bool)
+            if hit.any():
+                masked = pc.fill_null(pc.take(pa.array(hit), encoded.indices), False)
+                column = pc.if_else(masked, pa.scalar(None, column.type), column)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
 def _inferred_schema(path: Path, read: pacsv.ReadOptions, parse: pacsv.ParseOptions,
                      convert: pacsv.ConvertOptions) -> pa.Schema:
     """The types Arrow infers from the file's first :data:`ARROW_INFER_BYTES`, cut after a row (its quotes are plain
@@ -483,10 +526,14 @@ def _header_cells(path: Path, delimiter: str) -> list[str]:
 
 def profile_upload(path: Path, limits: TableLimits = TableLimits(),
                    asked: dict[str, Any] | None = None) -> tuple[str, dict[str, Any], TableProfile]:
-    """:func:`check_upload`, then the table's profile, read chunk by chunk (never held whole): by Arrow on all
-    cores (:func:`arrow_csv_profile`), else line by line and by pandas."""
+    """:func:`check_upload`, then the table's profile, read chunk by chunk (never held whole): on Arrow's arrays
+    (:func:`arrow_csv_profile`, :func:`arrow_parquet_profile`), else line by line and by pandas."""
     fmt, options = check_upload(path, limits, asked, header_only=True)
-    profile = arrow_csv_profile(path, options, limits) if fmt == "csv" else None
+    if fmt == "csv":
+        profile = arrow_csv_profile(path, options, limits)
+    else:
+        with parse_errors(fmt):
+            profile = arrow_parquet_profile(path, options, limits)
     if profile is None:
         if fmt == "csv":
             _check_csv_shape(path, options["delimiter"], limits, options.get("lineterminator", "\n"), options)

@@ -103,3 +103,33 @@ def test_many_small_blocks_profile_as_one_read_and_types_come_from_the_first_byt
     assert storage.arrow_csv_profile(late, options, TableLimits()) is None
     _, _, profile = profile_upload(late, TableLimits(), upload_options())
     assert profile.n_rows == 30_001 and profile.schema()[0]["dtype"] == "float"
+
+
+def parquet_tables(rng: np.random.Generator, n: int) -> dict[str, object]:
+    import pandas as pd
+
+    words = rng.choice(["a", "b", " NA", "null ", "?", "dé", "", "x y"], n)
+    frame = pd.DataFrame({"ints": rng.integers(-5, 50, n), "floats": np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n)),
+                          "words": np.where(rng.random(n) < 0.05, None, words), "flags": rng.random(n) < 0.3,
+                          "sparse": pd.array(np.where(rng.random(n) < 0.2, None, rng.integers(0, 9, n)), dtype="Int64")})
+    return {"plain": frame, "with an index": frame.set_index("ints"), "every text a marker": frame.assign(words="NA"),
+            "dates (pandas profiles them)": frame.assign(when=pd.date_range("2020-01-01", periods=n, freq="h"))}
+
+
+@pytest.mark.parametrize("name", ["plain", "with an index", "every text a marker", "dates (pandas profiles them)"])
+def test_the_arrow_parquet_profile_equals_the_pandas_one(name, tmp_path, monkeypatch):
+    """Parquet profiled on Arrow's arrays (markers matched on the distinct texts) equals the pandas chunks' profile,
+    over several chunks; a table with dates is left to pandas."""
+    monkeypatch.setattr(storage, "CHUNK_ROWS", 700)
+    frame = parquet_tables(np.random.default_rng(3), 3000)[name]
+    path = tmp_path / "table.parquet"
+    frame.to_parquet(path)
+    with_arrow = profiled(path, True, monkeypatch)
+    monkeypatch.setattr(storage, "CHUNK_ROWS", 700)
+    monkeypatch.setattr(storage, "arrow_parquet_profile", lambda *a, **k: None)
+    fmt, options, profile = profile_upload(path, TableLimits(), upload_options())
+    assert with_arrow == json.dumps([fmt, options, profile.n_rows, profile.schema(), profile.summary()], default=str,
+                                    sort_keys=True)
+    monkeypatch.undo()
+    _, options = storage.check_upload(path, TableLimits(), upload_options(), header_only=True)
+    assert (storage.arrow_parquet_profile(path, options, TableLimits()) is not None) is ("dates" not in name)
