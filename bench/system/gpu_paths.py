@@ -19,9 +19,9 @@ full batch), and on the MLP with mini-batches of ``--batch-size`` rows: ``ssl_al
     python -m bench.system.gpu_paths [--rows 1000000 10000000] [--iterations 100] [--batch-size 4096]
                                      [--methods linear mlp ssl_alm alm ghost ssw] [--cpu-methods ...]
 
-On the lent GPU machine (Python 3.12 and torch there; the service's own packages carried as wheels, see
-``docs/architecture.md``, "The CUDA path"): results go to ``bench/system/results/gpu_paths.{json,md}`` and, where ``$OUT``
-is set, to ``$OUT`` as well.
+On the lent GPU machine (Python 3.12 and torch there; the service's own packages carried as wheels):
+``bench/gpu/session.sh`` runs it, see ``docs/architecture.md``, "The CUDA path". Results go to
+``bench/system/results/gpu_paths.{json,md}`` and, where ``$OUT`` is set, to ``$OUT`` as well.
 """
 
 from __future__ import annotations

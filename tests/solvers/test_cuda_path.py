@@ -7,7 +7,7 @@ Measured on an H200: partial_regularized (plain subgradient steps of 1e-3 on a m
 (2–3 steps): its model is still near the constant one (|score| ≤ 0.5), so test accuracy read 0.51 against 0.58.
 Scores within 1e-2 therefore count as agreeing.
 
-Skipped where torch sees no GPU (CI has none; the lent GPU machine runs it: ``bench/system/gpu_paths.py`` says how).
+Skipped where torch sees no GPU (CI has none; on a lent GPU machine ``bench/gpu/session.sh`` runs it).
 ``FAIRSOLVE_TEST_DEVICE=cpu`` runs the comparison CPU against CPU, to check this file's own logic anywhere.
 """
 
