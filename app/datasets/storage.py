@@ -422,6 +422,8 @@ def arrow_csv_profile(path: Path, options: dict[str, Any], limits: TableLimits) 
             return None
     if blank_after_delimiter(head, delimiter) or (head.startswith(b"\xef\xbb\xbf") and not has_header(options)):
         return None
+    if head[:head.find(b"\n") + 1].count(b'"') % 2:  # a line end inside the first row's quotes: Arrow skips lines
+        return None
     with open(path, newline="", encoding="utf-8-sig") as fh:
         width = len(next(csv.reader(fh, delimiter=delimiter, skipinitialspace=True)))
     names = column_names(options, width)

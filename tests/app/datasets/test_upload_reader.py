@@ -80,6 +80,17 @@ def test_a_file_arrow_declines_is_refused_naming_its_line(body, message, tmp_pat
         profile_upload(path, TableLimits(max_rows=2), upload_options())
 
 
+def test_a_line_end_quoted_in_the_header_is_left_to_the_line_by_line_check(tmp_path):
+    """Arrow skips the header as a line, not as a row: a header whose quoted name holds a line end is read line by
+    line, which refuses the name."""
+    path = tmp_path / "table.csv"
+    path.write_text('"a\nb",c\n1,2\n3,"x"\n')
+    _, options = storage.check_upload(path, TableLimits(), upload_options(), header_only=True)
+    assert storage.arrow_csv_profile(path, options, TableLimits()) is None
+    with pytest.raises(DatasetError, match="U\\+000A"):
+        profile_upload(path, TableLimits(), upload_options())
+
+
 def test_many_small_blocks_profile_as_one_read_and_types_come_from_the_first_bytes(tmp_path, monkeypatch):
     """Arrow reads small blocks (its read-ahead holds about 40 of them) and the profile takes them in batches: with
     blocks of 4 KiB, batches of 16 KiB and types inferred from the first 64 KiB, the 1.3 MB planted file (hundreds of
