@@ -1,4 +1,4 @@
-"""Whether a CSV file's quotes are all plain quoted fields, so that Arrow's reader, pandas and the ``csv`` module's
+r"""Whether a CSV file's quotes are all plain quoted fields, so that Arrow's reader, pandas and the ``csv`` module's
 strict reading split it into the same fields (:func:`app.datasets.storage.arrow_csv_profile` reads such a file
 with Arrow; any other is checked line by line, which names the line of a malformed one).
 
@@ -31,7 +31,10 @@ BLOCK_BYTES = 1 << 20  # per block at most 8 bytes of positions per byte read: 1
 
 
 def plain_quotes(fh: BinaryIO, delimiter: str) -> tuple[bool, bool]:
-    """(whether every quote of the file is part of a plain quoted field (module docstring), whether it has any)."""
+    """(whether every quote of the file is part of a plain quoted field (module docstring), whether it has any). A
+    delimiter of more than one byte in UTF-8 answers (False, True): such a file is read line by line."""
+    if len(delimiter.encode()) != 1:
+        return False, True
     bound = np.zeros(256, dtype=bool)   # the bytes a quote may follow (an opening one) or precede (a closing one)
     bound[[ord(delimiter), NEWLINE, RETURN, QUOTE]] = True
     fh.seek(0)

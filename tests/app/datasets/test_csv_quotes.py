@@ -62,6 +62,10 @@ def test_on_random_files_plain_means_the_strict_csv_reading_reads_them(monkeypat
         assert plain_quotes(io.BytesIO(out.getvalue().encode()), ",")[0], quoting
 
 
+def test_a_delimiter_of_several_bytes_is_left_to_the_line_by_line_reading():
+    assert plain_quotes(io.BytesIO('a€"b"\n'.encode()), "€") == (False, True)
+
+
 def test_blank_space_after_a_delimiter_counts_outside_the_quotes_only():
     assert blank_after_delimiter(b"age, sex\n39, Male\n", ",")
     assert not blank_after_delimiter(b'city,n\n"Boston, MA",1\n', ",")
