@@ -20,9 +20,9 @@ from sklearn.utils.extmath import _approximate_mode
 def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True, return_counts=True)``, by counting when the values are integers of
     a range not much wider than their number (strata: 2 · group + label)."""
-    lo, hi = int(values.min()), int(values.max())
-    if hi - lo > 4 * len(values) + 1024:
+    if not len(values) or int(values.max()) - int(values.min()) > 4 * len(values) + 1024:
         return np.unique(values, return_inverse=True, return_counts=True)
+    lo, hi = int(values.min()), int(values.max())
     counts = np.bincount(values - lo, minlength=hi - lo + 1)
     present = np.flatnonzero(counts)
     lookup = np.zeros(hi - lo + 1, dtype=np.int64)

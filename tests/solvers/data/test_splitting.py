@@ -67,3 +67,9 @@ def test_the_stratified_split_draws_as_scikit_learns_train_test_split():
         np.testing.assert_array_equal(ours[0], np.sort(keep))
         np.testing.assert_array_equal(ours[1], np.sort(take))
     assert 30 < raised < 570
+
+
+def test_too_few_rows_are_refused_by_name():
+    for n in (0, 1, 2):
+        with pytest.raises(ValueError, match="cannot split: too few rows"):
+            split_indices(np.zeros(n, dtype=np.int64))
