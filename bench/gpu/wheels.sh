@@ -2,7 +2,7 @@
 # Here (a machine with pip's index): the service's packages the lent GPU machine's image lacks, as CPython 3.12
 # manylinux wheels in .whl/ (ignored by git), pinned as in requirements.txt. The image already holds torch, numpy,
 # pandas, scikit-learn, SciPy, pyarrow, onnx, onnxruntime, safetensors, httpx, jinja2, tqdm and prometheus-client
-# (/work/.library/device/KINDS.md lists it). About 30 MiB. Then run bench/gpu/session.sh there (see its header).
+# (the device tool's KINDS.md lists it). About 32 MiB. Then run bench/gpu/session.sh there (see its header).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qxF '/.whl/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.whl/' >> .git/info/exclude; }
