@@ -185,8 +185,11 @@ class ColumnProfile:
         continuous columns against 0.6 s for 0.5M). A column of few distinct values stays one run."""
         self.runs.append((values, counts))
         while len(self.runs) > 1 and len(self.runs[-2][0]) <= 2 * len(self.runs[-1][0]):
-            newer = self.runs.pop()
-            self.runs.append(merged_counts(self.runs.pop(), newer))
+            self._merge_last_two()
+
+    def _merge_last_two(self) -> None:
+        newer = self.runs.pop()
+        self.runs.append(merged_counts(self.runs.pop(), newer))
 
     @property
     def kind(self) -> str:
@@ -195,8 +198,7 @@ class ColumnProfile:
     def _number_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """The column's sorted distinct numbers and their counts (the runs merged into one)."""
         while len(self.runs) > 1:
-            newer = self.runs.pop()
-            self.runs.append(merged_counts(self.runs.pop(), newer))
+            self._merge_last_two()
         return self.runs[0] if self.runs else (np.empty(0), np.empty(0, dtype=np.int64))
 
     def _all_counts(self) -> pd.Series:
