@@ -57,6 +57,20 @@ _WEIGHT_EPS = 1e-9   # mixture weights below this (HiGHS round-off) are dropped,
 _BAND_MARGIN = 1e-9  # ε is solved as ε − this, so that HiGHS' round-off never leaves a gap a hair above ε
 
 
+def band_tolerances(families: Sequence[tuple[str, float | Sequence[float]]]) -> list[tuple[str, float]]:
+    """(rate, ε) of every band of ``families``: a family's ε is one number for all of its rates
+    (:data:`FAMILY_RATES`), or one per rate in that order (equalized odds' TPR and FPR bands at their own
+    tolerances: the safety margin of :mod:`.threshold_margin` is a number of each band's own standard errors)."""
+    out = []
+    for name, eps in families:
+        rates = FAMILY_RATES[name]
+        per = (eps,) * len(rates) if np.ndim(eps) == 0 else tuple(eps)
+        if len(per) != len(rates):
+            raise ValueError(f"{name}: one tolerance, or one per rate {rates}")
+        out += [(r, float(e)) for r, e in zip(rates, per)]
+    return out
+
+
 @dataclass
 class ROCPoints:
     """The ROC points of every group, concatenated group by group in increasing (FP, TP) order."""
@@ -207,7 +221,7 @@ def _band_rows(points: ROCPoints, rates: dict[str, np.ndarray], families: Sequen
                n_groups: int) -> tuple[sparse.csr_matrix | None, np.ndarray | None, int]:
     """A_ub (sparse, over [w, c]), b_ub and the number of band variables c of the families' bands."""
     defined = _defined(points)
-    bands = [(r, eps) for name, eps in families for r in FAMILY_RATES[name]]
+    bands = band_tolerances(families)
     if not bands:
         return None, None, 0
     n_pts, n_band = len(points.group), len(bands)
@@ -266,7 +280,8 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
                      prepared: Prepared | None = None) -> ThresholdSolution:
     """The optimal per-group (randomised) thresholds of the module docstring on the rows given.
 
-    ``families``: (type, ε) pairs, type in :data:`FAMILY_RATES`; ``objective``: ``accuracy`` or
+    ``families``: (type, ε) pairs, type in :data:`FAMILY_RATES`, ε one number or one per rate
+    (:func:`band_tolerances`); ``objective``: ``accuracy`` or
     ``balanced_accuracy``; ``randomized=False``: one deterministic threshold per group. ``kept`` (rows mask) and
     ``theta``: the kept rows and decision threshold θ̂ of a ``partial_demographic_parity`` family (deterministic
     thresholds only: the share of the kept rows with f − t_g > θ̂ is then a rate of the rule). ``prepared``:
@@ -290,7 +305,7 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     elif (prepared.objective, prepared.randomized, prepared.n_groups) != (objective, randomized, n_groups):
         raise ValueError("solve_thresholds: the prepared points were computed for another objective or rule")
     points, rates, gain, P, N = prepared.points, prepared.rates, prepared.gain, prepared.P, prepared.N
-    bands = [(r, eps) for name, eps in families for r in FAMILY_RATES[name]]
+    bands = band_tolerances(families)
     if not randomized and len(bands) <= 1:        # one rate band (DP or EOpp, or none): the exact sweep
         w = band_sweep(points, rates, gain, bands[0] if bands else None, n_groups, prepared.argmax_table())
         return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, "optimal",
@@ -307,11 +322,6 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     lower = np.concatenate([np.zeros(n_pts), np.full(n_band, -np.inf)])
     upper = np.concatenate([np.ones(n_pts), np.full(n_band, np.inf)])
     mip_gap = None
-    bands = [(r, eps) for name, eps in families for r in FAMILY_RATES[name]]
-    if not randomized and len(bands) <= 1:        # one rate band (DP or EOpp, or none): the exact sweep
-        w = band_sweep(points, rates, gain, bands[0] if bands else None, n_groups)
-        return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, "optimal",
-                         0.0, time.perf_counter() - started)
     if randomized:
         res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(len(present)),
                       bounds=np.column_stack([lower, upper]), method="highs")

@@ -247,3 +247,52 @@ def test_the_range_probability_is_exact_for_many_groups():
         z = (EPS - (c[:, None] - c[None, :])) / np.sqrt(sd[:, None] ** 2 + sd[None, :] ** 2)
         union = float(ndtr(-z[~np.eye(len(c), dtype=bool)]).sum())
         assert exact <= union + 1e-12 and (len(c) == 2 or union > 1.5 * exact)
+
+
+
+def _odds_sample(rng, n=20000):
+    """A small group (15 %) with a low base rate (0.1 against 0.3): about 300 positives (its TPR noisy) and 2,500
+    negatives (its FPR precise); scores 1.5 y + 0.8 g + N(0, 1) − 0.5."""
+    g = rng.choice(2, n, p=(0.85, 0.15))
+    y = (rng.random(n) < np.where(g == 1, 0.1, 0.3)).astype(np.int64)
+    return 1.5 * y + 0.8 * g + rng.normal(size=n) - 0.5, y, g
+
+
+def test_each_band_of_equalized_odds_keeps_its_own_tolerance():
+    """Per-rate tolerances (TPR, FPR) of one family: each band's gap on the fitting rows is within its own, a looser
+    band is used (and gains accuracy) where it binds, and a tolerance count that is not one per rate is refused."""
+    s, y, g = _odds_sample(np.random.default_rng(8))
+    common = solve_thresholds(s, y, g, 2, [("equalized_odds", 0.005)])
+    split = solve_thresholds(s, y, g, 2, [("equalized_odds", (0.005, 0.08))])
+    assert np.ptp(split.rates["tpr"]) <= 0.005 + 1e-7 and np.ptp(split.rates["fpr"]) <= 0.08 + 1e-7
+    assert np.ptp(split.rates["fpr"]) > 0.008 and split.objective > common.objective
+    with pytest.raises(ValueError, match="one per rate"):
+        solve_thresholds(s, y, g, 2, [("equalized_odds", (0.02, 0.03, 0.04))])
+
+
+def test_the_margin_is_spent_where_the_rates_are_precise():
+    """Equalized odds with few positives in the small group (its TPR noisy) and many negatives (FPR precise): the
+    margin searched per band keeps B ≤ δ, is at least as accurate on the fitting rows as the common share's rule
+    (every band at ε (1 − σ), the smallest σ with B ≤ δ) and keeps back more of the noisy band's tolerance than of
+    the precise one's; the record lists both bands."""
+    from solvers.fairness.threshold_margin import band_directions
+
+    s, y, g = _odds_sample(np.random.default_rng(8))
+    counts = denominators(y, g, 2)
+
+    def solve(families):
+        return solve_thresholds(s, y, g, 2, families)
+
+    solution, record = with_margin(solve, [("equalized_odds", EPS)], counts, DELTA)
+    assert record.met and record.bound <= DELTA
+    bands = record.bands["equalized_odds"]
+    assert bands["tpr"] < bands["fpr"] and np.ptp(solution.rates["fpr"]) <= bands["fpr"] + 1e-7
+    assert record.summary()["bands"] == record.bands and record.tolerances["equalized_odds"] == max(bands.values())
+    assert violation_bound(solution.rates, counts, [("equalized_odds", EPS)], np.inf) <= DELTA
+    common = None
+    for share in np.linspace(0, SHARE_LIMIT, 91):       # the common share's rule: the smallest σ with B ≤ δ
+        common = solve([("equalized_odds", EPS * (1 - share))])
+        if violation_bound(common.rates, counts, [("equalized_odds", EPS)], np.inf) <= DELTA:
+            break
+    assert solution.objective > common.objective
+    assert len(band_directions(1)) == 1 and len(band_directions(2)) == 7
