@@ -174,6 +174,10 @@ class Settings(BaseSettings):
                                       description="Per worker process: bound of the prepared tables (split, fitted "
                                       "encoder, encoded X) kept for the next job on the same dataset and split "
                                       "(solvers.data.prepared_cache); 0 keeps none.")
+    columnar_cache_bytes: int = Field(4 << 30, ge=0, validation_alias="FAIRSOLVE_COLUMNAR_CACHE_BYTES",
+                                      description="Bound of the columnar copies of tables as the workers read them "
+                                      "(app.datasets.columnar), under the storage folder; least recently used "
+                                      "first; 0 keeps none (every job parses its upload).")
     worker_nice: int = Field(10, ge=0, le=19, validation_alias="FAIRSOLVE_WORKER_NICE",
                              description="Niceness added to solver processes, so a shared machine answers API "
                                          "requests before it trains.")

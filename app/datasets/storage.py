@@ -302,8 +302,15 @@ def _pandas_index_columns(metadata: dict[bytes, bytes]) -> list[str]:
 
 @lru_cache(maxsize=4)
 def _cached_table(path: str, fmt: str, options: str, sha256: str, text_as_categories: bool) -> pd.DataFrame:
-    return read_table(Path(path), fmt, {k: v for k, v in json.loads(options).items() if v is not None},
-                      text_as_categories=text_as_categories)
+    from app.datasets import columnar
+
+    name = columnar.entry_name(Path(path), f"{fmt}:{options}", text_as_categories)
+    frame = columnar.read_copy(sha256, name)
+    if frame is None:
+        frame = read_table(Path(path), fmt, {k: v for k, v in json.loads(options).items() if v is not None},
+                           text_as_categories=text_as_categories)
+        columnar.write_copy(frame, sha256, name)
+    return frame
 
 
 def content_key(sha256: str, fmt: str, options: dict[str, Any]) -> str:
@@ -315,7 +322,9 @@ def content_key(sha256: str, fmt: str, options: dict[str, Any]) -> str:
 def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str,
                text_as_categories: bool = False) -> pd.DataFrame:
     """``read_table`` with a small cache keyed by content hash and reading options, for the worker (a sweep's jobs
-    share a table); callers must not mutate the frame. The API process never calls it: it reads profiles and chunks."""
+    share a table), over the table's columnar copy on disk (:mod:`app.datasets.columnar`: the next process reads
+    it instead of parsing the file); callers must not mutate the frame. The API process never calls it: it reads
+    profiles and chunks."""
     return _cached_table(str(path), fmt, cache_key(options), sha256, text_as_categories)
 
 

@@ -122,12 +122,24 @@ def test_solver_catalogue(embedded_stack):
 
 
 def test_dataset_summary_and_delete(embedded_stack):
+    """The worker's columnar copy of a table (app.datasets.columnar) is written by the first job that reads it, and
+    a dataset's copies go with it."""
+    copies = embedded_stack.home / "storage" / "columnar"
     with embedded_stack.client() as client:
         ds = upload(client, pd.DataFrame({"x": [1.0, 2.0, 3.0], "g": ["a", "b", "a"], "y": [0, 1, 1]}))
         detail = client.get(f"/api/v1/datasets/{ds['id']}").json()
         assert detail["summary"]["x"]["mean"] == pytest.approx(2.0)
         assert detail["summary"]["g"]["top"] == {"a": 2, "b": 1}
+        ours = planted_table(400, seed=3)
+        table = upload(client, ours)
+        job = client.post("/api/v1/jobs", json=job_spec(table["id"], max_iterations=10)).json()
+        assert embedded_stack.wait_job(client, job["id"], {"succeeded", "failed"})["status"] == "succeeded"
+        sha = client.get(f"/api/v1/datasets/{table['id']}").json()["sha256"]
+        assert list(copies.glob(f"{sha}-*.arrow"))      # (a dataset with jobs is never deleted)
+        left = copies / f"{detail['sha256']}-{'0' * 24}.arrow"   # as an audit's read of the other leaves it
+        left.write_bytes(b"copy")
         assert client.delete(f"/api/v1/datasets/{ds['id']}").status_code == 204
+        assert not left.exists() and list(copies.glob(f"{sha}-*.arrow"))
         assert client.get(f"/api/v1/datasets/{ds['id']}").status_code == 404
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import exists, func, select
 from app.core.blobstore import blobs, dataset_key
 from app.api.common import printable
 from app.api.deps import DB, AppSettings, CurrentCaller, Offset, get_or_404
+from app.datasets import columnar
 from app.datasets.feature_screening import dataset_screen
 from app.models import Alert, Audit, AuditRun, Dataset, Job, new_id
 from app.schemas import DatasetDetail, DatasetOut, json_response
@@ -282,6 +283,7 @@ def delete_dataset(dataset_id: str, db: DB, settings: AppSettings, caller: Curre
     db.delete(dataset)  # the audits go with it (ON DELETE CASCADE), and their runs and alerts with them
     db.commit()
     blobs(settings).delete(dataset_key(dataset.stored_name))
+    columnar.forget(dataset.sha256, settings)
 
 
 MAX_NAMED = 5  # audit ids named in a 409
