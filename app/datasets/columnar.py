@@ -16,8 +16,12 @@ options, the frame's flavour (text as categories or not) and the file's size. De
 copies of its SHA-256 (:func:`forget`); a table whose identity is not a SHA-256 (a test's or a bench's name) is
 never copied.
 
-Measured (``python -m bench.system.setup_speed``, 2M rows): reading the CSV 1.7–1.9 s, the copy 0.07 s, writing
-it 0.07 s once.
+The copy is mapped (``memory_map``) and converted to pandas; its arrays are read-only, as every caller of
+:func:`~app.datasets.storage.load_table` already takes them. Measured (``python -m bench.system.table_reads``,
+``bench/system/results/table_reads.md``, in process, medians of 3): the generated table of 2M rows (161 MiB of
+CSV) parsed in 2.01 s, its copy written once in 0.19 s and read in 0.054 s (Polars' ``read_csv`` of the CSV
+0.67 s); 10M rows (807 MiB) 13.80 s, 1.50 s and 1.46 s (Polars 3.58 s). The copy takes about 1.2 times the
+CSV's bytes (eight bytes a number, uncompressed: what makes it mappable).
 """
 from __future__ import annotations
 
@@ -69,7 +73,7 @@ def read_copy(sha256: str, name: str, settings: Settings | None = None) -> pd.Da
     import pyarrow.feather as feather
 
     try:
-        return feather.read_table(path, memory_map=False).to_pandas()
+        return feather.read_table(path, memory_map=True).to_pandas()
     except FileNotFoundError:   # trimmed by another process between the lookup and the read
         return None
 
