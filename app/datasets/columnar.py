@@ -1,6 +1,12 @@
-"""A stored table's columnar copy, as the worker reads it: the frame of :func:`app.datasets.storage.read_table`
-written once as an Arrow IPC file (Feather v2, uncompressed) in a bounded local cache, so that the next job or
-audit on the same table maps it instead of parsing the upload again.
+"""A stored table's columnar copy, as a job reads it: the frame of :func:`app.datasets.storage.read_table` (text as
+categories) written once as an Arrow IPC file (Feather v2, uncompressed) in a bounded local cache, so that the next
+job on the same table, in any worker process of the host, maps it instead of parsing the upload again.
+
+**Jobs only.** An audit run reads its table in a child process whose address space is capped
+(``FAIRSOLVE_AUDIT_MEMORY_BYTES``, :mod:`app.core.sandbox`): a mapped copy counts there in whole, and so, by my
+reading, do the segments Arrow's allocator (mimalloc) reserves; with copies for audits too, the slow graph of
+``tests/integration/test_audit_limits.py`` failed on that memory limit (an allocation of 128 MiB refused, 300,000
+rows, 768 MiB) instead of reaching its time limit. Audits parse the file as before.
 
 **A copy of the frame, not of the file.** pandas' CSV reader (the reading rules of :mod:`app.datasets.storage`)
 infers each chunk's dtypes and the concatenation unites them; the copy holds that result, so reading it gives
@@ -31,6 +37,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 from app.core.blobstore.cache import ReadCache
 from app.core.settings import Settings, get_settings
@@ -76,10 +83,14 @@ def read_copy(sha256: str, name: str, settings: Settings | None = None) -> pd.Da
         return feather.read_table(path, memory_map=True).to_pandas()
     except FileNotFoundError:   # trimmed by another process between the lookup and the read
         return None
+    except (OSError, pa.ArrowException):   # unreadable (copies are renamed in whole, so not ours): parse instead
+        path.unlink(missing_ok=True)
+        return None
 
 
 def write_copy(frame: pd.DataFrame, sha256: str, name: str, settings: Settings | None = None) -> bool:
-    """Store ``frame`` as the copy (when :func:`copyable`); whether it was stored."""
+    """Store ``frame`` as the copy (when :func:`copyable`); whether it was stored. A copy is an optimisation: a
+    full disk or a frame Arrow refuses leaves none, and the job goes on."""
     store = cache(settings)
     if store is None or not SHA256.match(sha256) or not copyable(frame):
         return False
@@ -89,6 +100,8 @@ def write_copy(frame: pd.DataFrame, sha256: str, name: str, settings: Settings |
     try:
         feather.write_feather(frame, partial, compression="uncompressed")
         store.adopt(partial, sha256, name)
+    except (OSError, pa.ArrowException):
+        return False
     finally:
         partial.unlink(missing_ok=True)
     return True

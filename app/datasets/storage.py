@@ -304,12 +304,14 @@ def _pandas_index_columns(metadata: dict[bytes, bytes]) -> list[str]:
 def _cached_table(path: str, fmt: str, options: str, sha256: str, text_as_categories: bool) -> pd.DataFrame:
     from app.datasets import columnar
 
+    copied = text_as_categories   # a job's read; an audit's runs under an address-space limit (app.datasets.columnar)
     name = columnar.entry_name(Path(path), f"{fmt}:{options}", text_as_categories)
-    frame = columnar.read_copy(sha256, name)
+    frame = columnar.read_copy(sha256, name) if copied else None
     if frame is None:
         frame = read_table(Path(path), fmt, {k: v for k, v in json.loads(options).items() if v is not None},
                            text_as_categories=text_as_categories)
-        columnar.write_copy(frame, sha256, name)
+        if copied:
+            columnar.write_copy(frame, sha256, name)
     return frame
 
 
@@ -322,8 +324,9 @@ def content_key(sha256: str, fmt: str, options: dict[str, Any]) -> str:
 def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str,
                text_as_categories: bool = False) -> pd.DataFrame:
     """``read_table`` with a small cache keyed by content hash and reading options, for the worker (a sweep's jobs
-    share a table), over the table's columnar copy on disk (:mod:`app.datasets.columnar`: the next process reads
-    it instead of parsing the file); callers must not mutate the frame. The API process never calls it: it reads
+    share a table); a job's read (``text_as_categories``) goes through the table's columnar copy on disk
+    (:mod:`app.datasets.columnar`: the next process maps it instead of parsing the file); callers must not mutate
+    the frame. The API process never calls it: it reads
     profiles and chunks."""
     return _cached_table(str(path), fmt, cache_key(options), sha256, text_as_categories)
 

@@ -55,7 +55,7 @@ errors differ: TPR's denominators are each group's positives, FPR's its negative
 positives and 5,400 negatives in 18,000 rows, rate errors ±0.020 and ±0.003), so the common share kept back the
 same 0.027 of both where the FPR band needed 0.005; the directions give each band in turn :data:`BAND_RATIOS` of
 the other's share, and the rule spends the precise band's tolerance (Adult, linear, EO ≤ 0.05: fitted FPR gap
-0.023 → 0.041, population accuracy 0.8446 → 0.849; docs/architecture.md, "Measured choices"). So the margin is
+0.023 → 0.041, population accuracy 0.8446 → 0.8497; docs/architecture.md, "Measured choices"). So the margin is
 the sampling error of the rates the rule is fitted on, never a fixed share of ε: m ≈ z_{1−δ} √(s_a² + s_b²) for
 two groups, e.g. on a validation split of 6,000 Adult rows (2,000 women, 4,000 men, selection rates near 0.2)
 m ≈ 1.28 · 0.011 ≈ 0.014, whatever ε is. σ_max (``margin_max_share``, default :data:`SHARE_LIMIT` = 0.9) only

@@ -39,10 +39,9 @@ def _csv(rows: int, seed: int) -> str:
     return frame.to_csv(index=False)
 
 
-@pytest.mark.parametrize("categories", [True, False])
-def test_the_second_read_maps_the_copy_and_equals_the_parsed_frame(tmp_path, settings, monkeypatch, categories):
+def test_the_second_read_maps_the_copy_and_equals_the_parsed_frame(tmp_path, settings, monkeypatch):
     path, fmt, options, sha = _table(tmp_path, _csv(120_000, 0))   # more than one parser chunk
-    parsed = load_table(path, fmt, options, sha, text_as_categories=categories)
+    parsed = load_table(path, fmt, options, sha, text_as_categories=True)
     [copy] = list((settings.storage_dir / columnar.FOLDER).glob(f"{sha}-*.arrow"))
     storage._cached_table.cache_clear()                     # a new process: only the copy on disk is shared
 
@@ -50,10 +49,16 @@ def test_the_second_read_maps_the_copy_and_equals_the_parsed_frame(tmp_path, set
         raise AssertionError("the file was parsed again")
 
     monkeypatch.setattr(storage, "read_table", no_parse)
-    again = load_table(path, fmt, options, sha, text_as_categories=categories)
+    again = load_table(path, fmt, options, sha, text_as_categories=True)
     pd.testing.assert_frame_equal(again, parsed)
-    assert copy.exists() and again is not parsed
-    assert isinstance(again["y"].dtype, pd.CategoricalDtype) == categories
+    assert copy.exists() and again is not parsed and isinstance(again["y"].dtype, pd.CategoricalDtype)
+
+
+def test_an_audits_read_parses_and_leaves_no_copy(tmp_path, settings):
+    """Audit runs read text as text (``text_as_categories`` False) under an address-space cap: never a copy."""
+    path, fmt, options, sha = _table(tmp_path, _csv(1000, 1))
+    assert load_table(path, fmt, options, sha)["y"].dtype == "str"
+    assert not list((settings.storage_dir / columnar.FOLDER).glob("*"))
 
 
 def test_columns_of_python_objects_are_parsed_each_time(tmp_path, settings):
@@ -66,11 +71,11 @@ def test_columns_of_python_objects_are_parsed_each_time(tmp_path, settings):
 
 def test_other_reading_options_and_names_that_are_not_hashes_get_no_shared_copy(tmp_path, settings):
     path, fmt, options, sha = _table(tmp_path, "a;b\n1;x\n2;y\n", "semi.csv")
-    first = load_table(path, fmt, options, sha)
-    named = load_table(path, fmt, {**options, "missing_values": ["x"]}, sha)
+    first = load_table(path, fmt, options, sha, text_as_categories=True)
+    named = load_table(path, fmt, {**options, "missing_values": ["x"]}, sha, text_as_categories=True)
     assert first["b"].notna().all() and named["b"].isna().sum() == 1       # not the other options' copy
     assert len(list((settings.storage_dir / columnar.FOLDER).glob(f"{sha}-*"))) == 2
-    load_table(path, fmt, options, "not-a-hash")
+    load_table(path, fmt, options, "not-a-hash", text_as_categories=True)
     assert not list((settings.storage_dir / columnar.FOLDER).glob("not-a-hash*"))
     columnar.forget(sha, settings)
     assert not list((settings.storage_dir / columnar.FOLDER).glob("*"))
@@ -81,6 +86,23 @@ def test_a_zero_bound_keeps_no_copy(tmp_path, monkeypatch):
     monkeypatch.setattr(columnar, "get_settings", lambda: s)
     storage._cached_table.cache_clear()
     path, fmt, options, sha = _table(tmp_path, "a,b\n1,2\n")
-    assert load_table(path, fmt, options, sha)["a"].tolist() == [1]
+    assert load_table(path, fmt, options, sha, text_as_categories=True)["a"].tolist() == [1]
     assert columnar.cache(s) is None and not (s.storage_dir / columnar.FOLDER).exists()
     storage._cached_table.cache_clear()
+
+
+def test_a_copy_that_cannot_be_written_or_read_leaves_the_parse(tmp_path, settings, monkeypatch):
+    """The copy is an optimisation: a failed write (a full disk) or an unreadable entry falls back to the file."""
+    path, fmt, options, sha = _table(tmp_path, "a,b\n1,x\n2,y\n")
+    name = columnar.entry_name(path, "any", True)
+    frame = load_table(path, fmt, options, "no-copy-here", text_as_categories=True)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("pyarrow.feather.write_feather", full)
+    assert not columnar.write_copy(frame, sha, name, settings)
+    assert not list((settings.storage_dir / columnar.FOLDER).glob(f"{sha}-{name}*"))
+    bad = settings.storage_dir / columnar.FOLDER / f"{sha}-{name}"
+    bad.write_bytes(b"not arrow")
+    assert columnar.read_copy(sha, name, settings) is None and not bad.exists()
