@@ -68,7 +68,7 @@ def copyable(frame: pd.DataFrame) -> bool:
         elif not (isinstance(dtype, pd.StringDtype) or pd.api.types.is_datetime64_dtype(dtype)
                   or (dtype.kind in "fiub" and not isinstance(dtype, pd.api.extensions.ExtensionDtype))):
             return False
-    return frame.columns.map(type).isin([str]).all()
+    return all(isinstance(name, str) for name in frame.columns)
 
 
 def read_copy(sha256: str, name: str, settings: Settings | None = None) -> pd.DataFrame | None:

@@ -304,14 +304,17 @@ def _pandas_index_columns(metadata: dict[bytes, bytes]) -> list[str]:
 def _cached_table(path: str, fmt: str, options: str, sha256: str, text_as_categories: bool) -> pd.DataFrame:
     from app.datasets import columnar
 
-    copied = text_as_categories   # a job's read; an audit's runs under an address-space limit (app.datasets.columnar)
+    def parsed() -> pd.DataFrame:
+        return read_table(Path(path), fmt, {k: v for k, v in json.loads(options).items() if v is not None},
+                          text_as_categories=text_as_categories)
+
+    if not text_as_categories:   # an audit's read: it runs under an address-space limit (app.datasets.columnar)
+        return parsed()
     name = columnar.entry_name(Path(path), f"{fmt}:{options}", text_as_categories)
-    frame = columnar.read_copy(sha256, name) if copied else None
+    frame = columnar.read_copy(sha256, name)
     if frame is None:
-        frame = read_table(Path(path), fmt, {k: v for k, v in json.loads(options).items() if v is not None},
-                           text_as_categories=text_as_categories)
-        if copied:
-            columnar.write_copy(frame, sha256, name)
+        frame = parsed()
+        columnar.write_copy(frame, sha256, name)
     return frame
 
 
