@@ -136,7 +136,7 @@ SETTINGS: dict[str, tuple[dict[str, Any], ...]] = {
 #: (``python -m bench.quality.population``; figures in docs/architecture.md, "Measured choices"); its promise is its
 #: population margin (step 5), as its fitting rows include the validation split
 MODEL_SETTINGS: dict[str, dict[str, tuple[dict[str, Any], ...]]] = {
-    "gbdt": {"group_thresholds": ({"cross_fit": 3, "base_model": "tuned"},)},
+    "gbdt": {"group_thresholds": ({"cross_fit": 3, "base_model": "select"},)},
     # a logistic base scores its train rows as unseen ones up to O(d/n): thresholds (and margin) on train ∪
     # validation (solvers.catalog.auto.LEADS: tried first for linear models)
     "linear": {"group_thresholds": ({"threshold_rows": "train_validation"},)},

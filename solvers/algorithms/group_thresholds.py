@@ -52,7 +52,12 @@ to train as any in-sample post-processing does. Two options reduce the noise of 
 :data:`solvers.models.gbdt.threshold_base.TUNED` (100 trees of 15 leaves on half the features) in place of the model
 spec's hyper-parameters that are still LightGBM's defaults: about half the default fit's time and more accurate
 after the thresholds (:mod:`solvers.models.gbdt.threshold_base`); the report's
-``base_params`` lists what was replaced. ``"spec"``: the model spec's hyper-parameters as they are.
+``base_params`` lists what was replaced. ``"spec"``: the model spec's hyper-parameters as they are. ``"select"`` (with
+``cross_fit``; ``auto``'s gbdt setting): the tuned base and LightGBM's own defaults are both cross-fitted (the
+other base's K fold models boosted beside the tuned base's K − 1) and the base whose out-of-fold scores give the
+more accurate rule at the asked tolerances is stored, its refit boosted once the choice is made
+(:meth:`_Thresholded._selected`; why out-of-fold accuracy is the right judge: :mod:`solvers.models.gbdt.threshold_base`);
+the report's ``base_selection`` holds both accuracies and the choice.
 
 Hardt et al.'s post-processor is the rule itself (per-group thresholds of best accuracy under the constraint on
 held-out scores); cross-fitting and the margin change which scores and which ε' it is fitted to, not the rule;
@@ -247,10 +252,22 @@ class _Thresholded:
                              "cross_fit (an mlp or gbdt base scores its own train rows optimistically)")
         self.base_params: dict = {}
         self.ahead = None   # the cross-fitting started with the base (:meth:`start`)
-        if own_gbdt and self.config.base_model == "tuned":   # solvers.models.gbdt.threshold_base
-            from ..models.gbdt.threshold_base import tuned_spec
+        self.other = None   # (spec, replaced fields) of the other base of base_model "select" (:meth:`_selected`)
+        self.other_fit = None   # its cross-fitting, started with the base
+        self.tuned_fit = None   # the base's cross-fitting, once its fold models have ended
+        self.selection: dict | None = None   # the report's record of the choice
+        if self.config.base_model == "select" and not (own_gbdt and self.folds):
+            raise ValueError("group_thresholds: base_model 'select' chooses between two gbdt bases by their "
+                             "cross-fitted scores: it needs a gbdt base trained by the job and cross_fit")
+        if own_gbdt and self.config.base_model in ("tuned", "select"):   # solvers.models.gbdt.threshold_base
+            from ..models.gbdt.threshold_base import CAPACITY, tuned_spec
 
-            self.model.spec, self.base_params = tuned_spec(self.model.spec)
+            spec = self.model.spec
+            self.model.spec, self.base_params = tuned_spec(spec)
+            if self.config.base_model == "select":
+                other, replaced = tuned_spec(spec, CAPACITY)
+                if other != self.model.spec:
+                    self.other = (other, replaced)
 
     def start(self, current) -> None:
         super().start(current)
@@ -263,6 +280,10 @@ class _Thresholded:
         if self.folds and v is not None and not self.pretrained and self.model.booster is None:
             self.ahead = self._cross_fit(self.model.spec.n_estimators)
             weakref.finalize(self, self.ahead.cancel)   # an abandoned solve stops its fits
+        if self.other is not None and not self.pretrained and self.model.booster is None:
+            spec = self.other[0]
+            self.other_fit = self._cross_fit(spec.n_estimators, spec, known=False)
+            weakref.finalize(self, self.other_fit.cancel)
 
     def step(self, k, current):
         if self.pretrained:
@@ -278,19 +299,15 @@ class _Thresholded:
         rows = [p.X, v.X] if v is not None and (self.folds or self.all_rows) else [fit.X]   # the fitting rows
         if self.folds:   # every train and validation row, scored out of fold (solvers.models.gbdt.cross_fit)
             scores, y, g = self._cross_fitted()
+            if self.other_fit is not None:
+                scores = self._selected(scores, y, g)
         elif self.all_rows and v is not None:   # every train and validation row (threshold_rows)
             scores = torch.cat([self.model(p.X), self.model(v.X)]).double().cpu().numpy()
             y, g = torch.cat([p.y, v.y]).cpu().numpy(), torch.cat([p.group, v.group]).cpu().numpy()
         else:
             scores = self.model(fit.X).double().cpu().numpy()
             y, g = fit.y.cpu().numpy(), fit.group.cpu().numpy()
-        kept, theta = None, 0.0
-        for family in p.constraints:   # partial DP: the kept rows of the base score (a shift keeps the ranks)
-            if family.name in DETERMINISTIC_ONLY:
-                from ..metrics.partial import kept_mask
-
-                kept, theta = kept_mask(scores, g, family.intervals), float(family.config.threshold)
-
+        kept, theta = self._partial(scores, g)
         fitted = _Fitted(self, scores, y, g, kept, theta, rows)
         margin = None
         if self.config.margin_delta is None:
@@ -303,22 +320,80 @@ class _Thresholded:
         self.model = fitted.apply(self.model, solution, margin)
         return p.evaluate(self.model)
 
-    def _cross_fit(self, rounds: int):
+    def _cross_fit(self, rounds: int, spec=None, known: bool = True):
         """The :class:`~solvers.models.gbdt.cross_fit.CrossFit` of the train and validation rows at ``rounds``
-        rounds, its fits started (:meth:`_cross_fitted`)."""
+        rounds with ``spec``'s hyper-parameters (default the base's), its fits started (:meth:`_cross_fitted`);
+        ``known``: the validation fold's scores are the base's (else its model is boosted too: the other base of
+        :meth:`_selected`). The refit is boosted with the fold models, except under base_model "select", whose
+        one refit waits for the choice."""
         from ..models.gbdt.cross_fit import CrossFit, _binned, _params, fold_of
 
         p, v = self.problem, self.validation
+        spec = self.model.spec if spec is None else spec
         X, y, g = self._fitting_rows()
-        binned = _binned(X, y.astype(np.float64), _params(self.model.spec, self.seed))
+        binned = _binned(X, y.astype(np.float64), _params(spec, self.seed))
         fold = None
         if v is not None:   # validation = fold 0, scored by the base of the train split
             n_train = len(p.y)
             fold = np.concatenate([1 + fold_of(y[:n_train], g[:n_train], self.folds - 1, self.seed),
                                    np.zeros(len(v.y), dtype=np.int64)])
-        return CrossFit(X, y, g, self.model.spec, rounds, self.folds, self.seed, fold=fold,
-                        known_folds=(0,) if v is not None else (), binned=binned,
-                        with_refit=self.cross_fit_model == "refit")
+        return CrossFit(X, y, g, spec, rounds, self.folds, self.seed, fold=fold,
+                        known_folds=(0,) if v is not None and known else (), binned=binned,
+                        with_refit=self.cross_fit_model == "refit" and self.other is None)
+
+    def _selected(self, scores: np.ndarray, y: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """``base_model: "select"`` (:mod:`solvers.models.gbdt.threshold_base`): the out-of-fold scores of the base
+        whose rule at the asked tolerances is the more accurate on them (its objective on the fitting rows, each
+        scored by a model that did not see it); when it is the other base, its model becomes the stored one (the
+        refit, or the model of the train split: fold 0's, as ``cross_fit_model`` asks)."""
+        from ..models.gbdt.model import parallel_fits
+
+        p = self.problem
+        other, self.other_fit = self.other_fit, None
+        other_scores, _, _ = other.result({})
+        K = len(p.group_names)
+
+        def accuracy(s: np.ndarray) -> float:
+            kept_rows, theta = self._partial(s, g)
+            return float(solve_thresholds(s, y, g, K, self.families, self.config.objective, self.randomized,
+                                          self.config.time_limit_s, kept_rows, theta).objective)
+
+        tuned, capacity = accuracy(scores), accuracy(other_scores)
+        chosen = "capacity" if capacity > tuned else "tuned"
+        self.selection = {"tuned": tuned, "capacity": capacity, "chosen": chosen}
+        fit = self.tuned_fit if chosen == "tuned" else other
+        if chosen == "capacity":
+            self.model.spec, self.base_params = self.other
+            if self.cross_fit_model == "train":   # boosted on the train split: the stored "train" model
+                self.model.booster = other.fold_booster(0)
+        if self.cross_fit_model == "refit":   # the one refit, alone now: on every core the job has
+            self._store(*fit.refit(parallel_fits()))
+        return scores if chosen == "tuned" else other_scores
+
+    def _store(self, booster, kept: np.ndarray) -> None:
+        """``booster`` becomes the stored base; ``kept``, its raw scores of the train then the validation rows,
+        answer later forward passes over these rows."""
+        from ..models.gbdt.model import num_threads
+        from ..models.gbdt.tree_scores import KeptScores
+
+        self.model.booster = booster
+        at = 0
+        for q in [self.problem] + ([self.validation] if self.validation is not None else []):
+            rows = q.X.cpu().numpy()
+            self.model.keep_scores(KeptScores(rows, num_threads()).start_from(kept[at:at + len(rows)],
+                                                                            booster.current_iteration()))
+            at += len(rows)
+
+    def _partial(self, scores: np.ndarray, g: np.ndarray) -> tuple[np.ndarray | None, float]:
+        """(kept rows, θ̂) of a partial demographic parity family — the kept rows of the base score (a shift keeps
+        the ranks) — or (None, 0) without one."""
+        kept, theta = None, 0.0
+        for family in self.problem.constraints:
+            if family.name in DETERMINISTIC_ONLY:
+                from ..metrics.partial import kept_mask
+
+                kept, theta = kept_mask(scores, g, family.intervals), float(family.config.threshold)
+        return kept, theta
 
     def _fitting_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(X float64, y, group) of the train rows, then the validation rows."""
@@ -345,10 +420,7 @@ class _Thresholded:
         no tree, from :meth:`start` on, beside the base, at its ``n_estimators`` rounds; a base that ended with
         another number of trees (LightGBM found no split, a time limit) has them boosted again at its count. The
         refitted model's scores of the train and validation rows are kept for every later forward pass."""
-        from ..models.gbdt.model import num_threads
-        from ..models.gbdt.tree_scores import KeptScores
-
-        p, v = self.problem, self.validation
+        v = self.validation
         rounds = max(self.model.num_trees, 1)
         cross_fit, self.ahead = self.ahead, None
         if cross_fit is None or cross_fit.rounds != rounds:
@@ -358,14 +430,9 @@ class _Thresholded:
         y, g = self._fitting_labels()
         known = {0: self.model(v.X).double().cpu().numpy()} if v is not None else {}
         scores, booster, kept = cross_fit.result(known)
+        self.tuned_fit = cross_fit
         if booster is not None:
-            self.model.booster = booster
-            at = 0
-            for q in [p] + ([v] if v is not None else []):   # later forward passes over these rows read the scores
-                rows = q.X.cpu().numpy()
-                self.model.keep_scores(KeptScores(rows, num_threads()).start_from(
-                    kept[at:at + len(rows)], booster.current_iteration()))
-                at += len(rows)
+            self._store(booster, kept)
         return scores, y, g
 
 
@@ -431,6 +498,7 @@ class _Fitted:
             "validation" if v is not None else "train",
             "cross_fit": {"folds": s.folds, "model": s.cross_fit_model} if s.folds else None,
             "base_params": s.base_params or None,
+            "base_selection": s.selection,
             "margin": None if margin is None else margin.summary(),
             "objective_name": s.config.objective, **solution.summary(),
             "realised_accuracy": float(((realised > 0) == (y > 0.5)).mean()),

@@ -60,11 +60,14 @@ class GroupThresholdsConfig(PrimalConfig):
         "choices') or 'train' (the model boosted on the train split, on as many rows as the fold models whose "
         "scores chose the rule). None: 'train' for a randomised rule (equalized odds, several constraints), "
         "'refit' for deterministic thresholds (solvers.algorithms.group_thresholds, 'Cross-fitting').")
-    base_model: Literal["tuned", "spec"] = Field(
+    base_model: Literal["tuned", "spec", "select"] = Field(
         "tuned", description="gbdt base trained by the job: 'tuned' boosts 100 trees of 15 leaves on half the "
         "features (solvers.models.gbdt.threshold_base) in place of the model's n_estimators / num_leaves / colsample_bytree "
         "where they are LightGBM's defaults: about half the fit time and more accurate after the thresholds on "
-        "Adult, COMPAS and bank (bench/quality/results/gbdt_defaults.md); 'spec': the model's hyper-parameters as they are.")
+        "Adult, COMPAS and bank (bench/quality/results/gbdt_defaults.md); 'spec': the model's hyper-parameters as "
+        "they are; 'select' (with cross_fit; what auto asks): both the tuned base and LightGBM's own defaults (100 "
+        "trees of 31 leaves on every feature) are cross-fitted, and the one whose out-of-fold scores give the more "
+        "accurate rule is stored (it memorises rows that the population repeats; the report's base_selection).")
     margin_delta: float | None = Field(
         0.1, gt=0.0, le=0.5, description="Safety margin: the thresholds are chosen at a tolerance ε' ≤ ε such that "
         "the rule's exact gap on the population the rows come from (or on an unseen sample of margin_rows rows) "

@@ -319,8 +319,9 @@ def test_the_gbdt_portfolio_tries_its_cheapest_dedicated_solvers_first_and_other
 
 
 def test_auto_over_gbdt_cross_fits_group_thresholds_and_stops_on_its_population_margin():
-    """gbdt auto: group_thresholds first, cross-fitted on train ∪ validation over the tuned base (where the model
-    spec keeps LightGBM's defaults: here half the features, its own trees and leaves kept); its
+    """gbdt auto: group_thresholds first, cross-fitted on train ∪ validation over the selected base (the tuned one
+    or LightGBM's own, where the model spec keeps LightGBM's defaults: here the share of features, its own trees and
+    leaves kept); its
     population margin met, the row "meets" by it, is never tightened and ends the portfolio (one solve); the job's
     enforcement record is the threshold LP's, and its promise sentence the margin's estimate."""
     from solvers import ProblemSpec, run
@@ -333,12 +334,15 @@ def test_auto_over_gbdt_cross_fits_group_thresholds_and_stops_on_its_population_
     out = run(planted_table(6000, seed=5), spec)
     assert [t["solver"] for t in out.tried] == ["group_thresholds"]
     row = out.tried[0]
-    assert row["params"] == {"cross_fit": 3, "base_model": "tuned"} and row["margin_met"] and row["selected"]
+    assert row["params"] == {"cross_fit": 3, "base_model": "select"} and row["margin_met"] and row["selected"]
     assert row["unseen_bound"] <= 0.1 and row["outcome"] == "meets"
     margin = out.enforcement["margin"]
     assert out.enforcement["method"] == "group_thresholds" and margin["met"] and margin["about"] == "population"
     assert out.enforcement["cross_fit"] == {"folds": 3, "model": "refit"}
-    assert out.enforcement["base_params"] == {"colsample_bytree": 0.5}
+    selection = out.enforcement["base_selection"]   # the tuned base or LightGBM's own colsample, by out-of-fold
+    chosen = selection["chosen"]
+    assert chosen == ("capacity" if selection["capacity"] > selection["tuned"] else "tuned")
+    assert out.enforcement["base_params"] == {"colsample_bytree": 0.5 if chosen == "tuned" else 1.0}
     assert out.promise["kind"] == "estimate" and "population" in out.promise["sentence"]
 
 

@@ -119,6 +119,7 @@ class CrossFit:
         else:
             datasets = [_dataset(X[self.fold != j], y[self.fold != j], self.params) for j in self.boosted]
         tasks = [(d, X[self.fold == j]) for j, d in zip(self.boosted, datasets)]
+        self._all = (binned, X) if binned is not None else None   # what a later :meth:`refit` boosts on
         if with_refit:
             tasks.append((binned if binned is not None else _dataset(X, y, self.params), X))
         self.stopped = threading.Event()
@@ -147,6 +148,21 @@ class CrossFit:
             scores[self.fold == j] = fold_scores
         refit, refit_scores = fits[-1] if self.with_refit else (None, None)
         return scores, refit, refit_scores
+
+    def refit(self, threads: int) -> tuple[Any, np.ndarray]:
+        """(the base boosted on all the rows at this cross-fitting's rounds, its raw scores of every row), boosted
+        now on ``threads`` threads — for a caller that decides after the fold models which refit it needs (built
+        with ``binned``)."""
+        import lightgbm as lgb
+
+        binned, X = self._all
+        params = {**self.params, "num_threads": threads}
+        booster = lgb.train(params, binned, num_boost_round=self.rounds)
+        return booster, booster.predict(X, raw_score=True, num_threads=threads)
+
+    def fold_booster(self, j: int) -> Any:
+        """The booster of fold ``j``'s model (boosted on the other folds' rows), once its fit has ended."""
+        return self._futures[self.boosted.index(j)].result()[0]
 
     def cancel(self) -> None:
         """Stop every fit at its next round (the results are never read)."""
