@@ -174,6 +174,10 @@ class Settings(BaseSettings):
                                       description="Per worker process: bound of the prepared tables (split, fitted "
                                       "encoder, encoded X) kept for the next job on the same dataset and split "
                                       "(solvers.data.prepared_cache); 0 keeps none.")
+    table_cache_bytes: int = Field(1 << 30, ge=0, validation_alias="FAIRSOLVE_TABLE_CACHE_BYTES",
+                                   description="Per worker process: bound of the tables kept read in memory for the "
+                                   "next job or audit on the same file (app.datasets.storage.load_table); least "
+                                   "recently used first; a table larger than it alone is read each time.")
     columnar_cache_bytes: int = Field(4 << 30, ge=0, validation_alias="FAIRSOLVE_COLUMNAR_CACHE_BYTES",
                                       description="Bound of the columnar copies of tables as the workers read them "
                                       "(app.datasets.columnar), under the storage folder; least recently used "

@@ -23,7 +23,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -38,8 +37,10 @@ from app.datasets.column_names import column_name_problem
 from app.datasets.csv_quotes import blank_after_delimiter, last_row_end, plain_quotes
 from app.datasets.lines import DatasetError, TooLarge, text_lines
 from app.core.blobstore import dataset_file
+from app.core.settings import get_settings
 from app.datasets.read_options import cache_key, column_names, csv_kwargs, has_header
 from app.datasets.table_profile import TableProfile
+from solvers.data.bytes_lru import BytesLRU
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -300,8 +301,32 @@ def _pandas_index_columns(metadata: dict[bytes, bytes]) -> list[str]:
     return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
 
-@lru_cache(maxsize=4)
+_frames: BytesLRU | None = None   # the frames of load_table, per process (``FAIRSOLVE_TABLE_CACHE_BYTES``)
+
+
+def _frame_cache() -> BytesLRU:
+    global _frames
+    if _frames is None:
+        _frames = BytesLRU(get_settings().table_cache_bytes)
+    return _frames
+
+
+def forget_frames() -> None:
+    """Drop this process's kept frames (:func:`load_table`): the next read maps the copy or parses the file."""
+    _frame_cache().clear()
+
+
 def _cached_table(path: str, fmt: str, options: str, sha256: str, text_as_categories: bool) -> pd.DataFrame:
+    key = (path, fmt, options, sha256, text_as_categories)
+    frames = _frame_cache()
+    frame = frames.get(key)
+    if frame is None:
+        frame = _read_table(path, fmt, options, sha256, text_as_categories)
+        frames.put(key, frame, int(frame.memory_usage(index=True, deep=False).sum()))
+    return frame
+
+
+def _read_table(path: str, fmt: str, options: str, sha256: str, text_as_categories: bool) -> pd.DataFrame:
     from app.datasets import columnar
 
     def parsed() -> pd.DataFrame:
@@ -326,8 +351,9 @@ def content_key(sha256: str, fmt: str, options: dict[str, Any]) -> str:
 
 def load_table(path: Path, fmt: str, options: dict[str, Any], sha256: str,
                text_as_categories: bool = False) -> pd.DataFrame:
-    """``read_table`` with a small cache keyed by content hash and reading options, for the worker (a sweep's jobs
-    share a table); a job's read (``text_as_categories``) goes through the table's columnar copy on disk
+    """``read_table`` with a cache keyed by content hash and reading options, for the worker (a sweep's jobs
+    share a table; at most ``FAIRSOLVE_TABLE_CACHE_BYTES`` of frames per process, least recently used first out,
+    :class:`~solvers.data.bytes_lru.BytesLRU`); a job's read (``text_as_categories``) goes through the table's columnar copy on disk
     (:mod:`app.datasets.columnar`: the next process maps it instead of parsing the file); callers must not mutate
     the frame. The API process never calls it: it reads
     profiles and chunks."""

@@ -20,13 +20,12 @@ compares its bytes before and after). Bounded: least recently used first out onc
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
 
 from ..pipeline import Prepared, prepare
+from .bytes_lru import BytesLRU
 from .spec import ProblemSpec
 from .table_check import check_spec_against_table
 
@@ -52,37 +51,28 @@ def prepared_bytes(data: Prepared) -> int:
 
 
 class PreparedCache:
-    """LRU of :class:`Prepared` by ``(table_key, prepare_key(spec))``, at most ``max_bytes`` of arrays in all."""
+    """LRU of :class:`Prepared` by ``(table_key, prepare_key(spec))``, at most ``max_bytes`` of arrays in all
+    (:class:`~solvers.data.bytes_lru.BytesLRU`)."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = int(max_bytes)
-        self._entries: OrderedDict[tuple[str, str], tuple[Prepared, int]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries = BytesLRU(max_bytes)
 
     def __len__(self) -> int:
         return len(self._entries)
 
     @property
     def nbytes(self) -> int:
-        return sum(size for _, size in self._entries.values())
+        return self._entries.nbytes
 
     def prepared(self, table_key: str, table: pd.DataFrame, spec: ProblemSpec) -> Prepared:
         """``prepare(table, spec)``, from the kept entry when there is one."""
         key = (table_key, prepare_key(spec))
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-        if entry is not None:
+        kept = self._entries.get(key)
+        if kept is not None:
             check_spec_against_table(spec, table)
-            spec.model.check_size(entry[0].encoder.n_features)
-            return entry[0]
+            spec.model.check_size(kept.encoder.n_features)
+            return kept
         data = prepare(table, spec)
-        size = prepared_bytes(data)
-        if size <= self.max_bytes:
-            with self._lock:
-                self._entries[key] = (data, size)
-                self._entries.move_to_end(key)
-                while self.nbytes > self.max_bytes:
-                    self._entries.popitem(last=False)
+        self._entries.put(key, data, prepared_bytes(data))
         return data

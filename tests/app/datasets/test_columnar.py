@@ -18,9 +18,9 @@ from app.datasets.storage import load_table, profile_upload
 def settings(tmp_path, monkeypatch):
     s = Settings(FAIRSOLVE_HOME=str(tmp_path / "home"))
     monkeypatch.setattr(columnar, "get_settings", lambda: s)
-    storage._cached_table.cache_clear()
+    storage.forget_frames()
     yield s
-    storage._cached_table.cache_clear()
+    storage.forget_frames()
 
 
 def _table(tmp_path, text: str, name: str = "t.csv"):
@@ -43,7 +43,7 @@ def test_the_second_read_maps_the_copy_and_equals_the_parsed_frame(tmp_path, set
     path, fmt, options, sha = _table(tmp_path, _csv(120_000, 0))   # more than one parser chunk
     parsed = load_table(path, fmt, options, sha, text_as_categories=True)
     [copy] = list((settings.storage_dir / columnar.FOLDER).glob(f"{sha}-*.arrow"))
-    storage._cached_table.cache_clear()                     # a new process: only the copy on disk is shared
+    storage.forget_frames()                     # a new process: only the copy on disk is shared
 
     def no_parse(*args, **kwargs):
         raise AssertionError("the file was parsed again")
@@ -84,11 +84,11 @@ def test_other_reading_options_and_names_that_are_not_hashes_get_no_shared_copy(
 def test_a_zero_bound_keeps_no_copy(tmp_path, monkeypatch):
     s = Settings(FAIRSOLVE_HOME=str(tmp_path / "home"), FAIRSOLVE_COLUMNAR_CACHE_BYTES=0)
     monkeypatch.setattr(columnar, "get_settings", lambda: s)
-    storage._cached_table.cache_clear()
+    storage.forget_frames()
     path, fmt, options, sha = _table(tmp_path, "a,b\n1,2\n")
     assert load_table(path, fmt, options, sha, text_as_categories=True)["a"].tolist() == [1]
     assert columnar.cache(s) is None and not (s.storage_dir / columnar.FOLDER).exists()
-    storage._cached_table.cache_clear()
+    storage.forget_frames()
 
 
 def test_a_copy_that_cannot_be_written_or_read_leaves_the_parse(tmp_path, settings, monkeypatch):
@@ -106,3 +106,19 @@ def test_a_copy_that_cannot_be_written_or_read_leaves_the_parse(tmp_path, settin
     bad = settings.storage_dir / columnar.FOLDER / f"{sha}-{name}"
     bad.write_bytes(b"not arrow")
     assert columnar.read_copy(sha, name, settings) is None and not bad.exists()
+
+
+def test_the_frames_kept_in_a_process_are_bounded_in_bytes(tmp_path, settings, monkeypatch):
+    """``FAIRSOLVE_TABLE_CACHE_BYTES``: a frame within the bound is kept (the next read is the same object); one
+    over it is read again each time (from its columnar copy), and nothing kept exceeds the bound."""
+    path, fmt, options, sha = _table(tmp_path, _csv(20_000, 3))
+    first = load_table(path, fmt, options, sha, text_as_categories=True)
+    assert load_table(path, fmt, options, sha, text_as_categories=True) is first
+    bound = int(first.memory_usage(index=True, deep=False).sum()) // 4   # under the parsed and the mapped frame
+    monkeypatch.setattr(storage, "_frames", None)
+    monkeypatch.setattr(storage, "get_settings", lambda: Settings(FAIRSOLVE_HOME=str(tmp_path / "home"),
+                                                                  FAIRSOLVE_TABLE_CACHE_BYTES=bound))
+    again = load_table(path, fmt, options, sha, text_as_categories=True)
+    assert load_table(path, fmt, options, sha, text_as_categories=True) is not again
+    pd.testing.assert_frame_equal(again, first)
+    assert storage._frame_cache().nbytes == 0 and storage._frame_cache().max_bytes == bound
