@@ -621,8 +621,8 @@ def test_select_stores_the_base_whose_out_of_fold_rule_is_the_more_accurate_on_t
     table of 3,000 rows with noisy labels), LightGBM's own capacity memorises them, its out-of-fold rule is the more
     accurate and it is stored — more accurate on the population than the tuned base's job; where the rows are fresh
     draws of a continuous population, the tuned base is (seeds where the out-of-fold gap is above 1 pp). The stored
-    model is the chosen base's: the refit of all the fitting rows (demographic parity) or, for a randomised rule,
-    the model of the train split (fold 0's), with the chosen base's trees."""
+    model is the chosen base's, with its trees: LightGBM's capacity refitted on all the fitting rows, for a
+    randomised rule (equalized odds) too, where the tuned base stores its model of the train split."""
     import lightgbm
 
     from fairsolve.model import FairModel
@@ -654,6 +654,8 @@ def test_select_stores_the_base_whose_out_of_fold_rule_is_the_more_accurate_on_t
     assert tuned.enforcement["base_selection"] is None and tuned.enforcement["base_params"] == TUNED
     assert accuracy(selected_model, population) > accuracy(tuned_model, population) + 0.01
     assert leaves(selected) == (CAPACITY["n_estimators"], CAPACITY["num_leaves"])
+    assert selected.enforcement["cross_fit"] == {"folds": 3, "model": "refit"}   # the refit, randomised rule too
+    assert tuned.enforcement["cross_fit"]["model"] == ("refit" if kind == "demographic_parity" else "train")
 
     fresh = _finite_population(200_000, 0)
     out, _ = job(fresh.iloc[np.random.default_rng(10).choice(200_000, 3000, replace=False)].reset_index(drop=True),
