@@ -334,7 +334,8 @@ def test_auto_over_gbdt_cross_fits_group_thresholds_and_stops_on_its_population_
     out = run(planted_table(6000, seed=5), spec)
     assert [t["solver"] for t in out.tried] == ["group_thresholds"]
     row = out.tried[0]
-    assert row["params"] == {"cross_fit": 3, "base_model": "select"} and row["margin_met"] and row["selected"]
+    assert row["params"] == {"cross_fit": 3, "base_model": "select", "margin_delta": 0.05}
+    assert row["margin_met"] and row["selected"] and out.enforcement["margin"]["delta"] == 0.05
     assert row["unseen_bound"] <= 0.1 and row["outcome"] == "meets"
     margin = out.enforcement["margin"]
     assert out.enforcement["method"] == "group_thresholds" and margin["met"] and margin["about"] == "population"
