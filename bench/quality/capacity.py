@@ -84,7 +84,7 @@ def one(context: Context, table: str, seed: int, draw: str) -> dict:
 def markdown(rows: list[dict]) -> list[str]:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     md = ["# Which gbdt base: the out-of-fold choice against the population (`python -m bench.quality.capacity`)",
-          "", __doc__.split("\n\n")[1].replace("\n", " "), "",
+          "", *[" ".join(part.split()).replace(" * ", "\n* ") + "\n" for part in __doc__.split("\n\n")[1:3]],
           f"Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load:.2f}; {KIND} ≤ {TOLERANCE}. "
           "Accuracy on the judging rows (bootstrap: every row of P; fresh: P's rows not drawn).", "",
           "| table | draw | seed | tuned | capacity | select | out-of-fold: tuned / capacity | chosen | right |",
