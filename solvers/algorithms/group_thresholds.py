@@ -280,12 +280,14 @@ class _Thresholded:
         group = p.group if v is None else torch.cat([p.group, v.group])
         self.reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), len(p.group_names))
         self.ahead = None   # cross-fitting started beside the base's boosting (:meth:`_cross_fitted`)
-        if self.folds and v is not None and not self.pretrained and self.model.booster is None:
-            self.ahead = self._cross_fit(self.model.spec.n_estimators)
+        fresh = not self.pretrained and self.model.booster is None
+        selecting = self.other is not None and fresh   # base_model "select": its one refit waits for the choice
+        if self.folds and v is not None and fresh:
+            self.ahead = self._cross_fit(self.model.spec.n_estimators, refit=not selecting)
             weakref.finalize(self, self.ahead.cancel)   # an abandoned solve stops its fits
-        if self.other is not None and not self.pretrained and self.model.booster is None:
+        if selecting:
             spec = self.other[0]
-            self.other_fit = self._cross_fit(spec.n_estimators, spec, known=False)
+            self.other_fit = self._cross_fit(spec.n_estimators, spec, known=False, refit=False)
             weakref.finalize(self, self.other_fit.cancel)
 
     def step(self, k, current):
@@ -323,12 +325,12 @@ class _Thresholded:
         self.model = fitted.apply(self.model, solution, margin)
         return p.evaluate(self.model)
 
-    def _cross_fit(self, rounds: int, spec=None, known: bool = True):
+    def _cross_fit(self, rounds: int, spec=None, known: bool = True, refit: bool = True):
         """The :class:`~solvers.models.gbdt.cross_fit.CrossFit` of the train and validation rows at ``rounds``
         rounds with ``spec``'s hyper-parameters (default the base's), its fits started (:meth:`_cross_fitted`);
         ``known``: the validation fold's scores are the base's (else its model is boosted too: the other base of
-        :meth:`_selected`). The refit is boosted with the fold models, except under base_model "select", whose
-        one refit waits for the choice."""
+        :meth:`_selected`); ``refit``: the refit (``cross_fit_model: refit``) is boosted with the fold models (False
+        under base_model "select", whose one refit waits for the choice)."""
         from ..models.gbdt.cross_fit import CrossFit, _binned, _params, fold_of
 
         p, v = self.problem, self.validation
@@ -342,7 +344,7 @@ class _Thresholded:
                                    np.zeros(len(v.y), dtype=np.int64)])
         return CrossFit(X, y, g, spec, rounds, self.folds, self.seed, fold=fold,
                         known_folds=(0,) if v is not None and known else (), binned=binned,
-                        with_refit=self.cross_fit_model == "refit" and self.other is None)
+                        with_refit=self.cross_fit_model == "refit" and refit)
 
     def _selected(self, scores: np.ndarray, y: np.ndarray, g: np.ndarray) -> np.ndarray:
         """``base_model: "select"`` (:mod:`solvers.models.gbdt.threshold_base`): the out-of-fold scores of the base
@@ -432,7 +434,7 @@ class _Thresholded:
         if cross_fit is None or cross_fit.rounds != rounds:
             if cross_fit is not None:
                 cross_fit.cancel()
-            cross_fit = self._cross_fit(rounds)
+            cross_fit = self._cross_fit(rounds, refit=self.other_fit is None)
         y, g = self._fitting_labels()
         known = {0: self.model(v.X).double().cpu().numpy()} if v is not None else {}
         scores, booster, kept = cross_fit.result(known)
