@@ -280,7 +280,7 @@ class _Thresholded:
         group = p.group if v is None else torch.cat([p.group, v.group])
         self.reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), len(p.group_names))
         self.ahead = None   # cross-fitting started beside the base's boosting (:meth:`_cross_fitted`)
-        fresh = not self.pretrained and self.model.booster is None
+        fresh = not self.pretrained and getattr(self.model, "booster", None) is None   # a gbdt base with no tree
         selecting = self.other is not None and fresh   # base_model "select": its one refit waits for the choice
         if self.folds and v is not None and fresh:
             self.ahead = self._cross_fit(self.model.spec.n_estimators, refit=not selecting)
