@@ -352,8 +352,6 @@ class _Thresholded:
         scored by a model that did not see it); when it is the other base, its model becomes the stored one (the
         refit — for a randomised rule too, unless ``cross_fit_model: train`` asks for fold 0's model of the train
         split)."""
-        from ..models.gbdt.model import parallel_fits
-
         p = self.problem
         other, self.other_fit = self.other_fit, None
         other_scores, _, _ = other.result({})
@@ -374,8 +372,8 @@ class _Thresholded:
                 self.cross_fit_model = "refit"
             if self.cross_fit_model == "train":   # boosted on the train split: the stored "train" model
                 self.model.booster = other.fold_booster(0)
-        if self.cross_fit_model == "refit":   # the one refit, alone now: on every core the job has
-            self._store(*fit.refit(parallel_fits()))
+        if self.cross_fit_model == "refit":   # the one refit, once the choice is made
+            self._store(*fit.refit())
         return scores if chosen == "tuned" else other_scores
 
     def _store(self, booster, kept: np.ndarray) -> None:

@@ -149,16 +149,15 @@ class CrossFit:
         refit, refit_scores = fits[-1] if self.with_refit else (None, None)
         return scores, refit, refit_scores
 
-    def refit(self, threads: int) -> tuple[Any, np.ndarray]:
+    def refit(self) -> tuple[Any, np.ndarray]:
         """(the base boosted on all the rows at this cross-fitting's rounds, its raw scores of every row), boosted
-        now on ``threads`` threads — for a caller that decides after the fold models which refit it needs (built
-        with ``binned``)."""
+        now — for a caller that decides after the fold models which refit it needs (built with ``binned``). On the
+        fits' own thread count, as the refit boosted with the fold models: the same trees on any machine."""
         import lightgbm as lgb
 
         binned, X = self._all
-        params = {**self.params, "num_threads": threads}
-        booster = lgb.train(params, binned, num_boost_round=self.rounds)
-        return booster, booster.predict(X, raw_score=True, num_threads=threads)
+        booster = lgb.train(self.params, binned, num_boost_round=self.rounds)
+        return booster, booster.predict(X, raw_score=True, num_threads=self.params["num_threads"])
 
     def fold_booster(self, j: int) -> Any:
         """The booster of fold ``j``'s model (boosted on the other folds' rows), once its fit has ended."""

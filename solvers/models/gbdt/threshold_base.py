@@ -24,8 +24,9 @@ The rows' out-of-fold scores tell which case holds: each fold model scores rows 
 training rows as often as a fresh draw from the population repeats the stored model's. So both bases are
 cross-fitted and the one whose out-of-fold scores give the more accurate rule at the asked tolerances is stored
 (:meth:`solvers.algorithms.group_thresholds._Thresholded._selected`). Measured (``python -m
-bench.quality.capacity``, results ``bench/quality/results/capacity.md``): the out-of-fold accuracy difference has the
-sign of the difference on the population in both cases.
+bench.quality.capacity``, results ``bench/quality/results/capacity.md``; Adult, bank, bank-additional, COMPAS,
+4 samples of each kind): the choice was the base more accurate on the judging rows in 30 of 32 samples, the other
+two within 0.002.
 """
 from __future__ import annotations
 
