@@ -101,6 +101,9 @@ class _Tracer:
     def __call__(self, frame, event, _arg) -> None:
         if event != "call" or (callee := self._rel(frame)) is None:
             return
+        box = _box(callee)
+        if box in (None, "solvers"):   # never a step, whoever calls (below): no stack to walk
+            return
         chain, up = [], frame.f_back   # the first-party frames below this call, innermost first
         while up is not None:
             if (rel := self._rel(up)) is not None:
@@ -109,8 +112,8 @@ class _Tracer:
         if not chain:
             return
         caller, caller_fn = chain[0]
-        box, caller_box = _box(callee), _box(caller)
-        if box in (None, "solvers") or caller_box in (None, "solvers") or box == caller_box:
+        caller_box = _box(caller)
+        if caller_box in (None, "solvers") or box == caller_box:
             return
         edge = (caller, callee)
         with self.lock:

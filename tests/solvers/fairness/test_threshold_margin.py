@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.fairness.threshold_lp import solve_thresholds
+from solvers.fairness.threshold_lp import prepare, solve_thresholds
 from solvers.fairness.threshold_margin import SHARE_LIMIT, denominators, violation_bound, with_margin
+
+
+def _solver(s, y, g, n_groups, randomized=True):
+    """``families → solve_thresholds(...)`` on these rows, their ROC points prepared once (as a job's rule does,
+    ``group_thresholds._Fitted.solve``): the margin's bisection solves the same rows many times."""
+    prepared = prepare(s, y, g, n_groups, "accuracy", randomized)
+    return lambda families: solve_thresholds(s, y, g, n_groups, families, randomized=randomized, prepared=prepared)
+
 
 EPS, DELTA = 0.05, 0.1
 
@@ -41,8 +49,7 @@ def test_margin_keeps_the_gap_on_fresh_samples_with_probability_one_minus_delta(
     for _ in range(reps):   # test set-up: one fitting sample per repetition
         s, y, g = _sample(rng, n_fit, shares, 1.0)
 
-        def solve(families):
-            return solve_thresholds(s, y, g, K, families, randomized=False)
+        solve = _solver(s, y, g, K, randomized=False)
 
         solution, record = with_margin(solve, [("demographic_parity", eps)], denominators(y, g, K), DELTA, n_unseen)
         assert record.met and 0.0 < record.share < SHARE_LIMIT and record.bound <= DELTA
@@ -82,8 +89,7 @@ def test_the_population_margin_keeps_the_population_gap_with_probability_one_min
     for _ in range(reps):   # test set-up: one fitting sample per repetition
         s, y, g = _sample(rng, n_fit, shares, 1.0)
 
-        def solve(families):
-            return solve_thresholds(s, y, g, K, families, randomized=False)
+        solve = _solver(s, y, g, K, randomized=False)
 
         solution, record = with_margin(solve, [("demographic_parity", eps)], denominators(y, g, K), DELTA)
         assert record.met and record.summary()["about"] == "population" and record.summary()["unseen_rows"] is None
@@ -101,8 +107,7 @@ def test_no_margin_when_the_rows_already_support_the_promise_and_capped_when_the
     rng = np.random.default_rng(1)
     s, y, g = _sample(rng, 4000, (0.5, 0.5), 0.5)
 
-    def solve(families):
-        return solve_thresholds(s, y, g, 2, families, randomized=False)
+    solve = _solver(s, y, g, 2, randomized=False)
 
     counts = denominators(y, g, 2)
     huge = {k: v * 1e6 for k, v in counts.items()}                      # a million times the rows: no noise
@@ -219,8 +224,7 @@ def test_the_equalized_odds_margin_keeps_the_population_gap_with_small_cells(sha
         counts = denominators(y, g, K)
         assert counts["tpr"].sum() == y.sum() and counts["fpr"].sum() == (1 - y).sum()
 
-        def solve(families):
-            return solve_thresholds(s, y, g, K, families, randomized=True)
+        solve = _solver(s, y, g, K)
 
         solution, record = with_margin(solve, [("equalized_odds", eps)], counts, DELTA)
         tpr, fpr = _population_rates(solution, shares, 1.0)
@@ -280,8 +284,7 @@ def test_the_margin_is_spent_where_the_rates_are_precise():
     s, y, g = _odds_sample(np.random.default_rng(8))
     counts = denominators(y, g, 2)
 
-    def solve(families):
-        return solve_thresholds(s, y, g, 2, families)
+    solve = _solver(s, y, g, 2)
 
     solution, record = with_margin(solve, [("equalized_odds", EPS)], counts, DELTA)
     assert record.met and record.bound <= DELTA
@@ -308,7 +311,7 @@ def test_the_margin_per_band_keeps_the_population_gap_with_probability_one_minus
     reps, kept, split = 30, [], 0
     for _ in range(reps):   # test set-up: one fitting sample per repetition
         s, y, g = _odds_sample(rng)
-        solution, record = with_margin(lambda f: solve_thresholds(s, y, g, 2, f), [("equalized_odds", EPS)],
+        solution, record = with_margin(_solver(s, y, g, 2), [("equalized_odds", EPS)],
                                        denominators(y, g, 2), DELTA)
         bands = record.bands.get("equalized_odds", {})
         split += bool(bands) and bands["tpr"] != bands["fpr"]
