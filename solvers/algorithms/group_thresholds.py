@@ -281,13 +281,13 @@ class _Thresholded:
         self.reader = group_reader(X.cpu().numpy(), group.cpu().numpy(), len(p.group_names))
         self.ahead = None   # cross-fitting started beside the base's boosting (:meth:`_cross_fitted`)
         fresh = not self.pretrained and getattr(self.model, "booster", None) is None   # a gbdt base with no tree
-        selecting = self.other is not None and fresh   # base_model "select": its one refit waits for the choice
         if self.folds and v is not None and fresh:
-            self.ahead = self._cross_fit(self.model.spec.n_estimators, refit=not selecting)
+            self.ahead = self._cross_fit(self.model.spec.n_estimators)
             weakref.finalize(self, self.ahead.cancel)   # an abandoned solve stops its fits
-        if selecting:
+        if self.other is not None and fresh:   # base_model "select": both bases' refits, the unchosen one cancelled
             spec = self.other[0]
-            self.other_fit = self._cross_fit(spec.n_estimators, spec, known=False, refit=False)
+            self.other_fit = self._cross_fit(spec.n_estimators, spec, known=False,
+                                             refit=self.config.cross_fit_model != "train")
             weakref.finalize(self, self.other_fit.cancel)
 
     def step(self, k, current):
@@ -325,36 +325,36 @@ class _Thresholded:
         self.model = fitted.apply(self.model, solution, margin)
         return p.evaluate(self.model)
 
-    def _cross_fit(self, rounds: int, spec=None, known: bool = True, refit: bool = True):
+    def _cross_fit(self, rounds: int, spec=None, known: bool = True, refit: bool | None = None):
         """The :class:`~solvers.models.gbdt.cross_fit.CrossFit` of the train and validation rows at ``rounds``
-        rounds with ``spec``'s hyper-parameters (default the base's), its fits started (:meth:`_cross_fitted`);
-        ``known``: the validation fold's scores are the base's (else its model is boosted too: the other base of
-        :meth:`_selected`); ``refit``: the refit (``cross_fit_model: refit``) is boosted with the fold models (False
-        under base_model "select", whose one refit waits for the choice)."""
-        from ..models.gbdt.cross_fit import CrossFit, _binned, _params, fold_of
+        rounds with ``spec``'s hyper-parameters (default the base's), its fits started (:meth:`_cross_fitted`), the
+        rows binned once on its own threads; ``known``: the validation fold's scores are the base's (else its model
+        is boosted too: the other base of :meth:`_selected`); ``refit``: the refit on every row is boosted with the
+        fold models (default: when ``cross_fit_model`` is ``refit``)."""
+        from ..models.gbdt.cross_fit import CrossFit, fold_of
 
         p, v = self.problem, self.validation
         spec = self.model.spec if spec is None else spec
         X, y, g = self._fitting_rows()
-        binned = _binned(X, y.astype(np.float64), _params(spec, self.seed))
         fold = None
         if v is not None:   # validation = fold 0, scored by the base of the train split
             n_train = len(p.y)
             fold = np.concatenate([1 + fold_of(y[:n_train], g[:n_train], self.folds - 1, self.seed),
                                    np.zeros(len(v.y), dtype=np.int64)])
         return CrossFit(X, y, g, spec, rounds, self.folds, self.seed, fold=fold,
-                        known_folds=(0,) if v is not None and known else (), binned=binned,
-                        with_refit=self.cross_fit_model == "refit" and refit)
+                        known_folds=(0,) if v is not None and known else (), binned=True,
+                        with_refit=self.cross_fit_model == "refit" if refit is None else refit)
 
     def _selected(self, scores: np.ndarray, y: np.ndarray, g: np.ndarray) -> np.ndarray:
         """``base_model: "select"`` (:mod:`solvers.models.gbdt.threshold_base`): the out-of-fold scores of the base
         whose rule at the asked tolerances is the more accurate on them (its objective on the fitting rows, each
         scored by a model that did not see it); when it is the other base, its model becomes the stored one (the
         refit — for a randomised rule too, unless ``cross_fit_model: train`` asks for fold 0's model of the train
-        split)."""
+        split). Both refits are boosted beside the fold models, before the choice (the cores are otherwise idle
+        while the last fold models end); the unchosen one is cancelled."""
         p = self.problem
         other, self.other_fit = self.other_fit, None
-        other_scores, _, _ = other.result({})
+        other_scores = other.scores({})
         K = len(p.group_names)
 
         def accuracy(s: np.ndarray) -> float:
@@ -365,14 +365,15 @@ class _Thresholded:
         tuned, capacity = accuracy(scores), accuracy(other_scores)
         chosen = "capacity" if capacity > tuned else "tuned"
         self.selection = {"tuned": tuned, "capacity": capacity, "chosen": chosen}
-        fit = self.tuned_fit if chosen == "tuned" else other
+        fit, unchosen = (self.tuned_fit, other) if chosen == "tuned" else (other, self.tuned_fit)
+        unchosen.cancel()   # its refit (boosted beside the fold models, in case) stops at its next round
         if chosen == "capacity":
             self.model.spec, self.base_params = self.other
             if self.config.cross_fit_model is None:   # its refit, for a randomised rule too (module docstring)
                 self.cross_fit_model = "refit"
             if self.cross_fit_model == "train":   # boosted on the train split: the stored "train" model
                 self.model.booster = other.fold_booster(0)
-        if self.cross_fit_model == "refit":   # the one refit, once the choice is made
+        if self.cross_fit_model == "refit":
             self._store(*fit.refit())
         return scores if chosen == "tuned" else other_scores
 
@@ -432,13 +433,13 @@ class _Thresholded:
         if cross_fit is None or cross_fit.rounds != rounds:
             if cross_fit is not None:
                 cross_fit.cancel()
-            cross_fit = self._cross_fit(rounds, refit=self.other_fit is None)
+            cross_fit = self._cross_fit(rounds)
         y, g = self._fitting_labels()
         known = {0: self.model(v.X).double().cpu().numpy()} if v is not None else {}
-        scores, booster, kept = cross_fit.result(known)
         self.tuned_fit = cross_fit
-        if booster is not None:
-            self._store(booster, kept)
+        scores = cross_fit.scores(known)
+        if cross_fit.with_refit and self.other_fit is None:   # under base_model "select", once the choice is made
+            self._store(*cross_fit.refit())
         return scores, y, g
 
 

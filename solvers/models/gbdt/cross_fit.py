@@ -67,22 +67,22 @@ def _binned(X: np.ndarray, y: np.ndarray, params: dict[str, Any]):
 
 def out_of_fold_scores(X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: Any, rounds: int, k: int,
                        seed: int, fold: np.ndarray | None = None, known: dict[int, np.ndarray] | None = None,
-                       binned: Any = None) -> np.ndarray:
+                       binned: bool = False) -> np.ndarray:
     """(n,) raw scores, each row's from the model boosted on the folds without it (``rounds`` rounds).
 
     ``fold``: the rows' folds (default :func:`fold_of`); ``known``: fold → the scores of its rows already given by
     a model boosted on the other folds' rows alone (e.g. the base model of the train split, for a validation fold):
-    that fold is not boosted again. ``binned``: :func:`_binned` of (X, y), whose subsets the fold models train on
-    (None: each fold model bins its own rows)."""
+    that fold is not boosted again. ``binned``: (X, y) binned once (:func:`_binned`), the fold models trained on
+    its subsets (False: each fold model bins its own rows)."""
     scores, _ = cross_fit(X, y, group, spec, rounds, k, seed, fold=fold, known=known, binned=binned)
     return scores
 
 
 def cross_fit(X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: Any, rounds: int, k: int, seed: int,
-              fold: np.ndarray | None = None, known: dict[int, np.ndarray] | None = None, binned: Any = None,
+              fold: np.ndarray | None = None, known: dict[int, np.ndarray] | None = None, binned: bool = False,
               with_refit: bool = False) -> tuple[np.ndarray, Any]:
     """(:func:`out_of_fold_scores`, the refit booster or None): the fold models and, with ``with_refit``, the base
-    boosted on all the rows (``binned`` itself when given), boosted at once (:class:`CrossFit`)."""
+    boosted on all the rows (on the one binning with ``binned``), boosted at once (:class:`CrossFit`)."""
     known = known or {}
     scores, refit, _ = CrossFit(X, y, group, spec, rounds, k, seed, fold=fold, known_folds=known, binned=binned,
                                 with_refit=with_refit).result(known)
@@ -97,67 +97,83 @@ class CrossFit:
     """The fold models (and, with ``with_refit``, the base boosted on all the rows) of one cross-fitting, boosted
     from construction on :func:`~.model.parallel_fits` background threads (module docstring): a caller may start
     them before the model whose scores one fold takes (``known_folds``) is boosted, and read them with
-    :meth:`result`. Each thread boosts one model and predicts its rows (a fold model its held-out fold, the refit
-    every row), so the predictions run beside the other fits too. Every fit is deterministic: the trees are those
-    of the same fits one after the other. :meth:`cancel` stops the fits between rounds."""
+    :meth:`result` (or the fold models' scores with :meth:`scores` and the refit with :meth:`refit`). Each thread
+    boosts one model and predicts its rows (a fold model its held-out fold, the refit every row), so the
+    predictions run beside the other fits too; with ``binned`` the rows are binned once, by the first fit's
+    thread, and every fold model trains on a subset of that binning (the constructor returns at once). Every fit
+    is deterministic: the trees are those of the same fits one after the other. :meth:`cancel` stops the fits
+    between rounds."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: Any, rounds: int, k: int, seed: int,
-                 fold: np.ndarray | None = None, known_folds: Any = (), binned: Any = None,
+                 fold: np.ndarray | None = None, known_folds: Any = (), binned: bool = False,
                  with_refit: bool = False) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         if not MIN_FOLDS <= k <= MAX_FOLDS:
             raise ValueError(f"cross_fit: {MIN_FOLDS} to {MAX_FOLDS} folds, not {k}")
-        X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1)
-        self.fold = fold_of(y, group, k, seed) if fold is None else np.asarray(fold)
-        self.rounds, self.with_refit, self.n = int(rounds), with_refit, len(y)
+        self.X, self.y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(-1)
+        self.fold = fold_of(self.y, group, k, seed) if fold is None else np.asarray(fold)
+        self.rounds, self.with_refit, self.n, self.binned = int(rounds), with_refit, len(self.y), binned
         self.params = _params(spec, seed)
         self.boosted = [j for j in range(k) if j not in set(known_folds)]   # at most K model fits (not a row loop)
-        if binned is not None:
-            datasets = [binned.subset(np.flatnonzero(self.fold != j).tolist(), params=self.params).construct()
-                        for j in self.boosted]
-        else:
-            datasets = [_dataset(X[self.fold != j], y[self.fold != j], self.params) for j in self.boosted]
-        tasks = [(d, X[self.fold == j]) for j, d in zip(self.boosted, datasets)]
-        self._all = (binned, X) if binned is not None else None   # what a later :meth:`refit` boosts on
-        if with_refit:
-            tasks.append((binned if binned is not None else _dataset(X, y, self.params), X))
+        self._datasets: dict[int | None, Any] | None = None   # fold j (None: every row) -> its LightGBM dataset
+        self._built = threading.Lock()
         self.stopped = threading.Event()
+        tasks = self.boosted + ([None] if with_refit else [])
         self._pool = ThreadPoolExecutor(max_workers=min(parallel_fits(), len(tasks)), thread_name_prefix="gbdt-fit")
-        self._futures = [self._pool.submit(self._fit, data, rows) for data, rows in tasks]
+        self._futures = [self._pool.submit(self._fit, j) for j in tasks]
         self._pool.shutdown(wait=False)   # the threads end with their last fit
 
-    def _fit(self, data: Any, rows: np.ndarray) -> tuple[Any, np.ndarray]:
+    def _dataset_of(self, j: int | None) -> Any:
+        """The training rows of fold ``j``'s model (None: the refit's, every row). With ``binned``, the first call
+        bins every row and builds every fold's subset, under a lock (before any fit boosts on the binning)."""
+        if not self.binned:
+            train = self.fold != j if j is not None else slice(None)
+            return _dataset(self.X[train], self.y[train], self.params)
+        with self._built:
+            if self._datasets is None:
+                everything = _binned(self.X, self.y, self.params)
+                self._datasets = {j: everything.subset(np.flatnonzero(self.fold != j).tolist(),
+                                                       params=self.params).construct() for j in self.boosted}
+                self._datasets[None] = everything
+        return self._datasets[j]
+
+    def _fit(self, j: int | None) -> tuple[Any, np.ndarray]:
         import lightgbm as lgb
 
         def check(_env) -> None:
             if self.stopped.is_set():
                 raise Abandoned
 
+        data = self._dataset_of(j)
+        rows = self.X if j is None else self.X[self.fold == j]
         booster = lgb.train(self.params, data, num_boost_round=self.rounds, callbacks=[check])
         return booster, booster.predict(rows, raw_score=True, num_threads=self.params["num_threads"])
 
-    def result(self, known: dict[int, np.ndarray]) -> tuple[np.ndarray, Any, np.ndarray | None]:
-        """(out-of-fold scores of every row — fold j of ``known`` given there —, the refit booster or None, its raw
-        scores of every row or None), once every fit has ended."""
-        fits = [f.result() for f in self._futures]
+    def scores(self, known: dict[int, np.ndarray]) -> np.ndarray:
+        """Out-of-fold scores of every row — fold j of ``known`` given there —, once the fold models have ended
+        (not the refit)."""
         scores = np.zeros(self.n)
         for j, known_scores in known.items():
             scores[self.fold == j] = known_scores
-        for j, (_booster, fold_scores) in zip(self.boosted, fits):
-            scores[self.fold == j] = fold_scores
-        refit, refit_scores = fits[-1] if self.with_refit else (None, None)
+        for j, future in zip(self.boosted, self._futures):
+            scores[self.fold == j] = future.result()[1]
+        return scores
+
+    def result(self, known: dict[int, np.ndarray]) -> tuple[np.ndarray, Any, np.ndarray | None]:
+        """(:meth:`scores`, the refit booster or None, its raw scores of every row or None), once every fit has
+        ended."""
+        scores = self.scores(known)
+        refit, refit_scores = self._futures[-1].result() if self.with_refit else (None, None)
         return scores, refit, refit_scores
 
     def refit(self) -> tuple[Any, np.ndarray]:
-        """(the base boosted on all the rows at this cross-fitting's rounds, its raw scores of every row), boosted
-        now — for a caller that decides after the fold models which refit it needs (built with ``binned``). On the
-        fits' own thread count, as the refit boosted with the fold models: the same trees on any machine."""
-        import lightgbm as lgb
-
-        binned, X = self._all
-        booster = lgb.train(self.params, binned, num_boost_round=self.rounds)
-        return booster, booster.predict(X, raw_score=True, num_threads=self.params["num_threads"])
+        """(the base boosted on all the rows at this cross-fitting's rounds, its raw scores of every row): the refit
+        boosted with the fold models, or, without ``with_refit``, boosted now — on the fits' own thread count, as
+        the refit boosted with the fold models: the same trees on any machine."""
+        if self.with_refit:
+            return self._futures[-1].result()
+        return self._fit(None)
 
     def fold_booster(self, j: int) -> Any:
         """The booster of fold ``j``'s model (boosted on the other folds' rows), once its fit has ended."""

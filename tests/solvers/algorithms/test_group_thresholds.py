@@ -435,9 +435,9 @@ def test_cross_fitting_boosts_k_minus_1_fold_models_and_reuses_the_train_split_b
             super().__init__(*args, **kwargs)
             scored.update(fold=self.fold, starts=scored.get("starts", 0) + 1)
 
-        def result(self, known):
+        def scores(self, known):
             scored.update(known=known)
-            return super().result(known)
+            return super().scores(known)
 
     monkeypatch.setattr(lgb, "train", counting)
     monkeypatch.setattr(cross_fit, "CrossFit", Recording)
