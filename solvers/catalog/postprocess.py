@@ -68,6 +68,13 @@ class GroupThresholdsConfig(PrimalConfig):
         "they are; 'select' (with cross_fit; what auto asks): both the tuned base and LightGBM's own defaults (100 "
         "trees of 31 leaves on every feature) are cross-fitted, and the one whose out-of-fold scores give the more "
         "accurate rule is stored (it memorises rows that the population repeats; the report's base_selection).")
+    repeats: bool | None = Field(
+        None, description="With cross-fitting and the refitted base stored, fit the rule to the scores the "
+        "population shows that model: a fitting row's in-sample score with probability ρ (Good–Turing's share of "
+        "future rows whose features repeat a fitting row's: one minus the share of rows whose features occur once), "
+        "else its out-of-fold score (solvers.data.repeats; the report's repeats). False: the out-of-fold scores "
+        "alone. None: on for deterministic thresholds, off for a randomised rule (measured: "
+        "solvers.algorithms.group_thresholds, 'Repeated rows').")
     margin_delta: float | None = Field(
         0.1, gt=0.0, le=0.5, description="Safety margin: the thresholds are chosen at a tolerance ε' ≤ ε such that "
         "the rule's exact gap on the population the rows come from (or on an unseen sample of margin_rows rows) "

@@ -673,3 +673,33 @@ def test_select_needs_a_cross_fitted_gbdt_base():
                           ({"type": "linear"}, {"base_model": "select", "threshold_rows": "train_validation"})):
         with pytest.raises(ValueError, match="base_model 'select'"):
             run(table, ProblemSpec(**fields, model=model, solver={"name": "group_thresholds", "params": params}))
+
+
+def test_repeated_rows_fit_the_rule_to_the_refits_in_sample_scores_with_good_turings_share():
+    """``repeats`` (deterministic thresholds over the stored refit): on a bootstrap sample of a finite table the
+    report's ρ̂ is the share of the table the fitting rows hold (within 0.03), and the rule differs from the one
+    fitted to out-of-fold scores alone; on fresh draws of a continuous population ρ̂ = 0 and the job is the same
+    bit for bit; a randomised rule (equalized odds) leaves it off by default."""
+    def job(sample, kind="demographic_parity", **params):
+        spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"], model={"type": "gbdt"},
+                           constraints=[{"type": kind, "tolerance": 0.05}],
+                           split={"test": 0.1, "validation": 0.3, "seed": 0},
+                           solver={"name": "group_thresholds", "params": {"cross_fit": 3, "base_model": "spec",
+                                                                         **params}})
+        return run(sample, spec)
+
+    population = _finite_population(3000, 0)
+    idx = np.random.default_rng(10).integers(0, 3000, 3000)
+    sample = population.iloc[idx].reset_index(drop=True)
+    on, off = job(sample), job(sample, repeats=False)
+    fitting = np.setdiff1d(np.arange(len(idx)), np.asarray(on.predictions["row"]))
+    held = len(np.unique(idx[fitting])) / 3000
+    assert on.enforcement["repeats"]["share"] == pytest.approx(held, abs=0.03)
+    assert off.enforcement["repeats"] is None
+    assert on.enforcement["thresholds"] != off.enforcement["thresholds"]
+
+    fresh = _finite_population(200_000, 0).iloc[:3000]
+    on, off = job(fresh), job(fresh, repeats=False)
+    assert on.enforcement["repeats"] == {"share": 0.0}
+    np.testing.assert_array_equal(on.predictions["score"], off.predictions["score"])
+    assert job(sample, "equalized_odds").enforcement["repeats"] is None
