@@ -466,8 +466,10 @@ def test_cross_fitting_boosts_k_minus_1_fold_models_and_reuses_the_train_split_b
     assert sorted(fits) == sorted([n_fit - train_folds[0], n_fit - train_folds[1]])
 
 
-def test_fold_models_and_refit_boosted_at_once_equal_one_after_the_other(monkeypatch):
-    """``FAIRSOLVE_GBDT_PARALLEL_FITS`` threads give the same out-of-fold scores and refit, bit for bit."""
+@pytest.mark.parametrize("binned", [False, True])
+def test_fold_models_and_refit_boosted_at_once_equal_one_after_the_other(monkeypatch, binned):
+    """``FAIRSOLVE_GBDT_PARALLEL_FITS`` threads give the same out-of-fold scores and refit, bit for bit — also when
+    the rows are binned once by the first fit's thread (``binned``) while the others wait for it."""
     from solvers.data.spec import ModelSpec
     from solvers.models.gbdt.cross_fit import cross_fit
 
@@ -479,7 +481,7 @@ def test_fold_models_and_refit_boosted_at_once_equal_one_after_the_other(monkeyp
     runs = {}
     for threads in ("1", "3"):
         monkeypatch.setenv("FAIRSOLVE_GBDT_PARALLEL_FITS", threads)
-        scores, booster = cross_fit(X, y, g, spec, 30, 3, seed=0, with_refit=True)
+        scores, booster = cross_fit(X, y, g, spec, 30, 3, seed=0, with_refit=True, binned=binned)
         runs[threads] = (scores, booster.predict(X, raw_score=True))
     np.testing.assert_array_equal(runs["1"][0], runs["3"][0])
     np.testing.assert_array_equal(runs["1"][1], runs["3"][1])
