@@ -419,8 +419,7 @@ class _Thresholded:
         holds — else its out-of-fold one. ρ̂ = 0 (no repeated feature row) leaves the out-of-fold scores."""
         from ..data.repeats import mixed_scores, repeat_share
 
-        parts = [self.problem] + ([self.validation] if self.validation is not None else [])
-        share = repeat_share(np.concatenate([q.X.cpu().numpy() for q in parts]))
+        share = repeat_share(self._fitting_rows()[0])
         self.repeats = {"share": share}
         return mixed_scores(scores, self.in_sample, share, self.seed)
 
