@@ -277,6 +277,7 @@ class _Thresholded:
         self.selection: dict | None = None   # the report's record of the choice
         self.in_sample: np.ndarray | None = None   # the stored refit's scores of the fitting rows (:meth:`_store`)
         self.repeats: dict | None = None   # the report's repeat share (:meth:`_with_repeats`)
+        self._rows: tuple | None = None   # :meth:`_fitting_rows`, once built
         if self.config.base_model == "select" and not (own_gbdt and self.folds):
             raise ValueError("group_thresholds: base_model 'select' chooses between two gbdt bases by their "
                              "cross-fitted scores: it needs a gbdt base trained by the job and cross_fit")
@@ -435,10 +436,13 @@ class _Thresholded:
         return kept, theta
 
     def _fitting_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(X float64, y, group) of the train rows, then the validation rows."""
-        parts = [self.problem] + ([self.validation] if self.validation is not None else [])
-        X = np.concatenate([q.X.cpu().numpy() for q in parts]).astype(np.float64, copy=False)
-        return X, *self._fitting_labels()
+        """(X float64, y, group) of the train rows, then the validation rows; built once per solve (both bases'
+        cross-fittings and the repeat share read the same rows)."""
+        if self._rows is None:
+            parts = [self.problem] + ([self.validation] if self.validation is not None else [])
+            X = np.concatenate([q.X.cpu().numpy() for q in parts]).astype(np.float64, copy=False)
+            self._rows = (X, *self._fitting_labels())
+        return self._rows
 
     def _fitting_labels(self) -> tuple[np.ndarray, np.ndarray]:
         """(y, group) of the train rows, then the validation rows."""

@@ -56,3 +56,30 @@ def test_mixed_scores_take_the_in_sample_score_with_the_share_asked():
     assert np.isin(mixed, oof).sum() + np.isin(mixed, ins).sum() == len(mixed)
     assert (mixed > 5).mean() == pytest.approx(0.3, abs=0.01)
     np.testing.assert_array_equal(mixed, mixed_scores(oof, ins, 0.3, 0))   # seeded
+
+
+@pytest.mark.parametrize("dtype,columns", [(np.float64, 105), (np.float32, 7), (np.int16, 3), (np.int8, 5)])
+def test_row_counts_are_exact_whatever_the_row_width(dtype, columns):
+    """The hashed count of each row's copies equals a count by sorting the rows' bytes, on rows with many repeats,
+    for 8-, 4-, 2- and 1-byte words."""
+    from solvers.data.repeats import _sorted_counts, row_counts
+
+    rng = np.random.default_rng(columns)
+    types = rng.integers(0, 50, size=(2000, columns)).astype(dtype)
+    X = types[rng.integers(0, 2000, 1500)]
+    counts = row_counts(X)
+    np.testing.assert_array_equal(counts, _sorted_counts(X.view(np.uint8)))
+    assert counts.max() > 1 and (counts == 1).any()
+
+
+def test_rows_whose_hashes_collide_are_still_counted_exactly(monkeypatch):
+    """Multipliers of 0 give every row the same hash: the word-for-word check finds the distinct rows and the count
+    falls back to the sort of the rows' bytes."""
+    from solvers.data import repeats
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 2, size=(400, 4)).astype(np.float64)
+    exact = repeats._sorted_counts(X.view(np.uint8))
+    monkeypatch.setattr(repeats, "_MULTIPLIERS", np.zeros(4096, dtype=np.uint64))
+    np.testing.assert_array_equal(repeats.row_counts(X), exact)
+    assert repeats.repeat_share(X) == 1.0 - np.count_nonzero(exact == 1) / len(X)
