@@ -2,7 +2,8 @@ r"""Which gbdt base ``group_thresholds`` should boost: does the out-of-fold choi
 
 ``base_model: "select"`` (:mod:`solvers.models.gbdt.threshold_base`, what ``auto`` asks over gbdt) cross-fits the
 tuned base (100 trees of 15 leaves on half the features) and LightGBM's own defaults (100 trees of 31 leaves on
-every feature) and stores the one whose rule is the more accurate on its out-of-fold scores. Whether that is the
+every feature) and stores the one whose rule is the more accurate on the validation fold when that is decisive, else
+on every fitting row's out-of-fold score. Whether that is the
 right one depends on the population: where future rows repeat fitting rows exactly, the memorising base wins on
 them; where they are fresh, the tuned base generalises better. The population protocol's populations
 (:mod:`bench.quality.population`) give both cases from one table P:
@@ -14,8 +15,9 @@ them; where they are fresh, the tuned base generalises better. The population pr
 
 Each sample runs the job of the cell in process (:func:`solvers.run`, demographic parity ≤ 0.05, the protocol's
 split) three times — ``tuned``, ``capacity`` (``base_model: "spec"`` with LightGBM's defaults) and ``select`` — and
-reports each model's accuracy on its judging rows, the out-of-fold rule accuracies ``select`` compared
-(``enforcement.base_selection``), its choice, and whether the choice is the more accurate of the two there. Run::
+reports each model's accuracy on its judging rows, the rule accuracies ``select`` compared and on which rows
+(``enforcement.base_selection``: the validation fold, or every row out of fold, with the paired z), its choice,
+whether the choice is the more accurate of the two there, and the seconds of each job. Run::
 
     python -m bench.quality.capacity --tables adult_sex bank_age compas_race --seeds 0 1 2 3
 
@@ -56,6 +58,7 @@ def one(context: Context, table: str, seed: int, draw: str) -> dict:
     from fairsolve.model import FairModel
     from solvers import ProblemSpec, run
     from solvers.data.encoding import TableEncoder
+    from worker.threads import solve_threads
 
     pop = context.population(table)
     P, y = pop["table"], pop["y"]
@@ -68,12 +71,14 @@ def one(context: Context, table: str, seed: int, draw: str) -> dict:
         fields["model"].update(model)
         fields["solver"] = {"name": "group_thresholds", "params": params}
         spec = ProblemSpec.model_validate(fields)
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), solve_threads(spec):   # a worker's threads (worker.threads)
+            start = time.perf_counter()
             out = run(sample, spec)
+            seconds = time.perf_counter() - start
         fitted = FairModel.from_state(TableEncoder.from_dict(out.encoder), spec.model, out.state_dict)
         decision = (fitted.decision_function(P.iloc[judged]) > 0).astype(np.float64)
         metrics = population_metrics(decision, y[judged], groups["index"][judged], len(groups["names"]))
-        row[name] = {"accuracy": metrics["accuracy"], "gap": metrics[KIND]}
+        row[name] = {"accuracy": metrics["accuracy"], "gap": metrics[KIND], "seconds": seconds}
         if name == "select":
             row["selection"] = out.enforcement["base_selection"]
     better = "capacity" if row["capacity"]["accuracy"] > row["tuned"]["accuracy"] else "tuned"
@@ -87,20 +92,26 @@ def markdown(rows: list[dict]) -> list[str]:
           "", *[" ".join(part.split()).replace(" * ", "\n* ") + "\n" for part in __doc__.split("\n\n")[1:3]],
           f"Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load:.2f}; {KIND} ≤ {TOLERANCE}. "
           "Accuracy on the judging rows (bootstrap: every row of P; fresh: P's rows not drawn).", "",
-          "| table | draw | seed | tuned | capacity | select | out-of-fold: tuned / capacity | chosen | right |",
+          "| table | draw | seed | tuned | capacity | select | judged on: tuned / capacity (z) | chosen | right |",
           "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         s = r["selection"]
         md.append(f"| {r['table']} | {r['draw']} | {r['seed']} | {r['tuned']['accuracy']:.4f} | "
-                  f"{r['capacity']['accuracy']:.4f} | {r['select']['accuracy']:.4f} | {s['tuned']:.4f} / "
-                  f"{s['capacity']:.4f} | {s['chosen']} | {'yes' if r['right'] else '**no**'} |")
-    md += ["", "Means per table and draw (accuracy; the choice right in k of n samples):", "",
-           "| table | draw | tuned | capacity | select | right |", "|---|---|---|---|---|---|"]
+                  f"{r['capacity']['accuracy']:.4f} | {r['select']['accuracy']:.4f} | {s.get('rows', 'out_of_fold')}: "
+                  f"{s['tuned']:.4f} / {s['capacity']:.4f} ({s.get('z', float('nan')):.2f}) | {s['chosen']} | "
+                  f"{'yes' if r['right'] else '**no**'} |")
+    md += ["", "Means per table and draw (accuracy; the choice right in k of n samples; decided on the validation "
+           "fold in k of n; median seconds of each job, in process):", "",
+           "| table | draw | tuned | capacity | select | right | on validation | seconds: tuned / capacity / select |",
+           "|---|---|---|---|---|---|---|---|"]
     for key in dict.fromkeys((r["table"], r["draw"]) for r in rows):
         part = [r for r in rows if (r["table"], r["draw"]) == key]
         mean = {v: float(np.mean([r[v]["accuracy"] for r in part])) for v in VARIANTS}
+        wall = {v: float(np.median([r[v]["seconds"] for r in part])) for v in VARIANTS}
+        early = sum(r["selection"].get("rows") == "validation" for r in part)
         md.append(f"| {key[0]} | {key[1]} | {mean['tuned']:.4f} | {mean['capacity']:.4f} | {mean['select']:.4f} | "
-                  f"{sum(r['right'] for r in part)} of {len(part)} |")
+                  f"{sum(r['right'] for r in part)} of {len(part)} | {early} of {len(part)} | {wall['tuned']:.2f} / "
+                  f"{wall['capacity']:.2f} / {wall['select']:.2f} |")
     return md + [""]
 
 

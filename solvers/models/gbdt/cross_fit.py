@@ -102,11 +102,12 @@ class CrossFit:
     predictions run beside the other fits too; with ``binned`` the rows are binned once, by the first fit's
     thread, and every fold model trains on a subset of that binning (the constructor returns at once). Every fit
     is deterministic: the trees are those of the same fits one after the other. :meth:`cancel` stops the fits
-    between rounds."""
+    between rounds. ``held``: fits (fold numbers, None for the refit) that wait, using no CPU, until
+    :meth:`release` — a caller that may not need them lets the others have the cores first."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, group: np.ndarray, spec: Any, rounds: int, k: int, seed: int,
                  fold: np.ndarray | None = None, known_folds: Any = (), binned: bool = False,
-                 with_refit: bool = False) -> None:
+                 with_refit: bool = False, held: Any = ()) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         if not MIN_FOLDS <= k <= MAX_FOLDS:
@@ -119,9 +120,14 @@ class CrossFit:
         self._datasets: dict[int | None, Any] | None = None   # fold j (None: every row) -> its LightGBM dataset
         self._built = threading.Lock()
         self.stopped = threading.Event()
+        self.held = set(held)
+        self.released = threading.Event()
+        if not self.held:
+            self.released.set()
         tasks = self.boosted + ([None] if with_refit else [])
+        tasks.sort(key=lambda j: j in self.held)   # the fits that go at once first, in their order
         self._pool = ThreadPoolExecutor(max_workers=min(parallel_fits(), len(tasks)), thread_name_prefix="gbdt-fit")
-        self._futures = [self._pool.submit(self._fit, j) for j in tasks]
+        self._futures = {j: self._pool.submit(self._fit, j) for j in tasks}   # fold (None: the refit) -> its fit
         self._pool.shutdown(wait=False)   # the threads end with their last fit
 
     def _dataset_of(self, j: int | None) -> Any:
@@ -145,6 +151,10 @@ class CrossFit:
             if self.stopped.is_set():
                 raise Abandoned
 
+        if j in self.held:
+            self.released.wait()   # set by release() or cancel()
+        if self.stopped.is_set():
+            raise Abandoned
         data = self._dataset_of(j)
         rows = self.X if j is None else self.X[self.fold == j]
         booster = lgb.train(self.params, data, num_boost_round=self.rounds, callbacks=[check])
@@ -156,15 +166,15 @@ class CrossFit:
         scores = np.zeros(self.n)
         for j, known_scores in known.items():
             scores[self.fold == j] = known_scores
-        for j, future in zip(self.boosted, self._futures):
-            scores[self.fold == j] = future.result()[1]
+        for j in self.boosted:
+            scores[self.fold == j] = self._futures[j].result()[1]
         return scores
 
     def result(self, known: dict[int, np.ndarray]) -> tuple[np.ndarray, Any, np.ndarray | None]:
         """(:meth:`scores`, the refit booster or None, its raw scores of every row or None), once every fit has
         ended."""
         scores = self.scores(known)
-        refit, refit_scores = self._futures[-1].result() if self.with_refit else (None, None)
+        refit, refit_scores = self._futures[None].result() if self.with_refit else (None, None)
         return scores, refit, refit_scores
 
     def refit(self) -> tuple[Any, np.ndarray]:
@@ -172,15 +182,25 @@ class CrossFit:
         boosted with the fold models, or, without ``with_refit``, boosted now — on the fits' own thread count, as
         the refit boosted with the fold models: the same trees on any machine."""
         if self.with_refit:
-            return self._futures[-1].result()
+            return self._futures[None].result()
         return self._fit(None)
 
     def fold_booster(self, j: int) -> Any:
         """The booster of fold ``j``'s model (boosted on the other folds' rows), once its fit has ended."""
-        return self._futures[self.boosted.index(j)].result()[0]
+        return self._futures[j].result()[0]
+
+    def fold_scores(self, j: int) -> np.ndarray:
+        """Fold ``j``'s rows' raw scores (in their order) by its model, once that fit has ended (the others may
+        still run)."""
+        return self._futures[j].result()[1]
+
+    def release(self) -> None:
+        """The ``held`` fits go."""
+        self.released.set()
 
     def cancel(self) -> None:
         """Stop every fit at its next round (the results are never read)."""
         self.stopped.set()
-        for future in self._futures:
+        self.released.set()   # a held fit wakes, and stops
+        for future in self._futures.values():
             future.cancel()

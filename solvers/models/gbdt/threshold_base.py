@@ -21,9 +21,10 @@ accurate on rows no fit has seen; on data whose future rows repeat fitting rows 
 finite table sampled with replacement — the population protocol, ``bench.quality.population``) LightGBM's own
 defaults (:data:`CAPACITY`: 100 trees of 31 leaves on every feature) memorise them and are the more accurate there.
 The rows' out-of-fold scores tell which case holds: each fold model scores rows it did not see, which repeat its
-training rows as often as a fresh draw from the population repeats the stored model's. So both bases are
-cross-fitted and the one whose out-of-fold scores give the more accurate rule at the asked tolerances is stored
-(:meth:`solvers.algorithms.group_thresholds._Thresholded._selected`). Measured (``python -m
+training rows as often as a fresh draw from the population repeats the stored model's. So the base whose
+out-of-fold scores give the more accurate rule at the asked tolerances is stored: judged on the validation fold
+first when that is decisive, else with both bases cross-fitted on every fitting row
+(:meth:`solvers.algorithms.group_thresholds._Thresholded._selected_on_validation`). Measured (``python -m
 bench.quality.capacity``, results ``bench/quality/results/capacity.md``; Adult, bank, bank-additional, COMPAS,
 4 samples of each kind): the choice was the base more accurate on the judging rows in 30 of 32 samples, the other
 two within 0.002.

@@ -1,6 +1,8 @@
 """group_thresholds: the threshold LP / MIP against brute force on small problems, more than two groups (and
 intersections, range rules) read back from the features, and the saved model's safetensors round trip."""
+import concurrent.futures
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -10,7 +12,7 @@ from safetensors.torch import load_file, save_file
 
 from solvers import Problem, ProblemSpec, run, solve
 from solvers.models.thresholded import restore_model
-from solvers.algorithms.group_thresholds import GroupReadError, group_reader
+from solvers.algorithms.group_thresholds import DECISIVE_Z, GroupReadError, group_reader
 from solvers.models.thresholded import ThresholdNet
 from solvers.constraints import CONSTRAINTS
 from solvers.fairness.threshold_lp import FAMILY_RATES, expected_predictions, roc_points, solve_thresholds
@@ -652,6 +654,7 @@ def test_select_stores_the_base_whose_out_of_fold_rule_is_the_more_accurate_on_t
     tuned, tuned_model = job(sample, "tuned")
     record = selected.enforcement["base_selection"]
     assert record["chosen"] == "capacity" and record["capacity"] > record["tuned"] + 0.01
+    assert record["rows"] == "validation" and record["z"] <= -DECISIVE_Z   # decided on the validation fold
     assert selected.enforcement["base_params"] == CAPACITY
     assert tuned.enforcement["base_selection"] is None and tuned.enforcement["base_params"] == TUNED
     assert accuracy(selected_model, population) > accuracy(tuned_model, population) + 0.01
@@ -665,6 +668,46 @@ def test_select_stores_the_base_whose_out_of_fold_rule_is_the_more_accurate_on_t
     record = out.enforcement["base_selection"]
     assert record["chosen"] == "tuned" and record["tuned"] > record["capacity"]
     assert out.enforcement["base_params"] == TUNED and leaves(out)[1] <= TUNED["num_leaves"]
+    # 900 validation rows could not tell the bases apart: both were cross-fitted and judged on every fitting row
+    assert record["rows"] == "out_of_fold" and abs(record["validation"]["z"]) < DECISIVE_Z
+
+
+def test_select_decided_on_the_validation_fold_stores_the_model_judging_every_row_would(monkeypatch):
+    """Where the validation fold decides (the bootstrap sample above), the job stores the same model, bit for bit,
+    as when both bases are cross-fitted and judged on every fitting row out of fold (DECISIVE_Z = ∞): the chosen
+    base's fold models, refit and rule do not depend on when the choice is made."""
+    from solvers.algorithms import group_thresholds
+
+    population = _finite_population(3000, 0)
+    sample = population.iloc[np.random.default_rng(10).integers(0, 3000, 3000)].reset_index(drop=True)
+    spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"], model={"type": "gbdt"},
+                       constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
+                       split={"test": 0.1, "validation": 0.3, "seed": 0},
+                       solver={"name": "group_thresholds", "params": {"cross_fit": 3, "base_model": "select"}})
+    early = run(sample, spec)
+    monkeypatch.setattr(group_thresholds, "DECISIVE_Z", math.inf)
+    late = run(sample, spec)
+    assert early.enforcement["base_selection"]["rows"] == "validation"
+    assert late.enforcement["base_selection"]["rows"] == "out_of_fold"
+    assert early.enforcement["base_selection"]["chosen"] == late.enforcement["base_selection"]["chosen"]
+    assert set(early.state_dict) == set(late.state_dict)
+    for key, value in early.state_dict.items():
+        assert torch.equal(value, late.state_dict[key]), key
+
+
+@pytest.mark.parametrize("objective", ["accuracy", "balanced_accuracy"])
+@pytest.mark.parametrize("family,randomized", [(("demographic_parity", 0.02), False), (("equalized_odds", 0.03), True)])
+def test_row_objectives_average_to_the_rules_objective(objective, family, randomized):
+    """The per-row expected objective the selection's paired z is computed from averages to the LP's objective on
+    the same rows (deterministic and randomised rules, accuracy and balanced accuracy)."""
+    from solvers.algorithms.group_thresholds import _row_objective
+
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 3, 3000)
+    y = (rng.random(3000) < 0.3 + 0.1 * g).astype(float)
+    s = rng.normal(size=3000) + y + 0.3 * g
+    solution = solve_thresholds(s, y, g, 3, [family], objective, randomized, 10.0, None, 0.0)
+    assert _row_objective(s, g, y, solution, objective).mean() == pytest.approx(solution.objective, abs=1e-12)
 
 
 def test_select_needs_a_cross_fitted_gbdt_base():
@@ -705,3 +748,46 @@ def test_repeated_rows_fit_the_rule_to_the_refits_in_sample_scores_with_good_tur
     assert on.enforcement["repeats"] == {"share": 0.0}
     np.testing.assert_array_equal(on.predictions["score"], off.predictions["score"])
     assert job(sample, "equalized_odds").enforcement["repeats"] is None
+
+
+def test_held_fits_wait_for_release_and_a_cancel_ends_them(monkeypatch):
+    """``CrossFit(held=...)``: the held fold models and refit boost nothing until ``release`` (only fold 0's model is
+    trained while the others are held), then give the same scores and refit as fits never held; cancelled while
+    held, they end without training."""
+    import lightgbm as lgb
+
+    import solvers.models.gbdt.cross_fit as cross_fit
+    from solvers.data.spec import ModelSpec
+
+    real, fits = lgb.train, []
+
+    def counting(params, train_set, *args, **kwargs):
+        fits.append(train_set.num_data())
+        return real(params, train_set, *args, **kwargs)
+
+    monkeypatch.setattr(lgb, "train", counting)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(900, 4))
+    y = (X[:, 0] + rng.normal(size=900) > 0).astype(float)
+    g = (X[:, 1] > 0).astype(int)
+    spec = ModelSpec(type="gbdt", n_estimators=10, num_leaves=7, min_child_samples=10)
+    free = cross_fit.CrossFit(X, y, g, spec, 10, 3, 0, with_refit=True).result({})
+    fits.clear()
+    held = cross_fit.CrossFit(X, y, g, spec, 10, 3, 0, with_refit=True, held=(1, 2, None))
+    first = held.fold_scores(0)
+    assert len(fits) == 1   # fold 0's model only
+    held.release()
+    scores, refit, refit_scores = held.result({})
+    np.testing.assert_array_equal(first, free[0][held.fold == 0])
+    np.testing.assert_array_equal(scores, free[0])
+    np.testing.assert_array_equal(refit_scores, free[2])
+    assert len(fits) == 4
+    fits.clear()
+    stopped = cross_fit.CrossFit(X, y, g, spec, 10, 3, 0, with_refit=True, held=(1, 2, None))
+    stopped.fold_scores(0)
+    stopped.cancel()
+    for j in (1, 2, None):
+        future = stopped._futures[j]
+        with pytest.raises((cross_fit.Abandoned, concurrent.futures.CancelledError)):
+            future.result()
+    assert len(fits) == 1
