@@ -156,7 +156,14 @@ from torch import nn
 from ..catalog.postprocess import SHARE_LIMIT
 from ..fairness.exact import exact_gaps
 from ..fairness.mixture_draw import best_key, candidate_keys
-from ..fairness.threshold_lp import DETERMINISTIC_ONLY, FAMILY_RATES, ThresholdSolution, prepare, solve_thresholds
+from ..fairness.threshold_lp import (
+    DETERMINISTIC_ONLY,
+    FAMILY_RATES,
+    ThresholdSolution,
+    expected_predictions,
+    prepare,
+    solve_thresholds,
+)
 from ..fairness.threshold_margin import denominators, with_margin
 from ..models.thresholded import ThresholdNet, row_draw, unwrapped
 from .base import ALGORITHMS
@@ -434,10 +441,11 @@ class _Thresholded:
         return scores, *self._fitting_labels()
 
     def _selected(self, scores: np.ndarray, y: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """``base_model: "select"`` without a validation split: the out-of-fold scores of the base whose rule at
-        the asked tolerances is the more accurate on them (:meth:`_choice` on every fitting row, each scored by a
-        model that did not see it); when it is the other base, its model becomes the stored one (:meth:`_adopt`).
-        Both refits are boosted beside the fold models, before the choice; the unchosen one is cancelled."""
+        """``base_model: "select"`` judged on every fitting row (no validation split, or its fold too close to
+        call): the out-of-fold scores of the base whose rule at the asked tolerances is the more accurate on them
+        (:meth:`_choice`, each row scored by a model that did not see it); when it is the other base, its model
+        becomes the stored one (:meth:`_adopt`). Both refits are boosted beside the fold models, before the
+        choice; the unchosen one is cancelled."""
         other, self.other_fit = self.other_fit, None
         other_scores = other.scores({})
         chosen, _ = self._choice(scores, other_scores, y, g, "out_of_fold")
@@ -467,7 +475,8 @@ class _Thresholded:
         d = _row_objective(tuned, g, y, a, self.config.objective) - _row_objective(capacity, g, y, b,
                                                                                  self.config.objective)
         spread = float(d.std(ddof=1)) if len(d) > 1 else 0.0
-        z = float(d.mean()) / (spread / math.sqrt(len(d))) if spread > 0 else (0.0 if d.mean() == 0 else math.inf)
+        mean = float(d.mean())
+        z = mean / (spread / math.sqrt(len(d))) if spread > 0 else (0.0 if mean == 0 else math.copysign(math.inf, mean))
         self.selection = {"tuned": float(a.objective), "capacity": float(b.objective), "chosen": chosen,
                           "rows": rows, "z": z}
         return chosen, z
@@ -574,8 +583,6 @@ def _row_objective(scores: np.ndarray, g: np.ndarray, y: np.ndarray, solution: T
     """(n,) each row's share of the rule's expected objective, whose mean is ``solution.objective`` on these rows:
     e_i = y_i p_i + (1 − y_i)(1 − p_i) with p_i = P(ŷ_i = 1) (:func:`expected_predictions`), for balanced accuracy
     weighted by n / (2 P) on positives and n / (2 N) on negatives."""
-    from ..fairness.threshold_lp import expected_predictions
-
     y = (np.asarray(y) > 0.5).astype(np.float64)
     p = expected_predictions(scores, g, solution)
     e = y * p + (1 - y) * (1 - p)
