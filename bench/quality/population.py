@@ -29,7 +29,8 @@ accuracy = mean(y p + (1 − y)(1 − p)); SR_g = mean_g p; TPR_g = mean_{g, y=1
 DP = max_g SR_g − min_g SR_g; equal opportunity the TPR gap; equalized odds max(TPR gap, FPR gap).
 
 **Report per cell** (table × model × constraint × ε × mode): the share of jobs whose population gap is ≤ ε, mean
-population accuracy and gap, median job wall seconds (POST → succeeded seen by the client, queue included) beside
+population accuracy and gap, median job wall seconds (POST → succeeded seen by the client, queue included; in
+parentheses the median of the solve's own seconds, the job's ``solver_time_s``: the rest is the service's) beside
 the peer's median fit seconds, and the peer at the largest aim that keeps ε on the population at least as often as
 FairSolve on the same samples ("the fair peer"); the verdict is accuracy ≥ the fair peer's − 0.001. Beside, the
 accuracy on the rows of P that no draw of the sample took (:func:`unseen_accuracy`): P holds the sample's rows (a
@@ -329,7 +330,7 @@ def run_sample(ctx: "Context", table: str, model: str, kind: str, tolerance: flo
     row: dict[str, Any] = {"table": table, "model": model, "kind": kind, "tolerance": tolerance, "mode": mode,
                            "seed": seed, "n": len(sample)}
     job = ctx.job(sample, spec, f"{table}-{seed}")
-    row.update({k: job[k] for k in ("status", "wall_s", "error") if k in job})
+    row.update({k: job[k] for k in ("status", "wall_s", "solver_s", "error") if k in job})
     if job.get("status") == "succeeded":
         p = onnx_decisions(job["onnx"], P)
         row["ours"] = population_metrics(p, pop["y"], groups_pop["index"], len(groups_pop["names"]))
@@ -428,6 +429,7 @@ class Context:
             out["error"] = str(job.get("error"))[:400]
             return out
         result = job["result"]
+        out["solver_s"] = result.get("solver_time_s")   # the solve alone: wall − solver_s is the service's share
         out["test_accuracy"] = job["metrics"]["test"]["accuracy"]
         used = job.get("spec") or {}
         out["features"] = used.get("features")   # with ``features: null``, the columns the feature screen kept
@@ -480,6 +482,7 @@ def summarise_cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out.update({"kept": sum(g <= eps for g in gaps) / len(ours), "accuracy": statistics.mean(
             r["ours"]["accuracy"] for r in ours), "gap": statistics.mean(gaps), "worst_gap": max(gaps),
             "wall_s": statistics.median(r["wall_s"] for r in ours),
+            "solver_s": _median_of(r.get("solver_s") for r in ours),
             "unseen_accuracy": _mean_of(r["ours"].get("unseen_accuracy") for r in ours),
             "onnx_max_diff": max(r.get("onnx_check", 0.0) for r in ours)})
         guaranteed = [r for r in ours if (r.get("job") or {}).get("guarantee")]
@@ -514,6 +517,12 @@ def _mean_of(values) -> float | None:
     """The mean of the values that exist (None when none does: jobs stored before the figure was kept)."""
     present = [v for v in values if v is not None]
     return statistics.mean(present) if present else None
+
+
+def _median_of(values) -> float | None:
+    """The median of the values that exist (None when none does: jobs stored before the figure was kept)."""
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
 
 
 def cells(store: dict[str, Any]) -> dict[tuple, dict[str, Any]]:
@@ -558,16 +567,17 @@ def write_report(store: dict[str, Any], path: Path = REPORT) -> None:
              "fit, median.", "", f"Last written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
              f"now {os.getloadavg()[0]:.2f}.", "",
              "| table | model | constraint | ε | mode | n | jobs | kept ≤ ε | accuracy | gap (mean / worst) | met "
-             "(violations) | wall s | fair peer: kept / accuracy / gap / fit s | verdict | wall / peer fit |",
+             "(violations) | wall s (solve) | fair peer: kept / accuracy / gap / fit s | verdict | wall / peer fit |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (table, model, kind, eps, mode, n), c in cells(store).items():
         peer = c["peers"].get(c.get("fair_peer")) if c.get("fair_peer") else None
         peer_s = (f"{c['fair_peer']}: {_f(peer['kept'], 2)} / {_f(peer['accuracy'])} / {_f(peer['gap'])} / "
                   f"{_f(peer['fit_s'], 2)}") if peer else "—"
         met = f"{_f(c['met'], 2)} ({c['met_violations']} of {c['met_jobs']})" if "met" in c else "—"
+        solve = f" ({_f(c['solver_s'], 2)})" if c.get("solver_s") is not None else ""
         lines.append(f"| {table} | {model} | {kind} | {eps} | {mode} | {n} | {c['succeeded']}/{c['jobs']} | "
                      f"{_f(c.get('kept'), 2)} | {_f(c.get('accuracy'))} | {_f(c.get('gap'))} / "
-                     f"{_f(c.get('worst_gap'))} | {met} | {_f(c.get('wall_s'), 2)} | {peer_s} | "
+                     f"{_f(c.get('worst_gap'))} | {met} | {_f(c.get('wall_s'), 2)}{solve} | {peer_s} | "
                      f"{_f(c.get('verdict'))} | {_f(c.get('time_ratio'), 2)} |")
     lines += ["", "Every peer at every aim (kept / mean accuracy / mean gap / median fit s):", ""]
     for (table, model, kind, eps, mode, n), c in cells(store).items():
@@ -657,6 +667,7 @@ def main(argv: list[str] | None = None) -> None:
                                 save_store(store, store_path)
                                 ours = row.get("ours") or {}
                                 print(key, row.get("status"), f"wall {row.get('wall_s', 0):.2f}s",
+                                      f"solve {row.get('solver_s') or 0:.2f}s",
                                       {k: round(v, 4) for k, v in ours.items()}, flush=True)
     finally:
         ctx.close()

@@ -173,13 +173,14 @@ def test_results_of_another_folder_leave_the_committed_ones_alone(tmp_path):
 
     before = REPORT.read_bytes() if REPORT.exists() else None
     job = {"table": "mine", "model": "gbdt", "kind": "demographic_parity", "tolerance": 0.05, "mode": "default",
-           "seed": 0, "n": 300, "status": "succeeded", "wall_s": 0.5,
+           "seed": 0, "n": 300, "status": "succeeded", "wall_s": 0.5, "solver_s": 0.3,
            "ours": {"accuracy": 0.81, "demographic_parity": 0.03}}
     (tmp_path / "population.json").write_text(json.dumps({"jobs": {"mine|gbdt|demographic_parity|0.05|default|0|300":
                                                                    job}}))
     main(["--report", "--results", str(tmp_path)])
     report = (tmp_path / "population.md").read_text()
     assert "| mine | gbdt | demographic_parity | 0.05 | default | 300 | 1/1 | 1.00 | 0.8100 |" in report
+    assert "| 0.50 (0.30) |" in report   # the job's wall, and the solve's own seconds within it
     assert (REPORT.read_bytes() if REPORT.exists() else None) == before
 
 
