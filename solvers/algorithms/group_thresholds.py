@@ -338,10 +338,10 @@ class _Thresholded:
             self.ahead = self._cross_fit(self.model.spec.n_estimators)
             weakref.finalize(self, self.ahead.cancel)   # an abandoned solve stops its fits
         if self.other is not None and fresh:   # its fold-0 model now (the judge), the rest as above
-            spec = self.other[0]
-            held = tuple(range(1, self.folds)) + (None,) if judged_early and not capacity_first else ()
-            self.other_fit = self._cross_fit(spec.n_estimators, spec, known=False,
-                                             refit=self.config.cross_fit_model != "train", held=held)
+            spec, refit = self.other[0], self.config.cross_fit_model != "train"
+            held = tuple(range(1, self.folds)) + ((None,) if refit else ()) if judged_early and not capacity_first \
+                else ()
+            self.other_fit = self._cross_fit(spec.n_estimators, spec, known=False, refit=refit, held=held)
             weakref.finalize(self, self.other_fit.cancel)
 
     def step(self, k, current):

@@ -120,11 +120,11 @@ class CrossFit:
         self._datasets: dict[int | None, Any] | None = None   # fold j (None: every row) -> its LightGBM dataset
         self._built = threading.Lock()
         self.stopped = threading.Event()
-        self.held = set(held)
+        tasks = self.boosted + ([None] if with_refit else [])
+        self.held = set(held) & set(tasks)   # a refit boosted on request (refit() without with_refit) never waits
         self.released = threading.Event()
         if not self.held:
             self.released.set()
-        tasks = self.boosted + ([None] if with_refit else [])
         tasks.sort(key=lambda j: j in self.held)   # the fits that go at once first, in their order
         self._pool = ThreadPoolExecutor(max_workers=min(parallel_fits(), len(tasks)), thread_name_prefix="gbdt-fit")
         self._futures = {j: self._pool.submit(self._fit, j) for j in tasks}   # fold (None: the refit) -> its fit
