@@ -157,7 +157,10 @@ def test_slow_and_greedy_runs_stop_at_their_limits_without_starving_jobs(limits_
             assert run["status"] == "failed" and f"time limit of {TIME_LIMIT_S} s reached" in run["error"], run
             assert "FAIRSOLVE_AUDIT_TIME_LIMIT_S" in run["error"]
         assert time.monotonic() - started < 2 * TIME_LIMIT_S + 90  # not the runs' natural length
-        run = ended(limits_stack, client, greedy["id"], run_now(client, greedy["id"]))
+        for _ in range(3):   # on a loaded machine the run's set-up can spend the 5 s before its first allocation
+            run = ended(limits_stack, client, greedy["id"], run_now(client, greedy["id"]))
+            if "FAIRSOLVE_AUDIT_TIME_LIMIT_S" not in (run.get("error") or ""):
+                break
         assert run["status"] == "failed" and f"memory limit of {MEMORY_MIB} MiB" in run["error"], run
     for name in ("audits", "worker"):
         assert limits_stack.procs[name].poll() is None, limits_stack.log(name)
