@@ -672,20 +672,28 @@ def test_select_stores_the_base_whose_out_of_fold_rule_is_the_more_accurate_on_t
     assert record["rows"] == "out_of_fold" and abs(record["validation"]["z"]) < DECISIVE_Z
 
 
-def test_select_decided_on_the_validation_fold_stores_the_model_judging_every_row_would(monkeypatch):
-    """Where the validation fold decides (the bootstrap sample above), the job stores the same model, bit for bit,
-    as when both bases are cross-fitted and judged on every fitting row out of fold (DECISIVE_Z = ∞): the chosen
-    base's fold models, refit and rule do not depend on when the choice is made."""
-    from solvers.algorithms import group_thresholds
-
+def _bootstrap_select_job():
+    """A bootstrap sample of a 3,000-row finite population (its rows repeat: LightGBM's capacity wins) and a
+    ``select`` spec, DP ≤ 0.05."""
     population = _finite_population(3000, 0)
     sample = population.iloc[np.random.default_rng(10).integers(0, 3000, 3000)].reset_index(drop=True)
     spec = ProblemSpec(target="y", positive_label="yes", sensitive=["sex"], model={"type": "gbdt"},
                        constraints=[{"type": "demographic_parity", "tolerance": 0.05}],
                        split={"test": 0.1, "validation": 0.3, "seed": 0},
                        solver={"name": "group_thresholds", "params": {"cross_fit": 3, "base_model": "select"}})
+    return sample, spec
+
+
+def test_select_decided_on_the_validation_fold_stores_the_model_judging_every_row_would(monkeypatch):
+    """Where the validation fold decides (the bootstrap sample above), the job stores the same model, bit for bit,
+    as when both bases are cross-fitted and judged on every fitting row out of fold (both thresholds ∞): the chosen
+    base's fold models, refit and rule do not depend on when the choice is made."""
+    from solvers.algorithms import group_thresholds
+
+    sample, spec = _bootstrap_select_job()
     early = run(sample, spec)
     monkeypatch.setattr(group_thresholds, "DECISIVE_Z", math.inf)
+    monkeypatch.setattr(group_thresholds, "DECISIVE_Z_AHEAD", math.inf)
     late = run(sample, spec)
     assert early.enforcement["base_selection"]["rows"] == "validation"
     assert late.enforcement["base_selection"]["rows"] == "out_of_fold"
@@ -693,6 +701,25 @@ def test_select_decided_on_the_validation_fold_stores_the_model_judging_every_ro
     assert set(early.state_dict) == set(late.state_dict)
     for key, value in early.state_dict.items():
         assert torch.equal(value, late.state_dict[key]), key
+
+
+def test_select_needs_less_evidence_for_the_base_it_cross_fitted_ahead(monkeypatch):
+    """The validation fold decides at DECISIVE_Z_AHEAD for the base cross-fitted ahead of the choice and only at
+    DECISIVE_Z for the other: on the bootstrap sample (rows repeat, so LightGBM's capacity goes ahead and wins),
+    with DECISIVE_Z = ∞ the choice is still made on the validation fold; when the tuned base is made to go ahead
+    instead (SPECULATE_SHARE above any share), the same verdict for capacity is not enough and every fitting row
+    is judged."""
+    from solvers.algorithms import group_thresholds
+
+    sample, spec = _bootstrap_select_job()
+    monkeypatch.setattr(group_thresholds, "DECISIVE_Z", math.inf)
+    monkeypatch.setattr(group_thresholds, "DECISIVE_Z_AHEAD", 0.0)
+    ahead = run(sample, spec).enforcement["base_selection"]
+    assert ahead["rows"] == "validation" and ahead["chosen"] == "capacity"
+    monkeypatch.setattr(group_thresholds, "SPECULATE_SHARE", 2.0)
+    other = run(sample, spec).enforcement["base_selection"]
+    assert other["rows"] == "out_of_fold" and other["validation"]["chosen"] == "capacity"
+    assert other["chosen"] == "capacity"
 
 
 @pytest.mark.parametrize("objective", ["accuracy", "balanced_accuracy"])
