@@ -45,7 +45,8 @@ solvers dedicated to the spec's constraint types — each within what is left of
    them all. The portfolio also ends (and the row is not refined) after a ``group_thresholds`` row whose
    population margin cannot be met at its largest share (``margin_unattainable``: even the rule fitted at
    ε' = (1 − σ_max) ε leaves P(population gap > ε) above δ, :mod:`solvers.fairness.threshold_margin`): the
-   limit is the sampling error of the groups' rates on these rows (small groups), which every candidate judged
+   limit is the sampling error of the groups' rates on these rows (small groups; under demographic parity the rule
+   first tries coins for them, :mod:`solvers.fairness.group_coins`), which every candidate judged
    on the same rows carries too, and which no tighter training tolerance lowers (docs/architecture.md, "Measured
    choices": an unattainable margin ends auto).
 5. **Selection.** Every solve is a row of ``tried``: solver, params, training tolerances (and temperatures),

@@ -159,6 +159,7 @@ from torch import nn
 
 from ..catalog.postprocess import SHARE_LIMIT
 from ..fairness.exact import exact_gaps
+from ..fairness.group_coins import coin_shift, with_coins
 from ..fairness.mixture_draw import best_key, candidate_keys
 from ..fairness.threshold_lp import (
     DETERMINISTIC_ONLY,
@@ -389,8 +390,14 @@ class _Thresholded:
         else:
             rows = self.config.margin_rows if self.config.margin_rows is not None else math.inf   # the population
             cap = self.config.margin_max_share if self.config.margin_max_share is not None else SHARE_LIMIT
-            solution, margin = with_margin(fitted.solve, self.families, denominators(y, g, K), self.config.margin_delta,
-                                           rows, cap)
+            counts = denominators(y, g, K)
+            solution, margin = with_margin(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap)
+            if not margin.met:   # groups too small for a threshold: coins, where that meets it (group_coins)
+                coined = with_coins(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap,
+                                    coin_shift(scores))
+                if coined is not None:
+                    solution, margin = coined
+                    margin.coins = {p.group_names[c]: q for c, q in solution.info["coins"].items()}
         self.model = fitted.apply(self.model, solution, margin)
         return p.evaluate(self.model)
 

@@ -219,11 +219,15 @@ def promise_sentence(constraints: Sequence[tuple[str, float]], guarantee: dict[s
                                                      "(see the guarantee's message)."}
     margin = (enforcement or {}).get("margin")
     if margin and margin.get("met") and margin.get("about") == "population":
+        coins = margin.get("coins") or {}
+        tossed = (f" The groups {', '.join(coins)} have too few rows for a threshold of their own: each of their rows"
+                  f" is selected by a draw with probability {max(coins.values()):.3g}, whatever its score." if coins
+                  else "")
         return {"kind": "estimate", "sentence": f"Estimated: with probability about {100 * (1 - margin['delta']):g} "
                                                 f"%, {what} on the population is ≤ {bound}: the thresholds keep a "
                                                 "margin for the sampling error of the rows they were fitted on (a "
                                                 "model whose scores on new rows move further can miss it more "
-                                                "often)."}
+                                                f"often).{tossed}"}
     if margin and margin.get("about") == "population":   # at its largest share the bound stayed above δ
         return {"kind": "not kept", "sentence": f"Not promised: these rows are too few for {bound} on the population. "
                                                 f"Even with the thresholds fitted at {margin_tolerances(margin)}, "

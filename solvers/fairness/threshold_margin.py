@@ -62,7 +62,8 @@ m ≈ 1.28 · 0.011 ≈ 0.014, whatever ε is. σ_max (``margin_max_share``, def
 stops the margin before the constant rule (near σ = 1 the deterministic rule that keeps ε' ≈ 0 is the constant
 one; on Adult its accuracy is 0.76): when even σ_max leaves B > δ along the common direction and every other
 (small groups: a group of 100 rows has rate errors of ±0.03 at SR 0.1, more than any useful ε) the rule at σ_max
-(common share) is returned and the record says the bound is not met (``met``: False, with B).
+(common share) is returned and the record says the bound is not met (``met``: False, with B) — unless, for
+demographic parity, deciding the smallest groups by coins meets it (:mod:`.group_coins`; the record's ``coins``).
 
 **The promise: the population.** A tolerance is a statement about the population the rows come from, so the
 default is u_g = ∞ (``unseen_rows`` = ``math.inf``): s_g² = R_g (1 − R_g) / n_g, the error of the fitting rates
@@ -107,13 +108,14 @@ class MarginRecord:
     met: bool
     solves: int
     bands: dict[str, dict[str, float]] = field(default_factory=dict)
+    coins: dict[str, float] = field(default_factory=dict)   # group -> its coin's rate (:mod:`.group_coins`)
 
     def summary(self) -> dict:
         population = math.isinf(self.unseen_rows)   # JSON has no infinity: the population is said in words
         return {"delta": self.delta, "about": "population" if population else "unseen sample",
                 "unseen_rows": None if population else self.unseen_rows, "share": self.share,
                 "tolerances": self.tolerances, "bands": self.bands, "bound": self.bound, "met": self.met,
-                "solves": self.solves}
+                "solves": self.solves, **({"coins": self.coins} if self.coins else {})}
 
 
 def denominators(y: np.ndarray, group: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
@@ -129,7 +131,8 @@ def violation_bound(rates: dict[str, np.ndarray], counts: dict[str, np.ndarray],
                     families: Sequence[tuple[str, float]], unseen_rows: float) -> float:
     """B of the module docstring: the union bound on P(the unseen gap of some family > its ε) for a rule with
     fitting rates ``rates`` (per rate, (K,), NaN where undefined) on ``counts`` (its denominators) rows;
-    ``unseen_rows`` = ``math.inf``: the population gap."""
+    ``unseen_rows`` = ``math.inf``: the population gap. An infinite count marks a rate with no sampling error (a
+    coin's, :mod:`.group_coins`: population gaps only)."""
     total = 0.0
     for name, eps in families:
         for r in FAMILY_RATES[name]:
@@ -138,13 +141,19 @@ def violation_bound(rates: dict[str, np.ndarray], counts: dict[str, np.ndarray],
             if ok.sum() < 2:
                 continue
             R, n = rates[r][ok], n[ok]
+            exact = np.isinf(n)
+            if exact.any() and not math.isinf(unseen_rows):
+                raise ValueError("exact rates (infinite counts) bound population gaps only")
+            n = np.where(exact, 1.0, n)
             unseen = 0.0 if math.isinf(unseen_rows) else 1.0 / (float(unseen_rows) * n / n.sum())   # 1 / u_g
             p = (n * R + 1.0) / (n + 2.0)
-            var = p * (1.0 - p) * (1.0 / n + unseen)
+            var = np.where(exact, 0.0, p * (1.0 - p) * (1.0 / n + unseen))
             total += range_exceeds(R, np.sqrt(var), eps)
     return total
 
 
+#: the smallest sd :func:`range_exceeds` integrates with (a rate without sampling error: a point mass)
+SD_FLOOR = 1e-12
 #: quadrature nodes per group of :func:`range_exceeds` (z ∈ [−Z_SPAN, Z_SPAN] in steps of 2 Z_SPAN / (nodes − 1))
 RANGE_NODES, Z_SPAN = 801, 8.0
 
@@ -161,7 +170,8 @@ def range_exceeds(center: np.ndarray, sd: np.ndarray, eps: float) -> float:
     integrated by the trapezoidal rule on :data:`RANGE_NODES` nodes of z ∈ [−8, 8] per group, vectorised over
     groups. It replaces the union bound over the K(K − 1) ordered pairs, which counts the same excursion of one
     small group once per other group."""
-    c, s = np.asarray(center, dtype=np.float64), np.asarray(sd, dtype=np.float64)
+    c = np.asarray(center, dtype=np.float64)
+    s = np.maximum(np.asarray(sd, dtype=np.float64), SD_FLOOR)   # an exact rate: a point mass, as a tiny sd
     if len(c) < 2:
         return 0.0
     if len(c) == 2:

@@ -383,11 +383,12 @@ def test_linear_auto_leads_with_group_thresholds_on_train_and_validation_rows_an
 
 
 def test_a_population_margin_these_rows_cannot_meet_ends_the_portfolio_unrefined():
-    """A group of 40 rows: its selection rate's sampling error alone is above a 0.03 tolerance, so group_thresholds'
-    population margin is not met even at its largest share; no candidate judged on these rows can promise more
-    and no tighter training tolerance lowers that error: the lead's one row ends the portfolio, marked
+    """A group of 40 rows: its true-positive rate's sampling error alone is above a 0.03 tolerance, so
+    group_thresholds' population margin is not met even at its largest share; no candidate judged on these rows can
+    promise more and no tighter training tolerance lowers that error: the lead's one row ends the portfolio, marked
     ``margin_unattainable`` with its bound (over δ), and the job promises nothing beyond its rows. ``exhaustive``
-    still runs every candidate."""
+    still runs every candidate. Under demographic parity the same group is decided by a coin (2 % of the rows,
+    :mod:`solvers.fairness.group_coins`), and the margin is met."""
     rng = np.random.default_rng(4)
     n = 3000
     group = np.where(rng.random(n) < 0.02, "small", "large")
@@ -396,7 +397,7 @@ def test_a_population_margin_these_rows_cannot_meet_ends_the_portfolio_unrefined
     y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no")
     table = pd.DataFrame({"x0": x[:, 0], "x1": x[:, 1], "x2": x[:, 2], "g": group, "y": y})
     fields = {"target": "y", "positive_label": "yes", "sensitive": ["g"], "model": {"type": "linear"},
-              "constraints": [{"type": "demographic_parity", "tolerance": 0.03}],
+              "constraints": [{"type": "equal_opportunity", "tolerance": 0.03}],
               "split": {"test": 0.2, "validation": 0.3, "seed": 0}, "device": "cpu", "max_iterations": 600}
     out = run(table, ProblemSpec.model_validate(fields))
     assert [t["solver"] for t in out.tried] == ["group_thresholds"], out.tried
@@ -407,3 +408,7 @@ def test_a_population_margin_these_rows_cannot_meet_ends_the_portfolio_unrefined
     exhaustive = run(table, ProblemSpec.model_validate({**fields, "solver": {"name": "auto",
                                                                             "params": {"exhaustive": True}}}))
     assert len({t["solver"] for t in exhaustive.tried}) > 1
+    parity = run(table, ProblemSpec.model_validate({**fields, "constraints": [{"type": "demographic_parity",
+                                                                                "tolerance": 0.03}]}))
+    assert parity.tried[0]["margin_met"] and list(parity.enforcement["margin"]["coins"]) == ["small"]
+    assert parity.promise["kind"] == "estimate" and "small" in parity.promise["sentence"]
