@@ -393,8 +393,9 @@ class _Thresholded:
             counts = denominators(y, g, K)
             solution, margin = with_margin(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap)
             if not margin.met:   # groups too small for a threshold: coins, where that meets it (group_coins)
+                seen = scores if self.in_sample is None else np.concatenate([scores, self.in_sample])   # the refit's too
                 coined = with_coins(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap,
-                                    coin_shift(scores))
+                                    coin_shift(seen))
                 if coined is not None:
                     solution, margin = coined
                     margin.coins = {p.group_names[c]: q for c, q in solution.info["coins"].items()}
