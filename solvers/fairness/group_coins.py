@@ -24,8 +24,8 @@ equal opportunity or equalized odds it would pin every other group's rates near 
 **The stored rule.** A coin is group g's randomised rule of two components, thresholds −C and +C with weights q and
 1 − q (f' = f − t: every row of the component −C is selected, none of +C), drawn as any randomised rule is
 (:class:`~solvers.models.thresholded.ThresholdNet`'s draw, its key chosen to realise the fitted rates on the fitting
-rows, :mod:`.mixture_draw`): rows with the same features share a draw. C = 2 max |f| over the fitting rows + 1, so a
-new row follows its coin unless its score exceeds C in size (then its sign), and a coin row's shifted score stays
+rows, :mod:`.mixture_draw`): rows with the same features share a draw. C = 2 max |f| + 1 over the fitting rows'
+scores (those the rule was fitted to and, under cross-fitting, the stored refit's own), so a new row follows its coin unless its score exceeds C in size (then its sign), and a coin row's shifted score stays
 within a few times the base scores' scale (a loss computed on f' stays finite).
 """
 from __future__ import annotations
