@@ -393,7 +393,7 @@ class _Thresholded:
             counts = denominators(y, g, K)
             solution, margin = with_margin(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap)
             if not margin.met:   # groups too small for a threshold: coins, where that meets it (group_coins)
-                seen = scores if self.in_sample is None else np.concatenate([scores, self.in_sample])   # the refit's too
+                seen = scores if self.in_sample is None else np.concatenate([scores, self.in_sample])   # + the refit's
                 coined = with_coins(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap,
                                     coin_shift(seen))
                 if coined is not None:

@@ -1,4 +1,4 @@
-r"""Groups too small for a threshold: a coin at the rule's rate, where demographic parity's population margin fails.
+r"""Groups too small for a threshold: a coin at the other groups' rate, where demographic parity's margin fails.
 
 A threshold fitted on n_g rows of group g selects a share of the group's POPULATION that is off the fitted share by
 about √(R (1 − R) / n_g) (:mod:`.threshold_margin`): ±0.033 for a group of 150 fitting rows at R = 0.2. With two such
@@ -15,18 +15,19 @@ of the group's population in expectation: its rate has no sampling error. So whe
 fitted again with those groups' rates counted exact meets B ≤ δ. Each coin's q is the middle of the other groups'
 solved rates, so the coins widen no range on the fitting rows (the gap there stays at most the solved one) and sit
 where the population range is least likely to pass ε; the other groups keep their thresholds, and B is that of
-the rule with its coins. Cost:
-inside a coin group accuracy falls to q b_g + (1 − q)(1 − b_g) (b_g its share of positives), a small cost overall
-because the groups are small; on the oracle above coins for the two smallest groups (1.8 % of the rows) keep ε in 83 %
-of samples at 0.8752, for three (4.9 %) 90 % at 0.8681. Demographic parity only: a coin's TPR equals its FPR, so under
-equal opportunity or equalized odds it would pin every other group's rates near the diagonal.
+the rule with its coins. Cost: inside a coin group accuracy falls to q b_g + (1 − q)(1 − b_g) (b_g its share of
+positives), a small cost overall because the groups are small; on the oracle above coins for the two smallest
+groups (1.8 % of the rows) keep ε in 83 % of samples at 0.8752, for three (4.9 %) 90 % at 0.8681. Demographic parity
+only: a coin's TPR equals its FPR, so under equal opportunity or equalized odds it would pin every other group's
+rates near the diagonal.
 
 **The stored rule.** A coin is group g's randomised rule of two components, thresholds −C and +C with weights q and
 1 − q (f' = f − t: every row of the component −C is selected, none of +C), drawn as any randomised rule is
 (:class:`~solvers.models.thresholded.ThresholdNet`'s draw, its key chosen to realise the fitted rates on the fitting
 rows, :mod:`.mixture_draw`): rows with the same features share a draw. C = 2 max |f| + 1 over the fitting rows'
-scores (those the rule was fitted to and, under cross-fitting, the stored refit's own), so a new row follows its coin unless its score exceeds C in size (then its sign), and a coin row's shifted score stays
-within a few times the base scores' scale (a loss computed on f' stays finite).
+scores (those the rule was fitted to and, under cross-fitting, the stored refit's own), so a new row follows its
+coin unless its score exceeds C in size (then its sign), and a coin row's shifted score stays within a few times the
+base scores' scale (a loss computed on f' stays finite).
 """
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def tossed(solution: ThresholdSolution, coins: Sequence[int], shift: float) -> T
     coins = np.asarray(coins, dtype=np.int64)
     sr = solution.rates["sr"].copy()
     others = np.isfinite(sr) & ~np.isin(np.arange(K), coins)
-    q = np.full(len(coins), float(np.clip((sr[others].max() + sr[others].min()) / 2, 0.0, 1.0)))
+    middle = (sr[others].max() + sr[others].min()) / 2 if others.any() else np.nanmean(np.r_[sr, 0.0])
+    q = np.full(len(coins), float(np.clip(middle, 0.0, 1.0)))
     sr[coins] = q
     thresholds[coins], weights[coins] = 0.0, 0.0
     thresholds[coins, 0], weights[coins, 0] = np.where(q > 0.0, -shift, shift), np.where(q > 0.0, q, 1.0)

@@ -220,9 +220,9 @@ def promise_sentence(constraints: Sequence[tuple[str, float]], guarantee: dict[s
     margin = (enforcement or {}).get("margin")
     if margin and margin.get("met") and margin.get("about") == "population":
         coins = margin.get("coins") or {}
-        tossed = (f" The groups {', '.join(coins)} have too few rows for a threshold of their own: each of their rows"
-                  f" is selected by a draw with probability {max(coins.values()):.3g}, whatever its score." if coins
-                  else "")
+        named = (f"The groups {', '.join(coins)} have" if len(coins) > 1 else f"The group {next(iter(coins), '')} has")
+        tossed = (f" {named} too few rows for a threshold of their own: each of their rows is selected by a draw "
+                  f"with probability {max(coins.values()):.3g}, whatever its score." if coins else "")
         return {"kind": "estimate", "sentence": f"Estimated: with probability about {100 * (1 - margin['delta']):g} "
                                                 f"%, {what} on the population is ≤ {bound}: the thresholds keep a "
                                                 "margin for the sampling error of the rows they were fitted on (a "

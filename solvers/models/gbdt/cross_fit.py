@@ -158,7 +158,8 @@ class CrossFit:
         data = self._dataset_of(j)
         rows = self.X if j is None else self.X[self.fold == j]
         # keep_training_booster: no text round trip of the model at the end (its trees and scores are the same)
-        booster = lgb.train(self.params, data, num_boost_round=self.rounds, callbacks=[check], keep_training_booster=True)
+        booster = lgb.train(self.params, data, num_boost_round=self.rounds, callbacks=[check],
+                            keep_training_booster=True)
         return booster, booster.predict(rows, raw_score=True, num_threads=self.params["num_threads"])
 
     def scores(self, known: dict[int, np.ndarray]) -> np.ndarray:

@@ -16,7 +16,8 @@ SHARES = (0.595, 0.4, 0.005)
 
 
 def _planted(rng, n, shares=SHARES):
-    """Group g: a share ``shares[g]`` of the rows, positives with probability 0.25 + 0.1 g, score y + 0.5 g + N(0, 1)."""
+    """Group g: a share ``shares[g]`` of the rows, positives with probability 0.25 + 0.1 g, score
+    y + 0.5 g + N(0, 1)."""
     g = rng.choice(len(shares), n, p=shares)
     y = (rng.random(n) < 0.25 + 0.1 * g).astype(np.int64)
     return y + 0.5 * g + rng.normal(size=n), y, g
@@ -159,4 +160,4 @@ def test_a_job_decides_its_smallest_group_by_a_coin_and_says_so():
     assert selected.mean() == pytest.approx(q, abs=0.03)   # about 2,000 rows of C
     assert abs(selected[positive].mean() - selected[~positive].mean()) < 0.06   # a coin: blind to the label
     sentence = promise_sentence([("demographic_parity", EPS)], None, out.enforcement)["sentence"]
-    assert "The groups C have too few rows" in sentence
+    assert "The group C has too few rows" in sentence
