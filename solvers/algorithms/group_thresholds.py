@@ -392,7 +392,7 @@ class _Thresholded:
             cap = self.config.margin_max_share if self.config.margin_max_share is not None else SHARE_LIMIT
             counts = denominators(y, g, K)
             solution, margin = with_margin(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap)
-            if not margin.met:   # groups too small for a threshold: coins, where that meets it (group_coins)
+            if not margin.met and self.config.coins:   # groups too small for a threshold: coins (group_coins)
                 seen = scores if self.in_sample is None else np.concatenate([scores, self.in_sample])   # + the refit's
                 coined = with_coins(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap,
                                     coin_shift(seen))

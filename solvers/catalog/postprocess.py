@@ -86,6 +86,12 @@ class GroupThresholdsConfig(PrimalConfig):
         "(ε' ≥ ε (1 − this)); where even that leaves the bound above margin_delta (small groups), the rule at this "
         "share is kept and the report says the bound is not met. None: 0.9, the largest (near 1 the deterministic "
         "rule that keeps ε' ≈ 0 is the constant one; on Adult its accuracy is 0.76).")
+    coins: bool = Field(
+        True, description="Demographic parity: where the margin cannot be met at margin_max_share (groups too small "
+        "for a threshold of their own), decide the smallest groups (at most 10 % of the rows) by a draw at the other "
+        "groups' middle rate whatever their score, where that meets it (solvers.fairness.group_coins; the report's "
+        "margin.coins). False: every group keeps a threshold on its scores, and the report says the margin is not "
+        "met.")
     margin_rows: int | None = Field(
         None, ge=1, le=10**9, description="The promise's rows: None (the default) = the population the rows come "
         "from (the rule's population gap ≤ ε with probability ≥ 1 − margin_delta); a number = a fresh sample of "

@@ -161,3 +161,6 @@ def test_a_job_decides_its_smallest_group_by_a_coin_and_says_so():
     assert abs(selected[positive].mean() - selected[~positive].mean()) < 0.06   # a coin: blind to the label
     sentence = promise_sentence([("demographic_parity", EPS)], None, out.enforcement)["sentence"]
     assert "The group C has too few rows" in sentence
+    params = {"threshold_rows": "train_validation", "coins": False}   # asked for none: every group keeps a threshold
+    plain = run(table(5, 20000), spec.model_copy(update={"solver": spec.solver.model_copy(update={"params": params})}))
+    assert not plain.enforcement["margin"]["met"] and "coins" not in plain.enforcement["margin"]
