@@ -564,7 +564,8 @@ def write_report(store: dict[str, Any], path: Path = REPORT) -> None:
              "population values. Peers on the same training rows in the same run; 'fair peer' = the peer at the "
              "largest aim that keeps ε on the population at least as often as FairSolve; verdict: our mean accuracy "
              f"≥ the fair peer's − {ACCURACY_SLACK}. Wall: job POST → succeeded (queue included), median, and in "
-             "parentheses the solve's own seconds where recorded; peer: its fit, median.", "", f"Last written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
+             "parentheses the solve's own seconds where recorded; peer: its fit, median.", "",
+             f"Last written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
              f"now {os.getloadavg()[0]:.2f}.", "",
              "| table | model | constraint | ε | mode | n | jobs | kept ≤ ε | accuracy | gap (mean / worst) | met "
              "(violations) | wall s (solve) | fair peer: kept / accuracy / gap / fit s | verdict | wall / peer fit |",
