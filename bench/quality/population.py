@@ -15,7 +15,8 @@ them too, and the report names the excluded columns (with ``duration`` TO(LightG
 against 0.902 without it; a job given ``features`` with it, 0.920):
 
 * ``TO(LightGBM)``: fairlearn's ``ThresholdOptimizer`` over LightGBM (fitted on those rows, ``prefit=False``, as
-  its documentation uses it), ``tol`` = the aim for demographic parity (fairlearn relaxes no other constraint);
+  its documentation uses it), ``tol`` = the aim for demographic parity and equal opportunity (fairlearn's
+  ``true_positive_rate_parity``; it relaxes no other constraint: equalized odds is exact, at the aim ε only);
 * ``EG(LR)``: ``ExponentiatedGradient(LogisticRegression)`` asked for the same max − min gap: fairlearn bounds
   |E[h | A = a] − E[h]| per group, and with two groups of shares p_a ≥ p_b, E[h | a] − E[h] = p_b (E[h | a] −
   E[h | b]), so ``difference_bound`` = aim × the largest group's share bounds max − min by the aim (with more groups,
@@ -268,12 +269,20 @@ def onnx_decisions(model_bytes: bytes, table: pd.DataFrame) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ peers
+#: the constraints fairlearn's ThresholdOptimizer relaxes by ``tol``: ours → its name
+TO_RELAXED = {"demographic_parity": "demographic_parity", "equal_opportunity": "true_positive_rate_parity"}
+#: ours → fairlearn's reduction moment
+EG_MOMENTS = {"demographic_parity": "DemographicParity", "equal_opportunity": "TruePositiveRateParity",
+              "equalized_odds": "EqualizedOdds"}
+
+
 def _aimed_bound(kind: str, aim: float, y: np.ndarray, group: np.ndarray) -> float:
     """fairlearn's ``difference_bound`` that bounds the max − min gap by ``aim`` (module docstring)."""
     if kind == "demographic_parity":
         share = np.bincount(group).max() / len(group)
-    else:   # per label class, the conditional moments
-        share = max(np.bincount(group[y == c]).max() / max((y == c).sum(), 1) for c in (0, 1))
+    else:   # per label class, the conditional moments (equal opportunity: the positives' only)
+        share = max(np.bincount(group[y == c]).max() / max((y == c).sum(), 1)
+                    for c in ((1,) if kind == "equal_opportunity" else (0, 1)))
     return float(aim * share)
 
 
@@ -289,20 +298,21 @@ def peer_fits(model: str, kind: str, tolerance: float, X: np.ndarray, y: np.ndar
                 from fairlearn.postprocessing import ThresholdOptimizer
                 from lightgbm import LGBMClassifier
 
-                if kind != "demographic_parity" and aim != 1.0:
-                    continue    # fairlearn relaxes demographic parity only
+                relaxed = kind in TO_RELAXED
+                if not relaxed and aim != 1.0:
+                    continue    # fairlearn relaxes demographic parity and equal opportunity only
                 peer = ThresholdOptimizer(
-                    estimator=LGBMClassifier(n_jobs=1, verbose=-1, random_state=seed), constraints=kind,
-                    objective="accuracy_score", predict_method="predict_proba",
-                    tol=aim * tolerance if kind == "demographic_parity" else None)
+                    estimator=LGBMClassifier(n_jobs=1, verbose=-1, random_state=seed),
+                    constraints=TO_RELAXED.get(kind, kind), objective="accuracy_score",
+                    predict_method="predict_proba", tol=aim * tolerance if relaxed else None)
                 name = f"TO(LightGBM) tol {aim:g}ε"
             else:
-                from fairlearn.reductions import DemographicParity, EqualizedOdds, ExponentiatedGradient
+                from fairlearn import reductions
                 from sklearn.linear_model import LogisticRegression
 
-                moment = (DemographicParity if kind == "demographic_parity" else EqualizedOdds)(
+                moment = getattr(reductions, EG_MOMENTS[kind])(
                     difference_bound=_aimed_bound(kind, aim * tolerance, y, group))
-                peer = ExponentiatedGradient(LogisticRegression(max_iter=1000), moment)
+                peer = reductions.ExponentiatedGradient(LogisticRegression(max_iter=1000), moment)
                 name = f"EG(LR) bound {aim:g}ε"
             peer.fit(X, y, sensitive_features=group)
             fit_s = time.perf_counter() - started

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.quality.population import _aimed_bound, bootstrap_rows, population_metrics
+from bench.quality.population import _aimed_bound, bootstrap_rows, peer_fits, population_metrics
 
 
 def test_population_metrics_equal_a_direct_computation_on_a_small_table():
@@ -51,6 +51,29 @@ def test_the_aimed_bound_asks_fairlearn_for_the_same_max_minus_min_gap():
     r = np.array([0.30, 0.25])                      # gap 0.05
     overall = 0.7 * r[0] + 0.3 * r[1]
     assert max(abs(r - overall)) == pytest.approx(bound)
+
+
+def test_equal_opportunitys_bound_is_on_the_positives_shares():
+    """Equal opportunity's moment conditions on y = 1 only: the larger group's share among the positives."""
+    g = np.array([0] * 70 + [1] * 30)
+    y = np.array([1] * 20 + [0] * 50 + [1] * 20 + [0] * 10)    # positives: 20 of group 0, 20 of group 1
+    assert _aimed_bound("equal_opportunity", 0.05, y, g) == pytest.approx(0.025)
+    assert _aimed_bound("equalized_odds", 0.05, y, g) == pytest.approx(0.05 * 50 / 60)   # the negatives' 50 of 60
+
+
+def test_the_gbdt_peer_of_equal_opportunity_is_thresholdoptimizer_relaxed_at_each_aim():
+    """fairlearn relaxes its true-positive-rate parity by ``tol``: one peer per aim, and a tighter aim gives a
+    smaller TPR gap on the rows it was fitted to (there exactly, up to the draw's expectation)."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    g = (rng.random(n) < 0.4).astype(np.int64)
+    X = np.column_stack([rng.standard_normal(n), g + 0.1 * rng.standard_normal(n)])
+    y = (rng.random(n) < 1 / (1 + np.exp(-(2 * X[:, 0] + 1.5 * g - 1)))).astype(np.int64)
+    peers = peer_fits("gbdt", "equal_opportunity", 0.2, X, y, g, X, g, seed=0)
+    assert sorted(v["aim"] for v in peers.values()) == [0.25, 0.5, 0.75, 1.0]
+    gaps = {v["aim"]: population_metrics(v["p"], y, g, 2)["equal_opportunity"] for v in peers.values()}
+    assert gaps[0.25] <= 0.25 * 0.2 + 0.01 and gaps[1.0] <= 0.2 + 0.01
+    assert gaps[0.25] < gaps[1.0]
 
 
 def test_the_guarantee_is_pooled_over_cells_counting_violations_among_met_jobs_only():
