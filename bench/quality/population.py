@@ -37,6 +37,9 @@ FairSolve on the same samples ("the fair peer"); the verdict is accuracy ≥ the
 accuracy on the rows of P that no draw of the sample took (:func:`unseen_accuracy`): P holds the sample's rows (a
 third of bank's, most of COMPAS's), so a model that memorises them gains population accuracy without generalising
 (docs/architecture.md, "Population accuracy rewards memorising the sample"); the unseen rows' accuracy does not.
+A randomised rule of ours is measured twice: by its ONNX decision (the draw it realises on P's rows: the table's
+figures and the verdict) and in expectation over its draw (:func:`onnx_expected`, the measure the peers get): on a
+group of a few hundred rows of P the realised draw is itself off its expectation by a few points.
 
 Run::
 
@@ -58,6 +61,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -249,23 +253,58 @@ def spec_for(table: str, model: str, kind: str, tolerance: float, mode: str, see
 
 
 # ------------------------------------------------------------------ ONNX scoring of the population
+def _feeds(session, table: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The session's inputs by name from ``table``'s columns, as the export documents."""
+    from solvers.data.encoding import normalise_values
+
+    return {node.name: (normalise_values(table[node.name]).astype(object) if node.type == "tensor(string)" else
+                        table[node.name].to_numpy(dtype=np.float64, na_value=np.nan)).reshape(-1, 1)
+            for node in session.get_inputs()}
+
+
 def onnx_decisions(model_bytes: bytes, table: pd.DataFrame) -> np.ndarray:
     """The exported model's ``decision`` on every row of ``table`` (inputs fed by name, as the export documents)."""
     import onnxruntime as ort
 
-    from solvers.data.encoding import normalise_values
-
     session = ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
-    feeds = {}
-    for node in session.get_inputs():
-        column = table[node.name]
-        if node.type == "tensor(string)":
-            values = normalise_values(column).astype(object)
-        else:
-            values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-        feeds[node.name] = values.reshape(-1, 1)
-    out = session.run(["decision"], feeds)[0]
+    out = session.run(["decision"], _feeds(session, table))[0]
     return np.asarray(out).reshape(-1).astype(np.float64)
+
+
+def onnx_expected(model_bytes: bytes, table: pd.DataFrame) -> np.ndarray | None:
+    r"""P(ŷ = 1 | x) of the exported model's randomised group-threshold rule over its draw, or None when the model
+    has none outermost (its decision is then its expectation): the rule decides 1{h(x) > t_{g, J}} with J drawn
+    from the group's weights (cumulative C_{g, j}), so P(ŷ = 1 | x) = Σ_j (C_{g, j} − C_{g, j−1}) 1{h(x) > t_{g, j}},
+    read from the graph's own values of h, t_{g, ·} and C_{g, ·} (app/onnx_models/export.py, ``_group_thresholds``).
+    The measure the peers get (their exact expectations); the decision (:func:`onnx_decisions`) is what the draw
+    realises on these rows."""
+    import onnx
+    import onnxruntime as ort
+
+    model = onnx.load_from_string(model_bytes)
+    made = {out: node for node in model.graph.node for out in node.output}
+    def rule(node) -> bool:   # the rule's last step (the export's names carry a counter)
+        return node is not None and re.fullmatch(r"thresholded_\d+", node.output[0]) is not None
+
+    node = made.get("logit")                                 # Cast(Reshape(f)), f the outermost module's value
+    while node is not None and not rule(node) and node.op_type in ("Cast", "Reshape"):
+        node = made.get(node.input[0])
+    if not rule(node):
+        return None
+    moved = made[node.input[0]]                              # Sub(h, t)
+    h, t = moved.input
+    gathered = made[t]                                       # GatherElements(rows, j)
+    rows = gathered.input[0]
+    j = made[gathered.input[1]]                              # Min(count, J − 1)
+    count = made[j.input[0]]                                 # ReduceSum(Cast(LessOrEqual(cumulative, u)))
+    cumulative = made[made[count.input[0]].input[0]].input[0]
+    names = [h, rows, cumulative]
+    model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    hv, tv, cv = (np.asarray(v, dtype=np.float64) for v in session.run(names, _feeds(session, table)))
+    weights = np.diff(np.concatenate([np.zeros((len(cv), 1)), cv], axis=1), axis=1)
+    weights[:, -1] += 1.0 - cv[:, -1]                        # J is capped at its last component
+    return (weights * (hv.reshape(-1, 1) > tv)).sum(axis=1)
 
 
 # ------------------------------------------------------------------ peers
@@ -345,6 +384,10 @@ def run_sample(ctx: "Context", table: str, model: str, kind: str, tolerance: flo
         p = onnx_decisions(job["onnx"], P)
         row["ours"] = population_metrics(p, pop["y"], groups_pop["index"], len(groups_pop["names"]))
         row["ours"]["unseen_accuracy"] = unseen_accuracy(p, pop["y"], idx)
+        expected = onnx_expected(job["onnx"], P)
+        if expected is not None:   # a randomised rule: also in expectation over its draw, as the peers are measured
+            row["ours_expected"] = population_metrics(expected, pop["y"], groups_pop["index"],
+                                                      len(groups_pop["names"]))
         test = data.table_rows("test")
         row["onnx_check"] = abs(float(np.mean(p[idx[test]] == pop["y"][idx[test]])) - job["test_accuracy"])
         row["job"] = {k: job[k] for k in ("id", "test_accuracy", "selected", "guarantee", "enforcement_margin")
@@ -495,6 +538,11 @@ def summarise_cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "solver_s": _median_of(r.get("solver_s") for r in ours),
             "unseen_accuracy": _mean_of(r["ours"].get("unseen_accuracy") for r in ours),
             "onnx_max_diff": max(r.get("onnx_check", 0.0) for r in ours)})
+        expected = [r["ours_expected"] for r in ours if "ours_expected" in r]
+        if len(expected) == len(ours):   # every job's rule measured in expectation too (jobs stored since)
+            gaps_e = [e[kind] for e in expected]
+            out["expected"] = {"kept": sum(g <= eps for g in gaps_e) / len(expected), "accuracy": statistics.mean(
+                e["accuracy"] for e in expected), "gap": statistics.mean(gaps_e), "worst_gap": max(gaps_e)}
         guaranteed = [r for r in ours if (r.get("job") or {}).get("guarantee")]
         if guaranteed:
             met = [r for r in guaranteed if r["job"]["guarantee"].get("met")]
@@ -607,6 +655,17 @@ def write_report(store: dict[str, Any], path: Path = REPORT) -> None:
             peer_s = (f"; {c['fair_peer']} {_f(peer.get('unseen_accuracy'))}: {_f(c['unseen_verdict'])}"
                       if "unseen_verdict" in c else "")
             lines.append(f"- {table} {model} {kind} ε={eps} {mode} n={n}: ours {_f(c['unseen_accuracy'])}{peer_s}")
+    expected = [(key, c) for key, c in cells(store).items() if "expected" in c]
+    if expected:
+        lines += ["", "Ours in expectation over the rule's draw (`onnx_expected`: P(ŷ = 1 | x) read from the ONNX "
+                      "model's own thresholds and weights; the measure the peers get), beside the draw the ONNX "
+                      "decision realises on the table's rows (the table above): kept / accuracy / gap (mean / worst):",
+                  ""]
+        for (table, model, kind, eps, mode, n), c in expected:
+            e = c["expected"]
+            lines.append(f"- {table} {model} {kind} ε={eps} {mode} n={n}: in expectation {_f(e['kept'], 2)} / "
+                         f"{_f(e['accuracy'])} / {_f(e['gap'])} / {_f(e['worst_gap'])}; realised {_f(c['kept'], 2)} / "
+                         f"{_f(c['accuracy'])} / {_f(c['gap'])} / {_f(c['worst_gap'])}")
     screened = sorted({(r["table"], c) for r in store["jobs"].values() for c in (r.get("job") or {}).get("screened_out")
                        or []})
     if screened:

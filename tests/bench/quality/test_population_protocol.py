@@ -229,3 +229,52 @@ def test_the_report_names_the_columns_the_feature_screen_excluded(tmp_path):
     (tmp_path / "population.json").write_text(json.dumps({"jobs": {k: job(2, []) for k in list(jobs)[:1]}}))
     main(["--report", "--results", str(tmp_path)])
     assert "feature screen excluded" not in (tmp_path / "population.md").read_text()
+
+
+def test_the_expectation_of_an_exported_randomised_rule_is_read_from_its_own_graph():
+    """A randomised group-threshold rule exported as ONNX: P(ŷ = 1 | x) from the graph's thresholds and weights
+    agrees with the decision wherever the components agree (p ∈ {0, 1}), equals the torch rule's own mixture, and
+    the realised decisions average to it within the draw's noise; a model without a rule outermost gives None."""
+    import torch
+
+    from app.onnx_models.export import pipeline_model
+    from bench.common.datagen import planted_table
+    from bench.quality.population import onnx_decisions, onnx_expected
+    from fairsolve.model import FairModel
+    from solvers import ProblemSpec, run
+    from solvers.data.encoding import TableEncoder
+    from solvers.models.thresholded import _rule_of
+
+    table = planted_table(3000, seed=5)
+    audit = {"target": "income", "positive_label": ">50K", "sensitive": ["sex"]}
+
+    def exported(solver):
+        spec = ProblemSpec.model_validate({**audit, "model": {"type": "linear"}, "solver": solver, "device": "cpu",
+                                           "constraints": [{"type": "equalized_odds", "tolerance": 0.02}],
+                                           "split": {"test": 0.2, "validation": 0.3, "seed": 0}, "max_iterations": 40})
+        out = run(table, spec)
+        state = {k: v.numpy() for k, v in out.state_dict.items()}
+        onnx = pipeline_model(out.encoder, state, spec.model.model_dump(mode="json"),
+                              {**audit, "groups": out.groups, "job_id": "j"}).SerializeToString()
+        return spec, out, onnx
+
+    spec, out, onnx = exported({"name": "group_thresholds", "params": {"randomized": True, "margin_delta": None}})
+    p, decision = onnx_expected(onnx, table), onnx_decisions(onnx, table)
+    assert p is not None and p.shape == (len(table),) and ((p >= 0) & (p <= 1)).all()
+    mixed = (p > 1e-9) & (p < 1 - 1e-9)
+    assert mixed.sum() > 20                                        # the rule randomises somewhere
+    np.testing.assert_array_equal(decision[~mixed], np.round(p[~mixed]))
+    model = FairModel.from_state(TableEncoder.from_dict(out.encoder), spec.model, out.state_dict)
+    rule = _rule_of(model.network)
+    with torch.no_grad():
+        X = torch.as_tensor(model.encoder.transform(table), dtype=torch.float32)
+        h, g = rule.base(X).double().reshape(-1), rule.group_of(X)
+        cumulative = rule.cumulative[g]
+        weights = torch.diff(torch.cat([torch.zeros(len(g), 1, dtype=torch.float64), cumulative], 1), dim=1)
+        torch_p = (weights * (h[:, None] > rule.thresholds[g]).double()).sum(1).numpy()
+    np.testing.assert_allclose(p, torch_p, atol=1e-9)
+    sd = np.sqrt((p[mixed] * (1 - p[mixed])).sum()) / mixed.sum()
+    assert abs(decision[mixed].mean() - p[mixed].mean()) < 4 * sd + 1e-9
+
+    _, _, plain = exported({"name": "erm"})
+    assert onnx_expected(plain, table) is None
