@@ -271,6 +271,10 @@ def onnx_decisions(model_bytes: bytes, table: pd.DataFrame) -> np.ndarray:
     return np.asarray(out).reshape(-1).astype(np.float64)
 
 
+#: the name of the export's last step of a group-threshold rule (its names carry a counter)
+RULE_OUTPUT = re.compile(r"thresholded_\d+")
+
+
 def onnx_expected(model_bytes: bytes, table: pd.DataFrame) -> np.ndarray | None:
     r"""P(ŷ = 1 | x) of the exported model's randomised group-threshold rule over its draw, or None when the model
     has none outermost (its decision is then its expectation): the rule decides 1{h(x) > t_{g, J}} with J drawn
@@ -283,13 +287,10 @@ def onnx_expected(model_bytes: bytes, table: pd.DataFrame) -> np.ndarray | None:
 
     model = onnx.load_from_string(model_bytes)
     made = {out: node for node in model.graph.node for out in node.output}
-    def rule(node) -> bool:   # the rule's last step (the export's names carry a counter)
-        return node is not None and re.fullmatch(r"thresholded_\d+", node.output[0]) is not None
-
     node = made.get("logit")                                 # Cast(Reshape(f)), f the outermost module's value
-    while node is not None and not rule(node) and node.op_type in ("Cast", "Reshape"):
+    while node is not None and not RULE_OUTPUT.fullmatch(node.output[0]) and node.op_type in ("Cast", "Reshape"):
         node = made.get(node.input[0])
-    if not rule(node):
+    if node is None or not RULE_OUTPUT.fullmatch(node.output[0]):
         return None
     moved = made[node.input[0]]                              # Sub(h, t)
     h, t = moved.input
@@ -559,16 +560,26 @@ def summarise_cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
                            "fit_s": statistics.median(x["fit_s"] for x in v),
                            "unseen_accuracy": _mean_of(x.get("unseen_accuracy") for x in v)}
                     for name, v in peers.items()}
+    fair = _fair_peer(out["peers"], out["expected"]["kept"]) if "expected" in out else None
+    if fair is not None:   # the same comparison with ours in expectation, as the peers are measured
+        name, p = fair
+        out["expected"].update(fair_peer=name, verdict=out["expected"]["accuracy"] >= p["accuracy"] - ACCURACY_SLACK)
     if ours and out["peers"]:
-        fair = [(name, p) for name, p in out["peers"].items() if p["kept"] >= out["kept"] - 1e-12]
-        if fair:
-            name, p = max(fair, key=lambda item: item[1]["aim"])
+        fair = _fair_peer(out["peers"], out["kept"])
+        if fair is not None:
+            name, p = fair
             out["fair_peer"] = name
             out["verdict"] = out["accuracy"] >= p["accuracy"] - ACCURACY_SLACK
             if out["unseen_accuracy"] is not None and p["unseen_accuracy"] is not None:   # the same, on unseen rows
                 out["unseen_verdict"] = out["unseen_accuracy"] >= p["unseen_accuracy"] - ACCURACY_SLACK
             out["time_ratio"] = out["wall_s"] / max(p["fit_s"], 1e-9)
     return out
+
+
+def _fair_peer(peers: dict[str, dict[str, Any]], kept: float) -> tuple[str, dict[str, Any]] | None:
+    """(name, figures) of the peer at the largest aim that keeps ε at least as often as ``kept``, or None."""
+    fair = [(name, p) for name, p in peers.items() if p["kept"] >= kept - 1e-12]
+    return max(fair, key=lambda item: item[1]["aim"]) if fair else None
 
 
 def _mean_of(values) -> float | None:
@@ -663,9 +674,12 @@ def write_report(store: dict[str, Any], path: Path = REPORT) -> None:
                   ""]
         for (table, model, kind, eps, mode, n), c in expected:
             e = c["expected"]
+            peer = c["peers"][e["fair_peer"]] if "fair_peer" in e else None
+            peer_s = (f"; {e['fair_peer']} {_f(peer['kept'], 2)} / {_f(peer['accuracy'])}: {_f(e['verdict'])}" if peer
+                      else "; no peer aim keeps ε as often")
             lines.append(f"- {table} {model} {kind} ε={eps} {mode} n={n}: in expectation {_f(e['kept'], 2)} / "
-                         f"{_f(e['accuracy'])} / {_f(e['gap'])} / {_f(e['worst_gap'])}; realised {_f(c['kept'], 2)} / "
-                         f"{_f(c['accuracy'])} / {_f(c['gap'])} / {_f(c['worst_gap'])}")
+                         f"{_f(e['accuracy'])} / {_f(e['gap'])} / {_f(e['worst_gap'])}{peer_s}; realised "
+                         f"{_f(c['kept'], 2)} / {_f(c['accuracy'])} / {_f(c['gap'])} / {_f(c['worst_gap'])}")
     screened = sorted({(r["table"], c) for r in store["jobs"].values() for c in (r.get("job") or {}).get("screened_out")
                        or []})
     if screened:

@@ -145,6 +145,26 @@ def test_the_verdict_on_unseen_rows_can_differ_from_the_one_on_the_whole_table()
     assert "unseen_verdict" not in summarise_cell([{**row, "peers": {"TO": {**peer, "unseen_accuracy": None}}}])
 
 
+def test_ours_in_expectation_is_compared_with_the_peer_that_keeps_eps_as_often_in_expectation():
+    """Realised, our rule misses ε in one of two samples and the peer aimed at ε keeps it as often; in expectation
+    it keeps both, so the fair peer is the one aimed lower that keeps both — and with none, no verdict."""
+    from bench.quality.population import summarise_cell
+
+    loose = {"aim": 1.0, "fit_s": 0.3, "accuracy": 0.905, "demographic_parity": 0.06}
+    tight = {"aim": 0.5, "fit_s": 0.3, "accuracy": 0.899, "demographic_parity": 0.02}
+    rows = [{"kind": "demographic_parity", "tolerance": 0.05, "wall_s": 0.5,
+             "peers": {"TO 1": {**loose, "demographic_parity": d}, "TO 0.5": tight},
+             "ours": {"accuracy": 0.902, "demographic_parity": d},
+             "ours_expected": {"accuracy": 0.901, "demographic_parity": 0.04}} for d in (0.03, 0.07)]
+    cell = summarise_cell(rows)
+    assert (cell["kept"], cell["fair_peer"], cell["verdict"]) == (0.5, "TO 1", False)
+    e = cell["expected"]
+    assert (e["kept"], e["fair_peer"], e["verdict"]) == (1.0, "TO 0.5", True)
+    alone = summarise_cell([{**r, "peers": {"TO 1": r["peers"]["TO 1"]}} for r in rows])["expected"]
+    assert alone["kept"] == 1.0 and "fair_peer" not in alone and "verdict" not in alone
+    assert "expected" not in summarise_cell([rows[0], {k: v for k, v in rows[1].items() if k != "ours_expected"}])
+
+
 def test_the_fold_switch_report_keeps_one_section_per_table():
     from bench.quality.fold_switch import section, with_section
 
