@@ -436,8 +436,8 @@ class _Thresholded:
         judged = (v.y.cpu().numpy(), v.group.cpu().numpy())
         tuned_scores = self.model(v.X).double().cpu().numpy()
         chosen, z = self._choice(tuned_scores, self.other_fit.fold_scores(0), *judged, "validation")
-        if abs(z) < (DECISIVE_Z_AHEAD if chosen == self.speculated else DECISIVE_Z):   # too close to call on these
-            # rows: every fitting row, out of fold
+        decisive = DECISIVE_Z_AHEAD if chosen == self.speculated else DECISIVE_Z
+        if abs(z) < decisive:   # too close to call on these rows: every fitting row, out of fold
             first = self.selection
             self.other_fit.release()
             scores, y, g = self._cross_fitted()

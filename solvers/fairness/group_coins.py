@@ -86,9 +86,10 @@ def with_coins(solve: Callable[[list], ThresholdSolution], families: Sequence[tu
             return None
         exact = {**counts, "sr": np.where(np.isin(np.arange(len(rows)), coins), np.inf, rows)}
         solution, record = with_margin(solve, families, exact, delta, unseen_rows, max_share)
-        if record.met:
-            solution = tossed(solution, coins, shift)
-            record.bound = violation_bound(solution.rates, exact, families, unseen_rows)   # at the coins' rates
-            record.met = record.bound <= delta
+        if not record.met:
+            continue
+        solution = tossed(solution, coins, shift)
+        record.bound = violation_bound(solution.rates, exact, families, unseen_rows)   # at the coins' rates
+        if record.bound <= delta:
             return solution, record
     return None
