@@ -69,7 +69,7 @@ def test_the_gbdt_peer_of_equal_opportunity_is_thresholdoptimizer_relaxed_at_eac
     g = (rng.random(n) < 0.4).astype(np.int64)
     X = np.column_stack([rng.standard_normal(n), g + 0.1 * rng.standard_normal(n)])
     y = (rng.random(n) < 1 / (1 + np.exp(-(2 * X[:, 0] + 1.5 * g - 1)))).astype(np.int64)
-    peers = peer_fits("gbdt", "equal_opportunity", 0.2, X, y, g, X, g, seed=0)
+    peers = peer_fits("gbdt", "equal_opportunity", 0.2, X, y, g, X, g, seed=0, families=("TO(LightGBM)",))
     assert sorted(v["aim"] for v in peers.values()) == [0.25, 0.5, 0.75, 1.0]
     gaps = {v["aim"]: population_metrics(v["p"], y, g, 2)["equal_opportunity"] for v in peers.values()}
     assert gaps[0.25] <= 0.25 * 0.2 + 0.01 and gaps[1.0] <= 0.2 + 0.01
@@ -298,3 +298,60 @@ def test_the_expectation_of_an_exported_randomised_rule_is_read_from_its_own_gra
 
     _, _, plain = exported({"name": "erm"})
     assert onnx_expected(plain, table) is None
+
+
+def _two_groups(n: int = 3000, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    g = (rng.random(n) < 0.4).astype(np.int64)
+    X = np.column_stack([rng.standard_normal(n), g + 0.1 * rng.standard_normal(n)])
+    y = (rng.random(n) < 1 / (1 + np.exp(-(2 * X[:, 0] + 1.5 * g - 1)))).astype(np.int64)
+    return X, y, g
+
+
+@pytest.mark.parametrize("family,kind", [("OxonFair(LightGBM)", "demographic_parity"),
+                                         ("OxonFair(LR)", "equalized_odds"), ("FairGBM", "equal_opportunity")])
+def test_each_added_peer_family_keeps_its_aim_near_where_it_was_fitted_and_a_tighter_aim_is_fairer(family, kind):
+    """OxonFair chooses its thresholds on the rows after ``n_train`` (the job's validation split), FairGBM boosts under
+    its FNR / FPR tolerances: one peer per aim, named by family, and the aim a quarter of ε gives a smaller gap than
+    ε on the rows they were fitted to (deterministic decisions: p ∈ {0, 1})."""
+    from bench.quality.population import family_of
+
+    pytest.importorskip("oxonfair" if family.startswith("OxonFair") else "fairgbm")   # requirements-bench.txt
+    X, y, g = _two_groups()
+    peers = peer_fits("gbdt", kind, 0.2, X, y, g, X, g, seed=0, n_train=2000, families=(family,))
+    assert {family_of(name) for name in peers} == {family} and len(peers) == 4
+    gaps = {v["aim"]: population_metrics(v["p"], y, g, 2)[kind] for v in peers.values()}
+    assert all(set(np.unique(v["p"])) <= {0.0, 1.0} for v in peers.values())
+    assert gaps[0.25] < gaps[1.0]
+    assert gaps[1.0] <= 0.2 + 0.05     # fitted on (some of) these rows: near its aim
+
+
+def test_fairgbm_has_no_demographic_parity_and_thresholdoptimizer_no_relaxed_equalized_odds():
+    pytest.importorskip("fairgbm")
+    X, y, g = _two_groups(1000)
+    assert peer_fits("gbdt", "demographic_parity", 0.1, X, y, g, X, g, seed=0, families=("FairGBM",)) == {}
+    to = peer_fits("gbdt", "equalized_odds", 0.1, X, y, g, X, g, seed=0, families=("TO(LightGBM)",))
+    assert [v["aim"] for v in to.values()] == [1.0]
+
+
+def test_the_verdict_is_against_the_target_family_and_the_best_peer_of_the_run_is_reported_beside_it():
+    """A gbdt cell: TO(LightGBM) is the verdict's family; OxonFair keeps ε as often at a higher accuracy, so it is
+    the best peer of the run and its verdict differs. A peer only some samples have is left out of the cell."""
+    from bench.quality.population import family_of, summarise_cell
+
+    def peer(aim, acc, gap):
+        return {"aim": aim, "fit_s": 0.2, "accuracy": acc, "demographic_parity": gap}
+
+    rows = [{"model": "gbdt", "kind": "demographic_parity", "tolerance": 0.05, "wall_s": 0.9,
+             "ours": {"accuracy": 0.86, "demographic_parity": 0.04},
+             "peers": {"TO(LightGBM) tol 1ε": peer(1.0, 0.865, 0.06), "TO(LightGBM) tol 0.75ε": peer(0.75, 0.859, 0.04),
+                       "OxonFair(LightGBM) gap 1ε": peer(1.0, 0.866, 0.045),
+                       "OxonFair(LightGBM) gap 0.75ε": peer(0.75, 0.862, 0.035),
+                       **({"FairGBM tol 1ε": peer(1.0, 0.99, 0.0)} if seed else {})}} for seed in range(2)]
+    cell = summarise_cell(rows)
+    assert family_of("OxonFair(LightGBM) gap 0.75ε") == "OxonFair(LightGBM)" and family_of("TO 1") == "TO"
+    assert (cell["fair_peer"], cell["verdict"]) == ("TO(LightGBM) tol 0.75ε", True)
+    assert (cell["best_peer"], cell["best_verdict"]) == ("OxonFair(LightGBM) gap 1ε", False)
+    assert "FairGBM tol 1ε" not in cell["peers"]
+    linear = summarise_cell([{**r, "model": "linear"} for r in rows])   # its target family is absent: all count
+    assert linear["fair_peer"] == "OxonFair(LightGBM) gap 1ε"
