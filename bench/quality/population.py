@@ -254,6 +254,21 @@ def bootstrap_rows(n_population: int, n: int, seed: int) -> np.ndarray:
     return sample_generator(seed).integers(0, n_population, size=n)
 
 
+def parity_rule_keep(kind: str, tolerance: float, y: np.ndarray, group: np.ndarray, n_groups: int) -> float | None:
+    r"""P(population gap ≤ ε) of a rule fitted to EXACT parity on these fitting rows (labels ``y``, groups): its
+    rates on the rows are equal, and the population's differ from them by the rows' sampling error, whose range
+    over the groups has the law of a zero-gap model's gap on a split of these sizes
+    (:func:`solvers.fairness.noise_floor.noise_floor`, at the pooled label rate). What any rule of thresholds on the
+    features can keep at this size, however accurate its scores (a coin, which selects a fixed share of the
+    population, has no such error: :mod:`solvers.fairness.group_coins`). None for a family without rates."""
+    from solvers.fairness.noise_floor import RATE_FAMILIES, noise_floor, split_counts
+
+    if kind not in RATE_FAMILIES:
+        return None
+    counts, positives = split_counts(y, group, n_groups)
+    return noise_floor(kind, counts, positives, tolerance, repetitions=20_000).keep_probability
+
+
 def spec_for(table: str, model: str, kind: str, tolerance: float, mode: str, seed: int) -> dict[str, Any]:
     spec = {**POPULATIONS[table].fields, "model": {"type": model}, "objective": "logistic",
             "constraints": [{"type": kind, "tolerance": tolerance}], "solver": {"name": "auto"},
@@ -485,6 +500,7 @@ def run_sample(ctx: "Context", table: str, model: str, kind: str, tolerance: flo
         data = prepare(sample, ProblemSpec.model_validate(spec))
         test = data.table_rows("test")
         row["onnx_check"] = abs(float(np.mean(p[idx[test]] == pop["y"][idx[test]])) - job["test_accuracy"])
+        row["parity_keep"] = fitting_parity_keep(data, kind, tolerance)
         row["job"] = {k: job[k] for k in ("id", "test_accuracy", "selected", "guarantee", "enforcement_margin")
                       if k in job}
         if job.get("screened_out"):
@@ -524,6 +540,24 @@ def sample_peers(ctx: "Context", table: str, model: str, kind: str, tolerance: f
                    **population_metrics(v["p"], pop["y"], groups_pop["index"], len(groups_pop["names"])),
                    "unseen_accuracy": unseen_accuracy(v["p"], pop["y"], idx)}
             for name, v in peers.items()}
+
+
+def sample_parity_keep(ctx: "Context", table: str, kind: str, tolerance: float, seed: int) -> float | None:
+    """:func:`parity_rule_keep` on one sample's fitting rows (train ∪ validation of the job's split)."""
+    from solvers import ProblemSpec, prepare
+
+    pop = ctx.population(table)
+    idx = bootstrap_rows(len(pop["table"]), POPULATIONS[table].sample_rows, seed)
+    sample = pop["table"].iloc[idx].reset_index(drop=True)
+    return fitting_parity_keep(prepare(sample, ProblemSpec.model_validate(
+        spec_for(table, "linear", kind, tolerance, "default", seed))), kind, tolerance)
+
+
+def fitting_parity_keep(data: Any, kind: str, tolerance: float) -> float | None:
+    """:func:`parity_rule_keep` on a prepared sample's fitting rows (train ∪ validation)."""
+    fit = np.concatenate([data.splits["train"], data.splits["validation"]])
+    return parity_rule_keep(kind, tolerance, np.asarray(data.y)[fit], np.asarray(data.group)[fit],
+                            len(data.group_names))
 
 
 def add_peers(ctx: "Context", row: dict[str, Any], families: list[str] | None) -> None:
@@ -666,6 +700,9 @@ def summarise_cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "solver_s": _median_of(r.get("solver_s") for r in ours),
             "unseen_accuracy": _mean_of(r["ours"].get("unseen_accuracy") for r in ours),
             "onnx_max_diff": max(r.get("onnx_check", 0.0) for r in ours)})
+        keeps = [r.get("parity_keep") for r in ours]
+        if all(k is not None for k in keeps):   # every job's sample has it (stored since)
+            out["parity_keep"] = statistics.mean(keeps)
         expected = [r["ours_expected"] for r in ours if "ours_expected" in r]
         if len(expected) == len(ours):   # every job's rule measured in expectation too (jobs stored since)
             gaps_e = [e[kind] for e in expected]
@@ -780,14 +817,18 @@ def write_report(store: dict[str, Any], path: Path = REPORT) -> None:
              "issue's target family (TO(LightGBM) for gbdt, EG(LR) for linear and MLP) at the "
              "largest aim that keeps ε on the population at least as often as FairSolve; 'best peer of the run' = "
              "the most accurate of every family's fair peer (OxonFair, FairGBM, … where they ran); verdict: our mean accuracy "
-             f"≥ the fair peer's − {ACCURACY_SLACK}. Wall: job POST → succeeded (queue included), median, and in "
+             f"≥ the fair peer's − {ACCURACY_SLACK}. 'Rule at parity keeps': the mean over the samples of the "
+             "probability that a rule fitted to exact parity on the sample's fitting rows keeps ε on the population "
+             "(`parity_rule_keep`: their sampling error alone; what thresholds on any scores can keep at this size). "
+             "Wall: job POST → succeeded (queue included), median, and in "
              "parentheses the solve's own seconds where recorded; peer: its fit, median.", "",
              f"Last written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
              f"now {os.getloadavg()[0]:.2f}.", "",
-             "| table | model | constraint | ε | mode | n | jobs | kept ≤ ε | accuracy | gap (mean / worst) | met "
+             "| table | model | constraint | ε | mode | n | jobs | kept ≤ ε | rule at parity keeps | accuracy | "
+             "gap (mean / worst) | met "
              "(violations) | wall s (solve) | fair peer: kept / accuracy / gap / fit s | verdict | wall / peer fit | "
              "best peer of the run: kept / accuracy / gap / fit s | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (table, model, kind, eps, mode, n), c in cells(store).items():
         peer = c["peers"].get(c.get("fair_peer")) if c.get("fair_peer") else None
         peer_s = (f"{c['fair_peer']}: {_f(peer['kept'], 2)} / {_f(peer['accuracy'])} / {_f(peer['gap'])} / "
@@ -798,7 +839,8 @@ def write_report(store: dict[str, Any], path: Path = REPORT) -> None:
         met = f"{_f(c['met'], 2)} ({c['met_violations']} of {c['met_jobs']})" if "met" in c else "—"
         solve = f" ({_f(c['solver_s'], 2)})" if c.get("solver_s") is not None else ""
         lines.append(f"| {table} | {model} | {kind} | {eps} | {mode} | {n} | {c['succeeded']}/{c['jobs']} | "
-                     f"{_f(c.get('kept'), 2)} | {_f(c.get('accuracy'))} | {_f(c.get('gap'))} / "
+                     f"{_f(c.get('kept'), 2)} | {_f(c.get('parity_keep'), 2)} | {_f(c.get('accuracy'))} | "
+                     f"{_f(c.get('gap'))} / "
                      f"{_f(c.get('worst_gap'))} | {met} | {_f(c.get('wall_s'), 2)}{solve} | {peer_s} | "
                      f"{_f(c.get('verdict'))} | {_f(c.get('time_ratio'), 2)} | {best_s} | {_f(c.get('best_verdict'))} |")
     lines += ["", "Every peer at every aim (kept / mean accuracy / mean gap / median fit s):", ""]
@@ -861,6 +903,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="peer families (default: the model's, DEFAULT_FAMILIES)")
     parser.add_argument("--add-peers", action="store_true",
                         help="fit the --peers families a stored job of the grid lacks, beside it (no job is re-run)")
+    parser.add_argument("--add-parity-keep", action="store_true",
+                        help="compute `parity_rule_keep` for every stored job that lacks it (no job is re-run)")
     parser.add_argument("--rerun", action="store_true", help="replace stored jobs of the cells run")
     parser.add_argument("--report", action="store_true", help="only rewrite population.md")
     parser.add_argument("--results", type=Path, default=RESULTS,
@@ -883,6 +927,18 @@ def main(argv: list[str] | None = None) -> None:
     store_path, report_path = args.results / STORE.name, args.results / REPORT.name
     store = load_store(store_path)
     if args.report:
+        write_report(store, report_path)
+        return
+    if args.add_parity_keep:
+        ctx = Context()
+        for row in store["jobs"].values():
+            if "ours" in row and "parity_keep" not in row:
+                if row["n"] != POPULATIONS[row["table"]].sample_rows:
+                    POPULATIONS[row["table"]] = Population(POPULATIONS[row["table"]].load,
+                                                           POPULATIONS[row["table"]].fields, row["n"])
+                row["parity_keep"] = sample_parity_keep(ctx, row["table"], row["kind"], row["tolerance"],
+                                                        row["seed"])
+        save_store(store, store_path)
         write_report(store, report_path)
         return
     grid = CORE if args.core else {"tables": args.tables, "models": args.models, "kinds": args.kinds,

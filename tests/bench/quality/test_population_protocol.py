@@ -222,7 +222,7 @@ def test_results_of_another_folder_leave_the_committed_ones_alone(tmp_path):
                                                                    job}}))
     main(["--report", "--results", str(tmp_path)])
     report = (tmp_path / "population.md").read_text()
-    assert "| mine | gbdt | demographic_parity | 0.05 | default | 300 | 1/1 | 1.00 | 0.8100 |" in report
+    assert "| mine | gbdt | demographic_parity | 0.05 | default | 300 | 1/1 | 1.00 | — | 0.8100 |" in report
     assert "| 0.50 (0.30) |" in report   # the job's wall, and the solve's own seconds within it
     assert (REPORT.read_bytes() if REPORT.exists() else None) == before
 
@@ -355,3 +355,32 @@ def test_the_verdict_is_against_the_target_family_and_the_best_peer_of_the_run_i
     assert "FairGBM tol 1ε" not in cell["peers"]
     linear = summarise_cell([{**r, "model": "linear"} for r in rows])   # its target family is absent: all count
     assert linear["fair_peer"] == "OxonFair(LightGBM) gap 1ε"
+
+
+def test_a_rule_at_exact_parity_on_its_rows_keeps_eps_on_the_population_as_parity_rule_keep_says():
+    """Scores uniform in both groups (so a threshold t selects 1 − t of the population), a rule that selects
+    exactly 30 % of each group's 600 and 300 sampled rows (their 0.7-quantiles): its population gap |t_a − t_b| is
+    the sampling error alone, and its keep rate over many samples is the zero-gap law's at the pooled rate 0.3."""
+    from bench.quality.population import parity_rule_keep
+
+    rng = np.random.default_rng(5)
+    sizes, eps, reps = (600, 300), 0.04, 4000
+    scores = [np.sort(rng.random((reps, n)), axis=1) for n in sizes]
+    t = [s[:, n - round(0.3 * n) - 1:n - round(0.3 * n) + 1].mean(axis=1) for s, n in zip(scores, sizes)]
+    simulated = float(np.mean(np.abs(t[0] - t[1]) <= eps))
+    group = np.repeat([0, 1], sizes)
+    y = np.concatenate([np.arange(n) < round(0.3 * n) for n in sizes]).astype(np.int64)   # pooled rate 0.3
+    keep = parity_rule_keep("demographic_parity", eps, y, group, 2)
+    assert abs(simulated - keep) < 0.03
+    assert 0.6 < keep < 0.95                     # a tolerance inside the rows' noise: neither sure nor hopeless
+    assert parity_rule_keep("demographic_parity", 0.2, y, group, 2) > 0.999
+    assert parity_rule_keep("loss_gap", eps, y, group, 2) is None
+
+
+def test_a_cells_parity_keep_is_the_mean_over_its_samples_and_absent_when_one_lacks_it():
+    from bench.quality.population import summarise_cell
+
+    rows = [{"kind": "demographic_parity", "tolerance": 0.05, "wall_s": 0.5, "parity_keep": k,
+             "ours": {"accuracy": 0.8, "demographic_parity": 0.01}} for k in (0.9, 0.7)]
+    assert summarise_cell(rows)["parity_keep"] == pytest.approx(0.8)
+    assert "parity_keep" not in summarise_cell([rows[0], {k: v for k, v in rows[1].items() if k != "parity_keep"}])
