@@ -384,3 +384,14 @@ def test_a_cells_parity_keep_is_the_mean_over_its_samples_and_absent_when_one_la
              "ours": {"accuracy": 0.8, "demographic_parity": 0.01}} for k in (0.9, 0.7)]
     assert summarise_cell(rows)["parity_keep"] == pytest.approx(0.8)
     assert "parity_keep" not in summarise_cell([rows[0], {k: v for k, v in rows[1].items() if k != "parity_keep"}])
+
+
+def test_oxonfair_is_not_run_on_more_groups_than_its_grid_allows():
+    """Its exhaustive grid over every group's threshold is not run above OXONFAIR_MAX_GROUPS (before any import)."""
+    from bench.quality.population import OXONFAIR_MAX_GROUPS
+
+    rng = np.random.default_rng(0)
+    g = np.arange(200) % (OXONFAIR_MAX_GROUPS + 1)
+    X, y = rng.standard_normal((200, 2)), (rng.random(200) < 0.4).astype(np.int64)
+    assert peer_fits("gbdt", "demographic_parity", 0.05, X, y, g, X, g, seed=0,
+                     families=("OxonFair(LightGBM)",)) == {}
