@@ -480,17 +480,23 @@ def peer_fits(model: str, kind: str, tolerance: float, X: np.ndarray, y: np.ndar
 
 
 # ------------------------------------------------------------------ one sample
+def drawn_sample(ctx: "Context", table: str, seed: int) -> tuple[dict[str, Any], np.ndarray, pd.DataFrame]:
+    """(the population, the sample's row positions in it, the sample's rows): the protocol's bootstrap sample."""
+    pop = ctx.population(table)
+    idx = bootstrap_rows(len(pop["table"]), POPULATIONS[table].sample_rows, seed)
+    return pop, idx, pop["table"].iloc[idx].reset_index(drop=True)
+
+
 def run_sample(ctx: "Context", table: str, model: str, kind: str, tolerance: float, mode: str, seed: int,
                with_peers: bool, families: tuple[str, ...] | None = None) -> dict[str, Any]:
     """One job (and the peers on its rows): population accuracy and gaps, seconds, the ONNX check."""
     from solvers import ProblemSpec, prepare
 
-    pop = ctx.population(table)
+    pop, idx, sample = drawn_sample(ctx, table, seed)
     P = pop["table"]
-    idx = bootstrap_rows(len(P), POPULATIONS[table].sample_rows, seed)
-    sample = P.iloc[idx].reset_index(drop=True)
     spec = spec_for(table, model, kind, tolerance, mode, seed)
     groups_pop = pop["groups"][table]
+    data = None   # the sample prepared as the job's spec splits it, once the job has succeeded
     row: dict[str, Any] = {"table": table, "model": model, "kind": kind, "tolerance": tolerance, "mode": mode,
                            "seed": seed, "n": len(sample)}
     job = ctx.job(sample, spec, f"{table}-{seed}")
@@ -513,23 +519,23 @@ def run_sample(ctx: "Context", table: str, model: str, kind: str, tolerance: flo
             row["job"]["screened_out"] = job["screened_out"]
     if with_peers:
         row["peers"] = sample_peers(ctx, table, model, kind, tolerance, seed, (row.get("job") or {}).get(
-            "screened_out") or [], families)
+            "screened_out") or [], families, data)
     return row
 
 
 def sample_peers(ctx: "Context", table: str, model: str, kind: str, tolerance: float, seed: int,
-                 screened_out: list[str], families: tuple[str, ...] | None = None) -> dict[str, dict[str, Any]]:
+                 screened_out: list[str], families: tuple[str, ...] | None = None,
+                 data: Any = None) -> dict[str, dict[str, Any]]:
     """The peers of one sample (:func:`peer_fits`) on the rows the job may use (train ∪ validation, its split) and
     the columns it kept (``screened_out``: the columns the service's feature screen excluded), with their exact
-    population metrics."""
+    population metrics; ``data``: the sample already prepared with the job's spec (else prepared here)."""
     from solvers import ProblemSpec, prepare
 
-    pop = ctx.population(table)
+    pop, idx, sample = drawn_sample(ctx, table, seed)
     P = pop["table"]
-    idx = bootstrap_rows(len(P), POPULATIONS[table].sample_rows, seed)
-    sample = P.iloc[idx].reset_index(drop=True)
     spec = spec_for(table, model, kind, tolerance, "default", seed)
-    data = prepare(sample, ProblemSpec.model_validate(spec))
+    if data is None:
+        data = prepare(sample, ProblemSpec.model_validate(spec))
     if "features" not in spec and screened_out:   # the peers learn from the columns the job did
         features = [c for c in data.encoder.columns if c not in screened_out]
         data = prepare(sample, ProblemSpec.model_validate({**spec, "features": features}))
@@ -552,9 +558,7 @@ def sample_parity_keep(ctx: "Context", table: str, kind: str, tolerance: float, 
     """:func:`parity_rule_keep` on one sample's fitting rows (train ∪ validation of the job's split)."""
     from solvers import ProblemSpec, prepare
 
-    pop = ctx.population(table)
-    idx = bootstrap_rows(len(pop["table"]), POPULATIONS[table].sample_rows, seed)
-    sample = pop["table"].iloc[idx].reset_index(drop=True)
+    _, _, sample = drawn_sample(ctx, table, seed)
     return fitting_parity_keep(prepare(sample, ProblemSpec.model_validate(
         spec_for(table, "linear", kind, tolerance, "default", seed))), kind, tolerance)
 
