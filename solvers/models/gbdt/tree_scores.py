@@ -150,6 +150,15 @@ class TreeScorer:
 CATCH_UP_TREES = 32
 
 
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two C-contiguous arrays of one float dtype and shape hold the same bits: one pass of an integer
+    comparison (a NaN equals its own copy), not ``np.array_equal(..., equal_nan=True)``'s float comparison plus two
+    NaN masks (Adult's 12,000 × 108 float32 training rows: 0.14 against 1.66 ms, read at every forward pass over
+    them)."""
+    view = np.dtype(f"u{a.dtype.itemsize}")
+    return bool(np.array_equal(a.view(view), b.view(view)))
+
+
 class KeptScores:
     """The raw scores f(X) (n,) float64 of a growing booster on fixed rows ``X``, kept up to date: each call of
     :meth:`catch_up` adds the trees grown since the last one (:class:`TreeScorer`), or — for more than
@@ -202,7 +211,7 @@ class KeptScores:
 
     def span_in(self, X: np.ndarray) -> tuple[int, int] | None:
         """(a, b) when rows a..b−1 of ``X`` are this instance's rows: the same memory as the array they were read
-        from (a view of ``X``, or ``X`` itself) and still the same values (NaN included); else None."""
+        from (a view of ``X``, or ``X`` itself) and still the same bits (:func:`_same_bits`); else None."""
         source = self.source
         if (not self.copied or X.ndim != 2 or source.ndim != 2 or X.dtype != source.dtype or X.shape[1] != source.shape[1]
                 or not X.flags.c_contiguous or not source.flags.c_contiguous or X.shape[0] < source.shape[0]):
@@ -213,6 +222,6 @@ class KeptScores:
             return None
         a = offset // row
         b = a + source.shape[0]
-        if b > X.shape[0] or not np.array_equal(X[a:b], self.rows, equal_nan=True):
+        if b > X.shape[0] or not _same_bits(X[a:b], self.rows):
             return None
         return a, b
