@@ -167,6 +167,7 @@ from ..fairness.threshold_lp import (
     ThresholdSolution,
     expected_predictions,
     prepare,
+    randomized_by_default,
     solve_thresholds,
 )
 from ..fairness.threshold_margin import denominators, with_margin
@@ -287,9 +288,9 @@ class _Thresholded:
         if unsupported:
             raise ValueError(f"group_thresholds supports {sorted(FAMILY_RATES)} constraints, not {unsupported}")
         self.pretrained = self.config.base_job_id is not None
-        bands = sum(len(FAMILY_RATES[name]) for name, _ in self.families)
         partial = any(name in DETERMINISTIC_ONLY for name, _ in self.families)
-        self.randomized = self.config.randomized if self.config.randomized is not None else (bands > 1 and not partial)
+        self.randomized = (self.config.randomized if self.config.randomized is not None
+                           else randomized_by_default([name for name, _ in self.families]))
         if partial and self.randomized:
             raise ValueError("group_thresholds: partial_demographic_parity needs deterministic thresholds "
                              "(randomized: false)")

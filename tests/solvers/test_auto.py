@@ -347,6 +347,30 @@ def test_auto_over_gbdt_cross_fits_group_thresholds_and_stops_on_its_population_
     assert out.promise["kind"] == "estimate" and "population" in out.promise["sentence"]
 
 
+def test_auto_over_gbdt_margins_a_randomised_rule_at_group_thresholds_own_delta():
+    """Equalized odds (two rate bands: a randomised rule) runs at δ = 0.1 and records it in its margin; demographic
+    parity and equal opportunity (one band) at auto's 0.05; a deterministic-only family keeps 0.05."""
+    from solvers.auto import DELTA_GBDT, DELTA_GBDT_RANDOMIZED, portfolio
+    from solvers.catalog.auto import AutoConfig
+    from solvers import ProblemSpec, run
+    from bench.common.datagen import planted_table
+
+    def delta(families):
+        return dict(portfolio(AutoConfig(), "gbdt", families))["group_thresholds"][0]["margin_delta"]
+
+    assert DELTA_GBDT_RANDOMIZED > DELTA_GBDT
+    assert delta(["equalized_odds"]) == delta(["demographic_parity", "equal_opportunity"]) == DELTA_GBDT_RANDOMIZED
+    assert delta(["demographic_parity"]) == delta(["equal_opportunity"]) == DELTA_GBDT
+    assert delta(["partial_demographic_parity", "demographic_parity"]) == DELTA_GBDT
+    spec = ProblemSpec(target="income", positive_label=">50K", sensitive=["sex"], device="cpu",
+                       model={"type": "gbdt", "n_estimators": 30, "num_leaves": 7},
+                       constraints=[{"type": "equalized_odds", "tolerance": 0.1}],
+                       split={"test": 0.1, "validation": 0.3, "seed": 0})
+    out = run(planted_table(6000, seed=5), spec)
+    assert out.tried[0]["params"]["margin_delta"] == DELTA_GBDT_RANDOMIZED
+    assert out.enforcement["margin"]["delta"] == DELTA_GBDT_RANDOMIZED and out.enforcement["randomized"]
+
+
 def test_max_iterations_bounds_the_whole_portfolio_and_its_progress():
     """Issue 30 item 5: 2,000 asked, 3,000-5,000 run (each candidate had max_iterations); progress "3000 / 2000"."""
     train, val, _ = train_validation_problems(1500)
