@@ -53,6 +53,8 @@ FAMILY_RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "e
 #: families whose rate is only linear in the rule for deterministic thresholds (the kept set moves otherwise)
 DETERMINISTIC_ONLY = ("partial_demographic_parity",)
 OBJECTIVES = ("accuracy", "balanced_accuracy")
+_WEIGHT_EPS = 1e-9   # mixture weights below this (HiGHS round-off) are dropped, the rest renormalised
+_BAND_MARGIN = 1e-9  # ε is solved as ε − this, so that HiGHS' round-off never leaves a gap a hair above ε
 
 
 def randomized_by_default(names: Sequence[str]) -> bool:
@@ -60,8 +62,6 @@ def randomized_by_default(names: Sequence[str]) -> bool:
     (equalized odds, several families), none of them :data:`DETERMINISTIC_ONLY`."""
     bands = sum(len(FAMILY_RATES.get(name, ())) for name in names)
     return bands > 1 and not any(name in DETERMINISTIC_ONLY for name in names)
-_WEIGHT_EPS = 1e-9   # mixture weights below this (HiGHS round-off) are dropped, the rest renormalised
-_BAND_MARGIN = 1e-9  # ε is solved as ε − this, so that HiGHS' round-off never leaves a gap a hair above ε
 
 
 def band_tolerances(families: Sequence[tuple[str, float | Sequence[float]]]) -> list[tuple[str, float]]:
