@@ -63,13 +63,15 @@ Run::
         --group-rules '{"age": {"ranges": {"25-60": [25, 61]}, "other": "other"}}' --seeds 0 1 2 3 4 5 \
         --results my-results                               # a table of your own (:func:`table_population`)
 
-Jobs are stored as they finish in ``bench/quality/results/population.json`` (a run skips the jobs already there unless
+Jobs are stored as they finish in ``bench/quality/results/population.json.gz`` (gzipped JSON: every job with every
+peer at every aim is about 2 MB of text; a run skips the jobs already there unless
 ``--rerun``); ``population.md`` is rewritten from every stored job. ``--results DIR`` keeps both in another folder
 (a table of your own: its jobs then stay out of the committed results).
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -89,7 +91,7 @@ from bench.common.datasets import ADULT_COLUMNS, data_dir
 from bench.quality.promise import _compas_two_races
 
 RESULTS = Path(__file__).resolve().parent / "results"
-STORE = RESULTS / "population.json"
+STORE = RESULTS / "population.json.gz"
 REPORT = RESULTS / "population.md"
 AIMS = (1.0, 0.75, 0.5, 0.25)
 SPLIT = {"test": 0.1, "validation": 0.3}
@@ -687,13 +689,16 @@ def key_of(row: dict[str, Any]) -> str:
 
 
 def load_store(path: Path = STORE) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.exists() else {"jobs": {}}
+    return json.loads(gzip.decompress(path.read_bytes())) if path.exists() else {"jobs": {}}
 
 
 def save_store(store: dict[str, Any], path: Path = STORE) -> None:
+    """The store as compact JSON, gzipped (``mtime=0``: the same jobs give the same bytes), written whole then
+    renamed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(store, indent=1, sort_keys=True, default=float))
+    text = json.dumps(store, sort_keys=True, separators=(",", ":"), default=float)
+    tmp.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
     tmp.replace(path)
 
 
@@ -917,7 +922,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rerun", action="store_true", help="replace stored jobs of the cells run")
     parser.add_argument("--report", action="store_true", help="only rewrite population.md")
     parser.add_argument("--results", type=Path, default=RESULTS,
-                        help="folder of population.json and population.md (default: the committed results)")
+                        help="folder of population.json.gz and population.md (default: the committed results)")
     own = parser.add_argument_group("a table of your own (its name: the file's stem; default --tables)")
     own.add_argument("--table-file", type=Path, help="CSV or Parquet, read as an upload of it is")
     own.add_argument("--target")

@@ -210,16 +210,13 @@ def test_a_table_of_ones_own_is_read_as_its_upload_and_its_label_matched_by_valu
 
 def test_results_of_another_folder_leave_the_committed_ones_alone(tmp_path):
     """``--results DIR``: the store is read from and the report written to DIR; the committed report is untouched."""
-    import json
-
-    from bench.quality.population import REPORT, main
+    from bench.quality.population import REPORT, STORE, main, save_store
 
     before = REPORT.read_bytes() if REPORT.exists() else None
     job = {"table": "mine", "model": "gbdt", "kind": "demographic_parity", "tolerance": 0.05, "mode": "default",
            "seed": 0, "n": 300, "status": "succeeded", "wall_s": 0.5, "solver_s": 0.3,
            "ours": {"accuracy": 0.81, "demographic_parity": 0.03}}
-    (tmp_path / "population.json").write_text(json.dumps({"jobs": {"mine|gbdt|demographic_parity|0.05|default|0|300":
-                                                                   job}}))
+    save_store({"jobs": {"mine|gbdt|demographic_parity|0.05|default|0|300": job}}, tmp_path / STORE.name)
     main(["--report", "--results", str(tmp_path)])
     report = (tmp_path / "population.md").read_text()
     assert "| mine | gbdt | demographic_parity | 0.05 | default | 300 | 1/1 | 1.00 | — | 0.8100 |" in report
@@ -230,9 +227,7 @@ def test_results_of_another_folder_leave_the_committed_ones_alone(tmp_path):
 def test_the_report_names_the_columns_the_feature_screen_excluded(tmp_path):
     """A job without ``features`` trains on the columns the service's screen keeps; its peers are fitted on those
     (``run_sample``) and the report says which columns were left out, once per table."""
-    import json
-
-    from bench.quality.population import main
+    from bench.quality.population import STORE, main, save_store
 
     def job(seed: int, excluded: list[str]) -> dict:
         return {"table": "bank-additional-full", "model": "gbdt", "kind": "demographic_parity", "tolerance": 0.05,
@@ -242,11 +237,11 @@ def test_the_report_names_the_columns_the_feature_screen_excluded(tmp_path):
 
     jobs = {f"bank-additional-full|gbdt|demographic_parity|0.05|default|{s}|300": job(s, e)
             for s, e in [(0, ["duration"]), (1, ["duration"]), (2, [])]}
-    (tmp_path / "population.json").write_text(json.dumps({"jobs": jobs}))
+    save_store({"jobs": jobs}, tmp_path / STORE.name)
     main(["--report", "--results", str(tmp_path)])
     report = (tmp_path / "population.md").read_text()
     assert report.count("bank-additional-full: duration.") == 1
-    (tmp_path / "population.json").write_text(json.dumps({"jobs": {k: job(2, []) for k in list(jobs)[:1]}}))
+    save_store({"jobs": {k: job(2, []) for k in list(jobs)[:1]}}, tmp_path / STORE.name)
     main(["--report", "--results", str(tmp_path)])
     assert "feature screen excluded" not in (tmp_path / "population.md").read_text()
 
