@@ -109,6 +109,26 @@ def test_the_band_sweep_is_the_brute_force_optimum_on_many_thresholds(family, se
         assert sol.objective == pytest.approx(_brute_force(s, y, group, 3, fam, "accuracy"), abs=1e-12)
 
 
+@pytest.mark.parametrize("families", [FAMILIES[2], FAMILIES[3], [("equal_opportunity", 0.03), ("demographic_parity", 0.1)]])
+@pytest.mark.parametrize("seed", [10, 11])
+def test_the_pair_sweep_is_the_brute_force_and_the_mip_optimum_for_two_groups(families, seed, monkeypatch):
+    """Two groups under several rate bands: the exact sweep (pair_sweep) against brute force over every pair of
+    thresholds and against the MIP it replaces, on ~12 thresholds a group, at tolerances from 0."""
+    import solvers.fairness.threshold_lp as lp
+
+    s, y, group = _small(2, seed, levels=10, n=400)
+    for scale in (0.0, 0.3, 1.0):
+        fam = [(name, eps * scale) for name, eps in families]
+        sol = solve_thresholds(s, y, group, 2, fam, "accuracy", randomized=False)
+        assert sol.objective == pytest.approx(_brute_force(s, y, group, 2, fam, "accuracy"), abs=1e-12)
+        obj, ok = _value(expected_predictions(s, group, sol), y, group, 2, fam, "accuracy")
+        assert ok and obj == pytest.approx(sol.objective, abs=1e-12) and (sol.weights.max(1) == 1).all()
+        with monkeypatch.context() as m:
+            m.setattr(lp, "_two_groups", lambda points: False)          # the MIP on the same problem
+            mip = solve_thresholds(s, y, group, 2, fam, "accuracy", randomized=False)
+        assert mip.status == "optimal" and sol.objective == pytest.approx(mip.objective, abs=1e-9)
+
+
 @pytest.mark.parametrize("n_groups,seed", [(2, 3), (3, 4)])
 @pytest.mark.parametrize("families", FAMILIES[:3])
 def test_randomised_optimum_bounds_every_mixture_and_is_feasible(n_groups, seed, families):
