@@ -35,14 +35,14 @@ class GroupThresholdsConfig(PrimalConfig):
     randomized: bool | None = Field(
         None, description="True: mixtures of thresholds, the LP's exact optimum over the ROC hulls, each row's "
         "component a fixed draw from its features (the drawn rule meets the tolerance on validation up to the "
-        "draw's noise). False: one threshold per group, exact on validation (one rate band, DP or equal "
-        "opportunity, or two groups: an exact sweep; equalized odds or several constraints over three groups or "
+        "draw's noise). False: one threshold per group, exact on validation (one or two rate bands — DP, equal "
+        "opportunity, equalized odds — or two groups: exact sweeps; three bands or more over three groups or "
         "more: a mixed-integer solve). None: False for DP / equal "
         "opportunity (on Adult it gives up less than 0.001 validation accuracy to the LP) and whenever "
         "partial_demographic_parity is asked (deterministic only), True for equalized odds and several constraints.")
     time_limit_s: float = Field(
-        60.0, gt=0.0, le=600.0, description="Time limit of the mixed-integer solve (randomized: false, several "
-        "rate bands, three groups or more); the best rule found is kept when it runs out.")
+        60.0, gt=0.0, le=600.0, description="Time limit of the mixed-integer solve (randomized: false, three "
+        "rate bands or more over three groups or more); the best rule found is kept when it runs out.")
     cross_fit: int | None = Field(
         None, ge=0, le=10, description="Folds of cross-fitting (gbdt bases this job trains): the thresholds are "
         "chosen on every train and validation row, each scored by a model boosted on the other folds "

@@ -35,10 +35,11 @@ tolerance: the optimum over every rule that thresholds the score, randomised per
 **Deterministic thresholds** (``randomized=False``): the same programme with w binary, one ROC point per
 group — every point, collinear ones included, since a deterministic rule must be one of them. Under one rate
 band (demographic parity or equal opportunity) it is solved exactly by a sweep over the band's lower end
-(:func:`band_sweep`, O(N log N)), and with two groups under any bands by a sweep over one group's points
-(:func:`pair_sweep`, O(N log N)); otherwise (equalized odds or several families over three groups or more) as a
-mixed-integer programme (``scipy.optimize.milp``, HiGHS branch and bound, within ``time_limit_s``; the best
-feasible point found and its gap are returned when the time runs out).
+(:func:`band_sweep`, O(N log N)), with two groups under any bands by a sweep over one group's points
+(:func:`pair_sweep`, O(N log N)), under two bands (equalized odds) by a sweep over both bands' lower ends
+(:func:`window_sweep`); otherwise (three bands or more over three groups or more) as a mixed-integer
+programme (``scipy.optimize.milp``, HiGHS branch and bound, within ``time_limit_s``; the best feasible point
+found and its gap are returned when the time runs out).
 """
 from __future__ import annotations
 
@@ -342,10 +343,14 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     points, rates, gain, P, N = prepared.points, prepared.rates, prepared.gain, prepared.P, prepared.N
     bands = band_tolerances(families)
     pair = not randomized and len(bands) > 1 and _two_groups(points)
-    if not randomized and (len(bands) <= 1 or pair):   # one rate band (DP, EOpp, none), or two groups: exact sweeps
+    if not randomized and (len(bands) <= 1 or pair or len(bands) <= WINDOW_BANDS):   # the exact sweeps
         table = prepared.argmax_table()
-        w = pair_sweep(points, rates, gain, bands, table) if pair else \
-            band_sweep(points, rates, gain, bands[0] if bands else None, n_groups, table)
+        if len(bands) <= 1:
+            w = band_sweep(points, rates, gain, bands[0] if bands else None, n_groups, table)
+        elif pair:
+            w = pair_sweep(points, rates, gain, bands, table)
+        else:
+            w = window_sweep(points, rates, gain, bands, n_groups, table)
         return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, "optimal",
                          0.0, time.perf_counter() - started)
     n_pts = len(points.group)
@@ -475,6 +480,93 @@ def pair_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray
     i = int(np.argmax(total))   # always feasible: both groups' first point (nobody positive) meets every band
     w = np.zeros(n_pts)
     w[[rows_a[i], best_b[i]]] = 1.0
+    return w
+
+
+#: the most rate bands :func:`window_sweep` takes (more, over three groups or more: the MIP)
+WINDOW_BANDS = 2
+#: rows of one block of :func:`window_sweep`'s (band-1 end, band-2 end) candidates (times the groups: its memory)
+WINDOW_BLOCK = 1 << 18
+
+
+def window_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray,
+                 bands: Sequence[tuple[str, float]], n_groups: int, table: np.ndarray) -> np.ndarray:
+    """The deterministic optimum of any number of groups under TWO rate bands (equalized odds' TPR and FPR; or two
+    families of one rate each), exactly, without a MIP.
+
+    The bands hold exactly when some lower ends c₁, c₂ have every group's point in the box r₁ ∈ [c₁, c₁ + ε₁],
+    r₂ ∈ [c₂, c₂ + ε₂]; both rates are non-decreasing along a group's points, so for given (c₁, c₂) each group's
+    points in the box are one run [max(lo₁, lo₂), min(hi₁, hi₂)] and its best gain there one range-argmax query
+    (as in :func:`band_sweep`). At the optimum c₁ is the smallest r₁ of the chosen points — a value of r₁ — and
+    c₂ the smallest r₂, the r₂ of a point inside its group's band-1 run at that c₁; and c₂ can only lie in
+    [max_g r₂(lo₁,g) − ε₂, min_g r₂(hi₁,g)], or some group has no point in the box. So the candidates are, for
+    every distinct r₁ value c₁, the points of the band-1 runs whose r₂ lies in that interval — pairs enumerated
+    by ``searchsorted`` and ``repeat`` (each group's band-2 run of every distinct c₂ found once), then every
+    group's query for all pairs at once, in blocks of consecutive c₁ of about :data:`WINDOW_BLOCK` pairs (the
+    memory is bounded whatever the tolerances); band 1 is the rate of fewer distinct values (TPR's for equalized
+    odds). A band whose rate fewer than two groups define holds (:func:`band_sweep` decides the other). Ties: the
+    first candidate in (c₁, c₂) order."""
+    defined = _defined(points)
+    g, n_pts = points.group, len(points.group)
+    groups = np.arange(n_groups)
+    first = np.searchsorted(g, groups, side="left")
+    last = np.searchsorted(g, groups, side="right") - 1
+    present = last >= first
+    binding = [(r, eps) for r, eps in bands if int((defined[r] & present).sum()) >= 2]
+    if len(binding) < 2:
+        return band_sweep(points, rates, gain, binding[0] if binding else None, n_groups, table)
+    (r1, e1), (r2, e2) = sorted(binding, key=lambda band: len(np.unique(rates[band[0]])))   # fewer c₁ first
+    tol1, tol2 = max(e1 - _BAND_MARGIN, 0.0), max(e2 - _BAND_MARGIN, 0.0)
+    live = np.flatnonzero(present)                                   # the groups that choose a point
+    on1, on2 = defined[r1][live], defined[r2][live]                  # (L,) whose band constrains them
+    key1, key2 = 4.0 * g + rates[r1], 4.0 * g + rates[r2]
+
+    def runs(key, at, tol, on):                                      # (M, L) each group's run of rate ∈ [c, c + tol]
+        lo = np.searchsorted(key, 4.0 * live[None, :] + at[:, None], side="left")
+        hi = np.searchsorted(key, 4.0 * live[None, :] + at[:, None] + tol, side="right") - 1
+        return np.where(on, lo, first[live]), np.where(on, hi, last[live])
+
+    c1 = np.unique(rates[r1][on1[np.searchsorted(live, g)] & present[g]])   # (C,) band-1 lower ends
+    lo1, hi1 = runs(key1, c1, tol1, on1)
+    fits1 = (hi1 >= lo1).all(1)
+    c1, lo1, hi1 = c1[fits1], lo1[fits1], hi1[fits1]
+    r2v = rates[r2]
+    floor = np.where(on2, r2v[lo1], -np.inf).max(1) - tol2           # c₂'s interval at each c₁
+    ceil = np.where(on2, r2v[np.maximum(hi1, 0)], np.inf).min(1)
+    # the band-1 runs' points with r₂ in [floor, ceil], groups constrained by band 2 only: (c₁, point) pairs
+    start = np.searchsorted(key2, 4.0 * live[None, :] + floor[:, None], side="left")
+    stop = np.searchsorted(key2, 4.0 * live[None, :] + ceil[:, None], side="right")
+    start, stop = np.maximum(start, lo1), np.minimum(stop, hi1 + 1)
+    count = np.where(on2[None, :] & (stop > start), stop - start, 0)  # (C, L) pairs of each c₁ and group
+    values2 = np.unique(r2v)                                          # band-2 runs per distinct c₂, once: (U, L)
+    lo2_of, hi2_of = runs(key2, values2, tol2, on2)
+    rank2 = np.searchsorted(values2, r2v)                             # (N,) each point's r₂ among them
+    per_c1 = count.sum(1)
+    ends = np.searchsorted(np.cumsum(per_c1), np.arange(1, per_c1.sum() // WINDOW_BLOCK + 1) * WINDOW_BLOCK)
+    best_total, best_choice = -np.inf, None
+    for a, b in zip(np.concatenate([[0], ends + 1]), np.concatenate([ends + 1, [len(c1)]])):   # blocks of c₁
+        if b <= a:
+            continue
+        flat = count[a:b].ravel()
+        owner = np.repeat(np.arange(flat.size), flat)                 # which (c₁, group) run each pair is of
+        p = np.repeat(start[a:b].ravel() - np.concatenate([[0], np.cumsum(flat)[:-1]]), flat) + np.arange(flat.sum())
+        i = a + owner // len(live)
+        lo2, hi2 = lo2_of[rank2[p]], hi2_of[rank2[p]]
+        lo, hi = np.maximum(lo1[i], lo2), np.minimum(hi1[i], hi2)
+        ok = (hi >= lo).all(1)
+        lo, hi = np.where(hi >= lo, lo, first[live]), np.where(hi >= lo, hi, first[live])
+        k = np.floor(np.log2(hi - lo + 1)).astype(int)
+        left, right = table[k, lo], table[k, hi - 2 ** k + 1]
+        picked = np.where(gain[right] > gain[left], right, left)     # (pairs, L)
+        total = np.where(ok, gain[picked].sum(1), -np.inf)
+        j = int(np.argmax(total)) if len(total) else 0
+        if len(total) and total[j] > best_total:
+            best_total, best_choice = total[j], picked[j]
+    w = np.zeros(n_pts)
+    if best_choice is not None:
+        w[best_choice] = 1.0
+    else:   # no candidate: cannot happen (every group's first point, nobody positive, meets both bands)
+        w[first[live]] = 1.0
     return w
 
 

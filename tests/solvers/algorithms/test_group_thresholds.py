@@ -125,7 +125,33 @@ def test_the_pair_sweep_is_the_brute_force_and_the_mip_optimum_for_two_groups(fa
         assert ok and obj == pytest.approx(sol.objective, abs=1e-12) and (sol.weights.max(1) == 1).all()
         with monkeypatch.context() as m:
             m.setattr(lp, "_two_groups", lambda points: False)          # the MIP on the same problem
+            m.setattr(lp, "WINDOW_BANDS", 0)
             mip = solve_thresholds(s, y, group, 2, fam, "accuracy", randomized=False)
+        assert mip.status == "optimal" and sol.objective == pytest.approx(mip.objective, abs=1e-9)
+
+
+@pytest.mark.parametrize("families", [FAMILIES[2], [("equal_opportunity", 0.03), ("demographic_parity", 0.1)]])
+@pytest.mark.parametrize("n_groups,seed", [(3, 12), (4, 13)])
+def test_the_window_sweep_is_the_brute_force_and_the_mip_optimum_for_two_bands(families, n_groups, seed,
+                                                                              monkeypatch):
+    """Three or four groups under two rate bands: the exact sweep over both bands' lower ends (window_sweep)
+    against brute force over every combination of thresholds and against the MIP it replaces."""
+    import solvers.fairness.threshold_lp as lp
+
+    s, y, group = _small(n_groups, seed, levels=6 if n_groups == 3 else 4, n=300)
+    for scale in (0.0, 0.3, 1.0):
+        fam = [(name, eps * scale) for name, eps in families]
+        sol = solve_thresholds(s, y, group, n_groups, fam, "accuracy", randomized=False)
+        assert sol.objective == pytest.approx(_brute_force(s, y, group, n_groups, fam, "accuracy"), abs=1e-12)
+        obj, ok = _value(expected_predictions(s, group, sol), y, group, n_groups, fam, "accuracy")
+        assert ok and obj == pytest.approx(sol.objective, abs=1e-12) and (sol.weights.max(1) == 1).all()
+        with monkeypatch.context() as m:
+            m.setattr(lp, "WINDOW_BLOCK", 5)                          # candidates in blocks of a few: the same rule
+            blocked = solve_thresholds(s, y, group, n_groups, fam, "accuracy", randomized=False)
+        np.testing.assert_array_equal(blocked.thresholds, sol.thresholds)
+        with monkeypatch.context() as m:
+            m.setattr(lp, "WINDOW_BANDS", 0)                          # the MIP on the same problem
+            mip = solve_thresholds(s, y, group, n_groups, fam, "accuracy", randomized=False)
         assert mip.status == "optimal" and sol.objective == pytest.approx(mip.objective, abs=1e-9)
 
 
