@@ -392,7 +392,10 @@ class _Thresholded:
             rows = self.config.margin_rows if self.config.margin_rows is not None else math.inf   # the population
             cap = self.config.margin_max_share if self.config.margin_max_share is not None else SHARE_LIMIT
             counts = denominators(y, g, K)
-            solution, margin = with_margin(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap)
+            from ..models.gbdt.model import parallel_fits   # the cores the fits had: the search's threads now
+
+            solution, margin = with_margin(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap,
+                                           workers=parallel_fits())
             if not margin.met and self.config.coins:   # groups too small for a threshold: coins (group_coins)
                 seen = scores if self.in_sample is None else np.concatenate([scores, self.in_sample])   # + the refit's
                 coined = with_coins(fitted.solve, self.families, counts, self.config.margin_delta, rows, cap,

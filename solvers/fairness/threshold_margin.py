@@ -222,11 +222,15 @@ def band_directions(n_bands: int) -> list[np.ndarray]:
 
 def with_margin(solve: Callable[[list[tuple[str, float | tuple[float, ...]]]], ThresholdSolution],
                 families: Sequence[tuple[str, float]], counts: dict[str, np.ndarray], delta: float,
-                unseen_rows: float = math.inf, max_share: float = SHARE_LIMIT) -> tuple[ThresholdSolution, MarginRecord]:
+                unseen_rows: float = math.inf, max_share: float = SHARE_LIMIT,
+                workers: int = 1) -> tuple[ThresholdSolution, MarginRecord]:
     """The most accurate rule of ``solve`` (its objective on the fitting rows) at band tolerances ε_f (1 − t d_b)
     whose bound B ≤ ``delta``: for each direction d of :func:`band_directions` the smallest t ≤ ``max_share`` by
     bisection (module docstring); ``solve`` maps (family, tolerance or per-rate tolerances) pairs to a
-    :class:`ThresholdSolution`."""
+    :class:`ThresholdSolution`. ``workers`` > 1: the directions' bisections run on that many threads (HiGHS and
+    the sweeps compute outside Python's lock; ``solve`` must be safe to call from several threads once it has
+    solved once), their results taken in the directions' order: the same rule and record as one after the
+    other."""
     families = [(name, float(eps)) for name, eps in families]
     bounded = [(name, eps) for name, eps in families if name in BOUNDED]
     n_bands = sum(len(FAMILY_RATES[name]) for name, _ in bounded)
@@ -247,27 +251,37 @@ def with_margin(solve: Callable[[list[tuple[str, float | tuple[float, ...]]]], T
         solution = solve(shrunk(shares))
         return solution, violation_bound(solution.rates, counts, bounded, unseen_rows)
 
+    def along(d: np.ndarray) -> tuple[bool, tuple, int]:
+        """(met, (shares, solution, B), solves) of direction ``d``: its smallest share meeting the bound, or its
+        share at ``max_share`` when even that does not."""
+        solution, b = attempt(max_share * d)
+        if b > delta:
+            return False, (max_share * d, solution, b), 1
+        lo, hi, at = 0.0, max_share, (max_share * d, solution, b)
+        for _ in range(BISECTIONS):       # invariant: hi meets the bound, lo does not
+            mid = 0.5 * (lo + hi)
+            solution, b = attempt(mid * d)
+            if b <= delta:
+                hi, at = mid, (mid * d, solution, b)
+            else:
+                lo = mid
+        return True, at, 1 + BISECTIONS
+
     solves = 1
     best_shares = np.zeros(n_bands)
     best, bound = attempt(best_shares)
     if bound > delta:
-        found, unmet = [], None
-        for d in band_directions(n_bands):
-            solution, b = attempt(max_share * d)
-            solves += 1
-            if b > delta:
-                unmet = unmet or (max_share * d, solution, b)   # the common share's: what an unmet margin returns
-                continue
-            lo, hi, at = 0.0, max_share, (max_share * d, solution, b)
-            for _ in range(BISECTIONS):       # invariant: hi meets the bound, lo does not
-                mid = 0.5 * (lo + hi)
-                solution, b = attempt(mid * d)
-                solves += 1
-                if b <= delta:
-                    hi, at = mid, (mid * d, solution, b)
-                else:
-                    lo = mid
-            found.append(at)
+        directions = band_directions(n_bands)
+        if workers > 1 and len(directions) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=min(workers, len(directions))) as pool:
+                searched = list(pool.map(along, directions))
+        else:
+            searched = [along(d) for d in directions]
+        solves += sum(n for _, _, n in searched)
+        found = [at for met, at, _ in searched if met]
+        unmet = next((at for met, at, _ in searched if not met), None)   # the first (common share's) unmet
         # the first of the most accurate (the common share first): max keeps the first of equal keys
         best_shares, best, bound = max(found, key=lambda f: f[1].objective) if found else unmet
     tolerances = shrunk(best_shares)

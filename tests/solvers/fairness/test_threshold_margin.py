@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from solvers.fairness.threshold_lp import prepare, solve_thresholds
-from solvers.fairness.threshold_margin import SHARE_LIMIT, denominators, violation_bound, with_margin
+from solvers.fairness.threshold_margin import BISECTIONS, SHARE_LIMIT, denominators, violation_bound, with_margin
 
 
 def _solver(s, y, g, n_groups, randomized=True):
@@ -299,6 +299,19 @@ def test_the_margin_is_spent_where_the_rates_are_precise():
             break
     assert solution.objective > common.objective
     assert len(band_directions(1)) == 1 and len(band_directions(2)) == 7
+
+
+@pytest.mark.parametrize("randomized", [True, False])
+def test_the_directions_searched_on_threads_give_the_same_rule_and_record(randomized):
+    """with_margin's directions on two threads (a job's finish, its fits ended) against one after the other: the
+    same thresholds, weights and record, the directions' solves all counted."""
+    s, y, g = _odds_sample(np.random.default_rng(8))
+    counts = denominators(y, g, 2)
+    one = with_margin(_solver(s, y, g, 2, randomized), [("equalized_odds", EPS)], counts, DELTA)
+    two = with_margin(_solver(s, y, g, 2, randomized), [("equalized_odds", EPS)], counts, DELTA, workers=2)
+    np.testing.assert_array_equal(one[0].thresholds, two[0].thresholds)
+    np.testing.assert_array_equal(one[0].weights, two[0].weights)
+    assert one[1] == two[1] and one[1].solves > 1 + BISECTIONS   # several directions were searched
 
 
 def test_the_margin_per_band_keeps_the_population_gap_with_probability_one_minus_delta():
