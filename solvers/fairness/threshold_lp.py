@@ -49,6 +49,8 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 
+from .highs_lp import HighsLP
+
 #: the rates each supported constraint family bounds (the names of :func:`solvers.metrics.classification.group_fairness`)
 FAMILY_RATES = {"demographic_parity": ("sr",), "equal_opportunity": ("tpr",), "equalized_odds": ("tpr", "fpr"),
                 "partial_demographic_parity": ("kept",)}
@@ -266,6 +268,7 @@ class Prepared:
     randomized: bool
     _argmax: np.ndarray | None = field(default=None, init=False, repr=False)
     _lp: dict = field(default_factory=dict, init=False, repr=False)   # band rates -> :meth:`lp`
+    _highs: dict = field(default_factory=dict, init=False, repr=False)   # band rates -> :meth:`highs`
 
     def argmax_table(self) -> np.ndarray:
         if self._argmax is None:
@@ -292,6 +295,13 @@ class Prepared:
                                       np.concatenate([np.ones(n_pts), np.full(n_band, np.inf)])])
             self._lp[band_rates] = (A_ub, A_eq, c, bounds, n_band)
         return self._lp[band_rates]
+
+    def highs(self, band_rates: tuple[str, ...]) -> HighsLP:
+        """The randomised rule's programme of :meth:`lp`, assembled for HiGHS once (:mod:`.highs_lp`)."""
+        if band_rates not in self._highs:
+            A_ub, A_eq, c, bounds, _ = self.lp(band_rates)
+            self._highs[band_rates] = HighsLP(c, A_ub, A_eq, np.ones(A_eq.shape[0]), bounds)
+        return self._highs[band_rates]
 
 
 def prepare(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int, objective: str = "accuracy",
@@ -324,7 +334,7 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     :func:`prepare` of these same arguments, computed once for several solves."""
     import time
 
-    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+    from scipy.optimize import Bounds, LinearConstraint, milp
 
     unknown = [name for name, _ in families if name not in FAMILY_RATES]
     if unknown:
@@ -358,11 +368,8 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
     b_ub = _band_rhs(points, bands, n_groups) if bands else None
     lower, upper = bounds[:, 0], bounds[:, 1]
     mip_gap = None
-    if randomized:
-        res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(A_eq.shape[0]), bounds=bounds,
-                      method="highs")
-        if res.status != 0:
-            raise RuntimeError(f"threshold LP: {res.message}")
+    if randomized:   # linprog(method="highs")'s solve, assembled once per band structure (.highs_lp)
+        x = prepared.highs(tuple(r for r, _ in bands)).solve(b_ub)
         status = "optimal"
     else:
         constraints = [LinearConstraint(A_eq, 1.0, 1.0)]
@@ -375,7 +382,8 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
             raise RuntimeError(f"threshold MIP: {res.message}")
         status = "optimal" if res.status == 0 else "time_limit"
         mip_gap = float(getattr(res, "mip_gap", 0.0) or 0.0)
-    w = np.clip(res.x[:n_pts], 0.0, None)
+        x = res.x
+    w = np.clip(x[:n_pts], 0.0, None)
     w = np.where(w > _WEIGHT_EPS, w, 0.0)
     total = np.bincount(points.group, weights=w, minlength=n_groups)
     w = w / np.where(total > 0, total, 1.0)[points.group]
