@@ -2,11 +2,11 @@
 
 The safety margin's search (:mod:`.threshold_margin`) solves one threshold LP (:mod:`.threshold_lp`) about 57 times
 a job for equalized odds, each time with another right-hand side b_ub only. ``linprog(method="highs")`` checks and
-copies its inputs on every call, stacks [A_ub; A_eq] into one CSC matrix, replaces the infinities and checks the
-options — about three quarters of a call's time on these programmes of a few hundred columns (COMPAS, equalized
-odds: 2.9 ms a call, 0.5 ms of it in HiGHS). :class:`HighsLP` does that assembly once, exactly as
-``scipy.optimize._linprog_highs`` does it (the same COO copies, the same ``vstack`` and CSC conversion, the same
-option values), and hands HiGHS the same arrays on every solve, so HiGHS takes the same path to the same vertex:
+copies its inputs on every call, stacks [A_ub; A_eq] into one CSC matrix and replaces the infinities — 1.6 ms of
+a call's 2.9 ms on these programmes of a few hundred columns (COMPAS, equalized odds; 0.5 ms of it in HiGHS).
+:class:`HighsLP` does that assembly once, exactly as ``scipy.optimize._linprog_highs`` does it (the same COO
+copies, the same ``vstack`` and CSC conversion, the same option values), and hands HiGHS the same arrays on every
+solve, so HiGHS takes the same path to the same vertex:
 ``tests/solvers/fairness/test_highs_lp.py`` checks the solutions bit for bit against ``linprog``'s on threshold
 LPs and random ones (a SciPy upgrade that changes the assembly fails there, not silently). It calls SciPy's own
 wrapper of its bundled HiGHS (``_highs_wrapper``), a private name of the pinned SciPy.
