@@ -403,6 +403,14 @@ def argmax_table(gain: np.ndarray) -> np.ndarray:
     return np.stack([np.pad(t, (0, width - len(t))) for t in table])
 
 
+def range_argmax(table: np.ndarray, gain: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Argmax of ``gain`` over each [lo, hi] (lo ≤ hi, arrays of any shape) from :func:`argmax_table`'s ``table``:
+    two overlapping power-of-two blocks, O(1) a query; ties go to the lower index."""
+    k = np.floor(np.log2(np.maximum(hi - lo + 1, 1))).astype(int)
+    a, b = table[k, lo], table[k, np.maximum(hi - 2 ** k + 1, lo)]
+    return np.where(gain[b] > gain[a], b, a)
+
+
 def band_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray, band: tuple[str, float] | None,
                n_groups: int, table: np.ndarray | None = None) -> np.ndarray:
     """The deterministic optimum (one ROC point per group, weights 0/1) under ONE rate band, exactly, without a MIP.
@@ -422,15 +430,11 @@ def band_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray
         constrained = _defined(points)[band[0]]
     table = argmax_table(gain) if table is None else table   # table[k][i]: argmax of gain over [i, i + 2^k)
 
-    def best(lo, hi):                                # argmax of gain over [lo, hi] (lo ≤ hi), vectorised
-        k = np.floor(np.log2(np.maximum(hi - lo + 1, 1))).astype(int)
-        a, b = table[k, lo], table[k, np.maximum(hi - 2 ** k + 1, lo)]
-        return np.where(gain[b] > gain[a], b, a)
-
     first = np.searchsorted(g, np.arange(n_groups), side="left")
     last = np.searchsorted(g, np.arange(n_groups), side="right") - 1
     present = last >= first
-    own = best(np.minimum(first, n_pts - 1), np.maximum(last, np.minimum(first, n_pts - 1)))   # (K,) unconstrained
+    start = np.minimum(first, n_pts - 1)
+    own = range_argmax(table, gain, start, np.maximum(last, start))               # (K,) unconstrained
     choice = np.where(present, own, -1)
     groups = np.flatnonzero(constrained & present)
     if groups.size:
@@ -439,7 +443,8 @@ def band_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray
         lo = np.searchsorted(key, 4.0 * groups[None, :] + c[:, None], side="left")   # (C, Kc)
         hi = np.searchsorted(key, 4.0 * groups[None, :] + c[:, None] + eps - _BAND_MARGIN, side="right") - 1
         ok = (hi >= lo).all(1)
-        picked = best(np.minimum(lo, n_pts - 1), np.maximum(hi, np.minimum(lo, n_pts - 1)))
+        lo = np.minimum(lo, n_pts - 1)
+        picked = range_argmax(table, gain, lo, np.maximum(hi, lo))
         total = np.where(ok, gain[picked].sum(1), -np.inf)
         choice[groups] = picked[int(np.argmax(total))]
     w = np.zeros(n_pts)
@@ -481,9 +486,7 @@ def pair_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarray
     ok = hi >= lo
     safe_lo = np.where(ok, lo, first_b)
     safe_hi = np.where(ok, hi, first_b)
-    k = np.floor(np.log2(safe_hi - safe_lo + 1)).astype(int)
-    left, right = table[k, safe_lo], table[k, safe_hi - 2 ** k + 1]
-    best_b = np.where(gain[right] > gain[left], right, left)
+    best_b = range_argmax(table, gain, safe_lo, safe_hi)
     total = np.where(ok, gain[rows_a] + gain[best_b], -np.inf)
     i = int(np.argmax(total))   # always feasible: both groups' first point (nobody positive) meets every band
     w = np.zeros(n_pts)
@@ -563,9 +566,7 @@ def window_sweep(points: ROCPoints, rates: dict[str, np.ndarray], gain: np.ndarr
         lo, hi = np.maximum(lo1[i], lo2), np.minimum(hi1[i], hi2)
         ok = (hi >= lo).all(1)
         lo, hi = np.where(hi >= lo, lo, first[live]), np.where(hi >= lo, hi, first[live])
-        k = np.floor(np.log2(hi - lo + 1)).astype(int)
-        left, right = table[k, lo], table[k, hi - 2 ** k + 1]
-        picked = np.where(gain[right] > gain[left], right, left)     # (pairs, L)
+        picked = range_argmax(table, gain, lo, hi)                  # (pairs, L)
         total = np.where(ok, gain[picked].sum(1), -np.inf)
         j = int(np.argmax(total)) if len(total) else 0
         if len(total) and total[j] > best_total:
