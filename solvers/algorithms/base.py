@@ -63,6 +63,10 @@ class Algorithm:
     Config: ClassVar[type[AlgorithmConfig]] = AlgorithmConfig
     #: the run's iteration budget K (set by the driver before :meth:`start`; None when unknown).
     horizon: int | None = None
+    #: the ``time.perf_counter()`` instant by which the run must end: the job's ``time_limit_s`` counted from the
+    #: loop's start (set by the driver before the first step; None outside it). Work in :meth:`finish` that can run
+    #: long (the deterministic threshold MIP) spends only what is left of it.
+    deadline: float | None = None
     #: optional held-out Problem (the validation split) for output rules that select an iterate on it
     #: (set by the driver before :meth:`start`; None when the caller gave none).
     validation: Problem | None = None

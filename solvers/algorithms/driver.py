@@ -6,7 +6,8 @@ constraints and duals concatenated) → ``observer.on_iteration`` →
 multiplier or parameter ends the run (status ``"diverged"``, :mod:`.divergence`) before the observer sees it.
 Every few iterations (``observer.exact_trace_every``) the record also carries the exact constraint values on
 train and validation (:mod:`solvers.fairness.exact_trace`). The algorithm learns the budget as
-``algorithm.horizon`` before ``start``. When ``observer.checkpoint_due()``, the observer is
+``algorithm.horizon`` before ``start``, and ``algorithm.deadline`` (the loop's start + ``time_limit_s``) for
+work after the loop. When ``observer.checkpoint_due()``, the observer is
 handed the run's whole state (:mod:`solvers.formats.checkpoint`); ``resume`` restarts from such a
 checkpoint, continuing its iteration count, samples seen and solver time. After the loop ``algorithm.finish()`` may swap in the
 paper's output point (random/averaged iterate), and the result's ``last`` record then describes it.
@@ -91,6 +92,7 @@ def _iterate(algorithm: Algorithm, problem: Problem, model: nn.Module, observer:
         with torch.enable_grad():  # a plain evaluation: the step differentiates its graph
             current = problem.evaluate(algorithm.model, getattr(algorithm, "last_batch", None))
         t0, seen, first = time.perf_counter() - resume.elapsed_s, resume.samples_seen, resume.iteration
+    algorithm.deadline = t0 + time_limit_s   # what finish() may still spend (the threshold MIP)
     names = problem.constraint_names
     m, params = len(names), _parameters(algorithm, model)  # (after start: it may add parameters)
     no_grad = torch.no_grad if torch.is_grad_enabled() else contextlib.nullcontext  # (off already: score space)

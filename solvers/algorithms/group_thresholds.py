@@ -151,6 +151,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 import weakref
 
 import numpy as np
@@ -406,6 +407,15 @@ class _Thresholded:
         self.model = fitted.apply(self.model, solution, margin)
         return p.evaluate(self.model)
 
+    def mip_seconds(self) -> float:
+        """The time limit of the next deterministic MIP solve (three rate bands or more over three groups or more;
+        the margin's search makes up to 1 + 8·7 of them): the option ``time_limit_s`` of one solve, at most what is
+        left of the job's own (:attr:`deadline`). HiGHS returns the best point it has found when it runs out; with
+        none left (≤ 0) no MIP runs (:func:`~solvers.fairness.threshold_lp.constant_rule`), status ``time_limit``
+        either way: only the solve under way when the job's limit passes may run past it."""
+        left = math.inf if self.deadline is None else self.deadline - time.perf_counter()
+        return min(self.config.time_limit_s, left)
+
     def _cross_fit(self, rounds: int, spec=None, known: bool = True, refit: bool | None = None, held=()):
         """The :class:`~solvers.models.gbdt.cross_fit.CrossFit` of the train and validation rows at ``rounds``
         rounds with ``spec``'s hyper-parameters (default the base's), its fits started (:meth:`_cross_fitted`), the
@@ -490,7 +500,7 @@ class _Thresholded:
         def solved(s: np.ndarray) -> ThresholdSolution:
             kept_rows, theta = self._partial(s, g)
             return solve_thresholds(s, y, g, K, self.families, self.config.objective, self.randomized,
-                                    self.config.time_limit_s, kept_rows, theta)
+                                    self.mip_seconds(), kept_rows, theta)
 
         a, b = solved(tuned), solved(capacity)
         chosen = "capacity" if b.objective > a.objective else "tuned"
@@ -639,7 +649,7 @@ class _Fitted:
             self.prepared = prepare(self.scores, self.y, self.g, len(s.problem.group_names), s.config.objective,
                                     s.randomized, self.kept, self.theta)
         return solve_thresholds(self.scores, self.y, self.g, len(s.problem.group_names), families, s.config.objective,
-                                s.randomized, s.config.time_limit_s, self.kept, self.theta, self.prepared)
+                                s.randomized, s.mip_seconds(), self.kept, self.theta, self.prepared)
 
     @torch.no_grad()
     def apply(self, model: nn.Module, solution: ThresholdSolution, margin=None,

@@ -41,8 +41,10 @@ class GroupThresholdsConfig(PrimalConfig):
         "opportunity (on Adult it gives up less than 0.001 validation accuracy to the LP) and whenever "
         "partial_demographic_parity is asked (deterministic only), True for equalized odds and several constraints.")
     time_limit_s: float = Field(
-        60.0, gt=0.0, le=600.0, description="Time limit of the mixed-integer solve (randomized: false, three "
-        "rate bands or more over three groups or more); the best rule found is kept when it runs out.")
+        60.0, gt=0.0, le=600.0, description="Time limit of one mixed-integer solve (randomized: false, three "
+        "rate bands or more over three groups or more), at most what is left of the job's own time_limit_s; the "
+        "best rule found is kept when it runs out (or, with none found, the better constant rule), and the job "
+        "warns.")
     cross_fit: int | None = Field(
         None, ge=0, le=10, description="Folds of cross-fitting (gbdt bases this job trains): the thresholds are "
         "chosen on every train and validation row, each scored by a model boosted on the other folds "

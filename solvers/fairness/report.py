@@ -19,7 +19,9 @@ Warnings (:func:`warnings_for`):
   solver did not meet its surrogate there (``surrogate_met: false``, so no exact enforcement ran), or the exact
   enforcement did not reach the tolerance (``met: false``, the method named);
 * a constraint whose exact value on the validation split exceeds its tolerance;
-* a constraint whose tolerance the test split is too small to show (``test_noise_floor`` below).
+* a constraint whose tolerance the test split is too small to show (``test_noise_floor`` below);
+* deterministic thresholds whose mixed-integer solve ran out of the job's time limit (the record's ``status``
+  ``time_limit``): the rule is the best one found, or a constant rule, not the proven optimum.
 
 **What the test split can show** (``test_noise_floor``, for demographic parity, equal opportunity and equalized
 odds over a partition of the rows, max − min form): :func:`.noise_floor.floor_of_predictions` for the test split's
@@ -127,6 +129,13 @@ def warnings_for(entries: Sequence[Mapping[str, Any]], metrics: Mapping[str, Map
                 out.append(f"constraint {entry['type']} not kept on the {_SPLIT_NAMES[split]} split: exact value "
                            f"{shown} > tolerance {entry['tolerance']}" + (_why_not_on_train(enforcement)
                                                                             if split == "train" else ""))
+    if enforcement and enforcement.get("status") == "time_limit":
+        gap = enforcement.get("mip_gap")
+        found = ("the best rule it found, within a relative optimality gap of "
+                 f"{gap:.2%}" if gap is not None else "no rule found in time: the better constant rule (everybody "
+                 "positive or everybody negative)")
+        out.append("the exact threshold search (a mixed-integer solve) ran out of the job's time limit; the model "
+                   f"keeps {found}. A longer time_limit_s, fewer groups or randomised thresholds would solve it")
     for entry in entries:
         floor = entry.get("test_noise_floor")
         if floor and floor["keep_probability"] < NOISE_FLOOR_WARN:

@@ -39,7 +39,9 @@ band (demographic parity or equal opportunity) it is solved exactly by a sweep o
 (:func:`pair_sweep`, O(N log N)), under two bands (equalized odds) by a sweep over both bands' lower ends
 (:func:`window_sweep`); otherwise (three bands or more over three groups or more) as a mixed-integer
 programme (``scipy.optimize.milp``, HiGHS branch and bound, within ``time_limit_s``; the best feasible point
-found and its gap are returned when the time runs out).
+found and its gap are returned when the time runs out; when it found none, or ``time_limit_s`` ≤ 0, the better
+of the two constant rules, everybody negative or everybody positive in every group, which meet every band:
+:func:`constant_rule`. HiGHS reads its clock between phases: a solve may end seconds past a small limit).
 """
 from __future__ import annotations
 
@@ -377,18 +379,32 @@ def solve_thresholds(scores: np.ndarray, y: np.ndarray, group: np.ndarray, n_gro
             constraints.append(LinearConstraint(A_ub, -np.inf, b_ub))
         integrality = np.concatenate([np.ones(n_pts), np.zeros(n_band)])
         res = milp(c, constraints=constraints, integrality=integrality, bounds=Bounds(lower, upper),
-                   options={"time_limit": float(time_limit_s)})
-        if res.x is None:
+                   options={"time_limit": float(time_limit_s)}) if time_limit_s > 0 else None
+        status = "optimal" if res is not None and res.status == 0 else "time_limit"
+        if res is not None and res.x is None and res.status != 1:   # 1: out of time (the programme is feasible)
             raise RuntimeError(f"threshold MIP: {res.message}")
-        status = "optimal" if res.status == 0 else "time_limit"
-        mip_gap = float(getattr(res, "mip_gap", 0.0) or 0.0)
-        x = res.x
+        if res is None or res.x is None:   # no time, or no feasible point found in it: the better constant rule
+            x, mip_gap = np.concatenate([constant_rule(points, gain), np.zeros(n_band)]), None
+        else:
+            x, mip_gap = res.x, float(getattr(res, "mip_gap", 0.0) or 0.0)
     w = np.clip(x[:n_pts], 0.0, None)
     w = np.where(w > _WEIGHT_EPS, w, 0.0)
     total = np.bincount(points.group, weights=w, minlength=n_groups)
     w = w / np.where(total > 0, total, 1.0)[points.group]
     return _solution(points, rates, w, gain, objective, P, N, families, n_groups, randomized, status, mip_gap,
                      time.perf_counter() - started)
+
+
+def constant_rule(points: ROCPoints, gain: np.ndarray) -> np.ndarray:
+    """(N,) weights of the better (by ``gain``) of the two constant rules: every group's first point (0, 0), everybody
+    negative, or its last (N_g, P_g), everybody positive. Each gives every group the same rates (all 0 or all 1), so
+    it meets every band: the deterministic MIP's answer when its time ran out before it found a feasible point."""
+    first = np.ones(len(points.group), dtype=bool)
+    first[1:] = points.group[1:] != points.group[:-1]
+    last = np.ones(len(points.group), dtype=bool)
+    last[:-1] = first[1:]
+    best = max((first, last), key=lambda ends: float(gain[ends].sum()))
+    return best.astype(np.float64)
 
 
 def argmax_table(gain: np.ndarray) -> np.ndarray:

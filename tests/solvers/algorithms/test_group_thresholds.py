@@ -870,3 +870,54 @@ def test_held_fits_wait_for_release_and_a_cancel_ends_them(monkeypatch):
         with pytest.raises((cross_fit.Abandoned, concurrent.futures.CancelledError)):
             future.result()
     assert len(fits) == 1
+
+
+def _five_groups(n, seed=0):
+    """Continuous scores of 5 groups: every score its own ROC point, a deterministic MIP that takes seconds."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 5, n)
+    y = (rng.random(n) < 0.2 + 0.12 * g).astype(int)
+    return rng.normal(size=n) + 1.5 * y + 0.3 * g, y, g
+
+
+THREE_BANDS = [("demographic_parity", 0.03), ("equalized_odds", 0.03)]
+
+
+def test_a_mip_out_of_time_keeps_a_feasible_rule_and_with_none_left_the_better_constant_rule():
+    s, y, g = _five_groups(2000)
+    solved = solve_thresholds(s, y, g, 5, THREE_BANDS, randomized=False, time_limit_s=60)
+    assert solved.status == "optimal" and solved.mip_gap == 0.0
+    for limit in (0.0, -1.0, 0.05):   # no time (no MIP at all), or less than HiGHS needs for a first point
+        short = solve_thresholds(s, y, g, 5, THREE_BANDS, randomized=False, time_limit_s=limit)
+        assert short.status == "time_limit"
+        assert all(short.gaps[name] <= eps for name, eps in THREE_BANDS)
+        assert short.objective <= solved.objective
+        pred = expected_predictions(s, g, short)
+        if short.mip_gap is None:   # the constant rule: everybody negative or everybody positive
+            assert np.all(pred == pred[0])
+            assert short.objective == pytest.approx(max(np.mean(y), 1 - np.mean(y)))
+
+
+def test_a_deterministic_job_spends_no_more_than_its_time_limit_on_mip_solves_and_warns():
+    """Three bands over five groups, ``randomized: false``: a MIP per solve, 57 of them in the margin's search.
+    Each gets what is left of the job's time limit (not 60 s each); once it is spent the constant rule, and the
+    job's warning says so."""
+    import time
+
+    from solvers.fairness.report import warnings_for
+
+    s, y, g = _five_groups(6000, 1)
+    X = np.column_stack([s, np.eye(5)[g]]).astype(np.float32)
+    kw = dict(group_names=[str(k) for k in range(5)], device="cpu")
+    constraints = [CONSTRAINTS.get(name)(eps) for name, eps in THREE_BANDS]
+    problem = Problem(X=X[:3000], y=y[:3000], group=g[:3000], constraints=constraints, **kw)
+    val = Problem(X=X[3000:], y=y[3000:], group=g[3000:], **kw)
+    started = time.perf_counter()
+    res = solve(problem, {"name": "group_thresholds", "params": {"randomized": False, "margin_delta": 0.1}},
+                max_iterations=5, validation=val, time_limit_s=1.0)
+    took = time.perf_counter() - started
+    report = res.model.net.report
+    assert took < 30   # one solve (60 s on its own, 16 s on 3,000 rows at the most) may straddle the deadline
+    assert report["status"] == "time_limit" and not report["randomized"]
+    warned = [w for w in warnings_for([], {}, report) if "ran out of the job's time limit" in w]
+    assert len(warned) == 1 and ("constant rule" in warned[0]) == (report["mip_gap"] is None)
