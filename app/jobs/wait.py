@@ -217,7 +217,8 @@ def end_listener() -> EndWaiters | None:
 
 
 async def wait_for_end(db: Session, job_id: str, wait_s: float) -> None:
-    """Return once the job is terminal (or gone) or ``wait_s`` seconds have passed (the caller reads it after)."""
+    """Return once the job is terminal (or gone) or ``wait_s`` seconds have passed (the caller reads it after); an
+    announced end returns at once, without a status check of its own (the announcement follows the commit)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_s
     listener, woken = end_listener(), asyncio.Event()
@@ -234,8 +235,8 @@ async def wait_for_end(db: Session, job_id: str, wait_s: float) -> None:
             try:
                 await asyncio.wait_for(woken.wait(), timeout=min(left, pause))
             except TimeoutError:
-                pass
-            woken.clear()
+                continue
+            return   # rung after the commit that ended the job: the caller's read sees its end
     finally:
         if listener is not None:
             listener.unregister(job_id, woken)
