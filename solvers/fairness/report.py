@@ -131,11 +131,11 @@ def warnings_for(entries: Sequence[Mapping[str, Any]], metrics: Mapping[str, Map
                                                                             if split == "train" else ""))
     if enforcement and enforcement.get("status") == "time_limit":
         gap = enforcement.get("mip_gap")
-        found = ("the best rule it found, within a relative optimality gap of "
-                 f"{gap:.2%}" if gap is not None else "no rule found in time: the better constant rule (everybody "
-                 "positive or everybody negative)")
-        out.append("the exact threshold search (a mixed-integer solve) ran out of the job's time limit; the model "
-                   f"keeps {found}. A longer time_limit_s, fewer groups or randomised thresholds would solve it")
+        kept = (f": the model keeps the best rule it found, within a relative optimality gap of {gap:.2%}"
+                if gap is not None else " before it found a rule: the model keeps the better constant rule "
+                "(everybody positive or everybody negative)")
+        out.append(f"the exact threshold search (a mixed-integer solve) ran out of the job's time limit{kept}. A "
+                   "longer time_limit_s, fewer groups or randomised thresholds would solve it")
     for entry in entries:
         floor = entry.get("test_noise_floor")
         if floor and floor["keep_probability"] < NOISE_FLOOR_WARN:
